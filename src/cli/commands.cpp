@@ -1,0 +1,9 @@
+#include "cli/commands.hpp"
+
+namespace hcwarm::cli {
+
+void register_all(CLI::App& app, CliContext& ctx) {
+  register_plan(app, ctx);
+}
+
+}  // namespace hcwarm::cli

@@ -1,0 +1,20 @@
+#pragma once
+// Registration of the subcommands (one cmd_*.cpp each). main() owns the
+// context; every subcommand's callback reads and writes it, nothing global.
+#include <CLI/CLI.hpp>
+
+#include "core/env_config.hpp"
+
+namespace hcwarm::cli {
+
+struct CliContext {
+  EnvConfig env;      // parsed once, before any subcommand runs
+  int exit_code = 0;  // a subcommand that finished but must fail sets it (e.g. `cache verify`)
+};
+
+void register_all(CLI::App& app, CliContext& ctx);
+
+// One per subcommand file.
+void register_plan(CLI::App& app, CliContext& ctx);
+
+}  // namespace hcwarm::cli

@@ -1,0 +1,44 @@
+// hcwarm: the command-line tool. Each subcommand lives in its own cmd_*.cpp and
+// registers itself here; errors become messages and exit codes in one place.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "hcwarm: JIT-compiled DeepSeek V4 mHC kernels that never stall serving on a compile.\n"
+      "Plans the split buckets, prewarms them at start-up from a persistent kernel cache,\n"
+      "and reports any compile that still happens after the server is ready."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("hcwarm ") + HCWARM_VERSION);
+  hcwarm::cli::CliContext ctx;
+  try {
+    ctx.env = hcwarm::EnvConfig::from_environment();
+    hcwarm::cli::register_all(app, ctx);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const hcwarm::Error& e) {
+    std::fflush(stdout);
+    std::cerr << "hcwarm: error: " << e.message() << "\n";
+    if (!e.log().empty()) std::cerr << "---- log ----\n" << e.log() << "\n-------------\n";
+    spdlog::debug("raised at {}:{}", e.file(), e.line());
+    return e.kind() == hcwarm::ErrorKind::InvalidArgument ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "hcwarm: error: " << e.what() << "\n";
+    return 1;
+  }
+  return ctx.exit_code;
+}

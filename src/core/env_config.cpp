@@ -1,0 +1,75 @@
+#include "core/env_config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+extern char** environ;
+
+namespace hcwarm {
+namespace {
+
+int64_t parse_int(const std::string& name, const std::string& value, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, v);
+  HCWARM_CHECK_ARG(ec == std::errc() && p == end && v >= lo && v <= hi,
+                   "{}={:?} is not an integer in [{}, {}]", name, value, lo, hi);
+  return v;
+}
+
+bool parse_bool(const std::string& name, const std::string& value) {
+  if (value == "1" || value == "true" || value == "on" || value == "yes") return true;
+  if (value == "0" || value == "false" || value == "off" || value == "no") return false;
+  HCWARM_THROW(ErrorKind::InvalidArgument, "{}={:?} is not a boolean (use 1 or 0)", name, value);
+}
+
+}  // namespace
+
+EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
+  EnvConfig c;
+  auto get = [&](const char* k) -> const std::string* {
+    auto it = vars.find(k);
+    return it == vars.end() ? nullptr : &it->second;
+  };
+  if (const auto* v = get("HCWARM_CACHE_DIR")) {
+    if (!v->empty()) c.cache_dir = std::filesystem::path(*v);
+  } else if (const auto* x = get("XDG_CACHE_HOME"); x != nullptr && !x->empty()) {
+    c.cache_dir = std::filesystem::path(*x) / "hcwarm";
+  } else if (const auto* h = get("HOME"); h != nullptr && !h->empty()) {
+    c.cache_dir = std::filesystem::path(*h) / ".cache" / "hcwarm";
+  }
+  if (const auto* v = get("HCWARM_CACHE_MAX_MB")) {
+    c.cache_max_bytes = static_cast<uint64_t>(parse_int("HCWARM_CACHE_MAX_MB", *v, 1, int64_t{1} << 40)) << 20;
+  }
+  if (const auto* v = get("HCWARM_STRICT_WARMUP")) c.strict_warmup = parse_bool("HCWARM_STRICT_WARMUP", *v);
+  if (const auto* v = get("HCWARM_MHC_PREWARM")) c.mhc_prewarm = parse_bool("HCWARM_MHC_PREWARM", *v);
+  if (const auto* v = get("HCWARM_JOBS")) c.jobs = static_cast<int>(parse_int("HCWARM_JOBS", *v, 0, 1024));
+  if (const auto* v = get("HCWARM_CXX"); v != nullptr && !v->empty()) c.host_cxx = *v;
+  if (const auto* v = get("HCWARM_NUM_SMS")) c.num_sms = static_cast<int>(parse_int("HCWARM_NUM_SMS", *v, 1, 100000));
+  if (const auto* v = get("HCWARM_LOG_LEVEL")) {
+    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+    bool ok = false;
+    for (const char* l : kLevels) ok = ok || *v == l;
+    HCWARM_CHECK_ARG(ok, "HCWARM_LOG_LEVEL={:?} is not one of trace, debug, info, warn, error, off", *v);
+    c.log_level = *v;
+  }
+  if (const auto* v = get("HCWARM_CUDA_LIBRARY")) c.cuda_library = *v;
+  if (const auto* v = get("HCWARM_NVRTC_LIBRARY")) c.nvrtc_library = *v;
+  return c;
+}
+
+EnvConfig EnvConfig::from_environment() {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq);
+    if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME") vars[k] = kv.substr(eq + 1);
+  }
+  return from_map(vars);
+}
+
+}  // namespace hcwarm

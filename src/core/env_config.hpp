@@ -1,0 +1,43 @@
+#pragma once
+// Every HCWARM_* environment variable, parsed once into a typed struct. Nothing
+// else in hcwarm reads the environment; hot paths never do. README.md lists them.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace hcwarm {
+
+struct EnvConfig {
+  // HCWARM_CACHE_DIR: persistent kernel cache root (default ~/.cache/hcwarm, or
+  // $XDG_CACHE_HOME/hcwarm). An empty value disables the disk cache.
+  std::optional<std::filesystem::path> cache_dir;
+  // HCWARM_CACHE_MAX_MB: size cap of the disk cache, least-recently-used entries pruned past it.
+  uint64_t cache_max_bytes = 4ull << 30;
+  // HCWARM_STRICT_WARMUP=1: a compile after the runtime is ready is an error, not a warning.
+  bool strict_warmup = false;
+  // HCWARM_MHC_PREWARM=0: the model's mHC prewarm hook does nothing.
+  bool mhc_prewarm = true;
+  // HCWARM_JOBS: parallel compiles (default: hardware threads).
+  int jobs = 0;
+  // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).
+  std::string host_cxx = "c++";
+  // HCWARM_NUM_SMS: multiprocessor count to plan for when no GPU is present (default 132, an H200).
+  std::optional<int> num_sms;
+  // HCWARM_LOG_LEVEL: trace|debug|info|warn|error|off (default info).
+  std::string log_level = "info";
+  // HCWARM_CUDA_LIBRARY / HCWARM_NVRTC_LIBRARY: explicit paths for dlopen.
+  std::string cuda_library;
+  std::string nvrtc_library;
+
+  // Parses the process environment. Bad values throw ErrorKind::InvalidArgument naming the variable.
+  static EnvConfig from_environment();
+  // Parses an explicit map (tests).
+  static EnvConfig from_map(const std::map<std::string, std::string>& vars);
+};
+
+// The default number of SMs when none is known: an H200's.
+inline constexpr int kDefaultNumSms = 132;
+
+}  // namespace hcwarm

@@ -1,0 +1,38 @@
+#pragma once
+// Shapes, constants and argument views of the mHC pre step (REFERENCE.md §1).
+#include <cstdint>
+
+#include "core/bf16.hpp"
+
+namespace hcwarm::mhc {
+
+struct MhcDims {
+  int hc_mult = 4;     // residual streams
+  int hidden = 4096;   // D
+  int mix() const { return hc_mult * (2 + hc_mult); }           // rows of fn: 24 for hc 4
+  int64_t k() const { return int64_t{hc_mult} * hidden; }       // hc * D, the GEMM's K
+};
+
+struct MhcConstants {
+  int sinkhorn_iters = 20;
+  float hc_eps = 1e-6f;
+  float rms_eps = 1e-6f;   // the prenorm over all hc*D values
+  float norm_eps = 1e-6f;  // the fused sublayer RMSNorm
+  float post_mult = 2.0f;
+};
+
+// Pointers into the memory of the device that runs the step. norm_weight may be
+// null (no fused norm). Outputs are written for every token.
+struct HcPreArgs {
+  int64_t num_tokens = 0;
+  const bf16* residual = nullptr;     // (T, hc, D)
+  const float* fn = nullptr;          // (mix, hc*D)
+  const float* scale = nullptr;       // (3,)
+  const float* base = nullptr;        // (mix,)
+  const bf16* norm_weight = nullptr;  // (D,) or null
+  bf16* y = nullptr;                  // (T, D)
+  float* post = nullptr;              // (T, hc)
+  float* comb = nullptr;              // (T, hc, hc)
+};
+
+}  // namespace hcwarm::mhc

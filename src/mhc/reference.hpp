@@ -1,0 +1,35 @@
+#pragma once
+// The double-precision CPU reference of hc_pre and hc_post (REFERENCE.md §1):
+// the oracle every fast kernel is tested against. Slow on purpose: clarity over speed.
+#include <optional>
+
+#include "core/tensor.hpp"
+#include "mhc/mhc_types.hpp"
+
+namespace hcwarm::mhc {
+
+struct HcPreResult {
+  HostTensor<bf16> y;      // (T, D)
+  HostTensor<float> post;  // (T, hc)
+  HostTensor<float> comb;  // (T, hc, hc)
+  bool norm_fused = false;
+};
+
+// Validates every shape against residual (T, hc, D); a mismatch throws
+// ErrorKind::InvalidArgument naming the tensor.
+void check_hc_pre_shapes(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                         const HostTensor<float>& scale, const HostTensor<float>& base,
+                         const HostTensor<bf16>* norm_weight);
+
+HcPreResult hc_pre_reference(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                             const HostTensor<float>& scale, const HostTensor<float>& base,
+                             const HostTensor<bf16>* norm_weight, const MhcConstants& constants);
+
+// new_residual[t, j, :] = post[t, j] * out[t, :] + sum_i comb[t, i, j] * residual[t, i, :]
+HostTensor<bf16> hc_post_reference(const HostTensor<bf16>& out, const HostTensor<bf16>& residual,
+                                   const HostTensor<float>& post, const HostTensor<float>& comb);
+
+// The Sinkhorn projection of one hc x hc logit matrix (row-major), in place.
+void sinkhorn_reference(double* c, int hc, int iters, double eps);
+
+}  // namespace hcwarm::mhc

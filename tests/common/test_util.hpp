@@ -1,0 +1,51 @@
+#pragma once
+// Helpers shared by the test binaries.
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "core/tensor.hpp"
+
+namespace hcwarm::test {
+
+// A fresh directory under the system temp dir, removed with its contents on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "hcwarm-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Inputs of one hc_pre call, drawn as models see them: residual ~ N(0, residual_std)
+// rounded to bf16, fn ~ 1e-3 N(0,1), scale and base ~ 0.1 N(0,1), norm weight ~ 1 + 0.1 N(0,1).
+struct HcPreInputs {
+  HostTensor<bf16> residual;
+  HostTensor<float> fn;
+  HostTensor<float> scale;
+  HostTensor<float> base;
+  HostTensor<bf16> norm_weight;
+};
+HcPreInputs random_hc_pre_inputs(int64_t tokens, int hc, int hidden, uint64_t seed, float residual_std = 1.0f);
+
+// Result of running the hcwarm CLI as a child process.
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the built `hcwarm` with args (no shell); env entries "K=V" are added to the environment.
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& content);
+
+}  // namespace hcwarm::test
