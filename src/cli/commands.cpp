@@ -4,6 +4,7 @@ namespace hcwarm::cli {
 
 void register_all(CLI::App& app, CliContext& ctx) {
   register_plan(app, ctx);
+  register_op(app, ctx);
 }
 
 }  // namespace hcwarm::cli

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   hcwarm::cli::CliContext ctx;
   try {
     ctx.env = hcwarm::EnvConfig::from_environment();
+    hcwarm::init_logging(ctx.env);
     hcwarm::cli::register_all(app, ctx);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

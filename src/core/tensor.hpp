@@ -25,7 +25,7 @@ class HostTensor {
   HostTensor() = default;
   explicit HostTensor(Shape shape) : shape_(std::move(shape)), data_(checked_numel(shape_)) {}
   HostTensor(Shape shape, std::vector<T> data) : shape_(std::move(shape)), data_(std::move(data)) {
-    HCWARM_CHECK_ARG(static_cast<int64_t>(data_.size()) == checked_numel(shape_),
+    HCWARM_CHECK_ARG(data_.size() == checked_numel(shape_),
                      "tensor data holds {} values, shape {} needs {}", data_.size(),
                      shape_string(shape_), shape_numel(shape_));
   }

@@ -1,0 +1,30 @@
+#include "cli/model_options.hpp"
+
+namespace hcwarm::cli {
+
+void add_model_options(CLI::App* cmd, ModelOptions& o, ModelOptionSet set) {
+  cmd->add_option("--model", o.model, "Preset (dsv4-flash, dsv4-pro) or path to a config.json")
+      ->capture_default_str();
+  cmd->add_option("--num-sms", o.num_sms,
+                  "Multiprocessors to plan for (default: the GPU's; without one HCWARM_NUM_SMS, else 132 = H200)");
+  cmd->add_option("--chunked-prefill-size", o.chunked_prefill_size,
+                  "Prefill token budget per step (default: 8192, 16384 on GPUs with >= 160 GB; <= 0 means 8192)");
+  cmd->add_option("--dp-size", o.dp_size, "Data-parallel size")->capture_default_str();
+  cmd->add_flag("--enable-dp-attention", o.enable_dp_attention,
+                "Data-parallel attention: chunked_prefill_size is divided by --dp-size, once");
+  if (set == ModelOptionSet::Run) {
+    cmd->add_option("--backend", o.backend, "reference | cpu | cuda (default: cuda when a GPU is present, else cpu)");
+    cmd->add_option("--cache-dir", o.cache_dir, "Kernel cache directory (default: HCWARM_CACHE_DIR or ~/.cache/hcwarm)");
+  }
+}
+
+ModelOptions::Resolved ModelOptions::resolve(const CliContext& ctx) const {
+  model::ServerArgsInput in;
+  in.chunked_prefill_size = chunked_prefill_size;
+  in.dp_size = dp_size;
+  in.enable_dp_attention = enable_dp_attention;
+  in.num_sms = num_sms;
+  return Resolved{model::resolve_model(model), model::ServerArgs::process(in, ctx.env.num_sms)};
+}
+
+}  // namespace hcwarm::cli

@@ -1,0 +1,17 @@
+#pragma once
+// NumPy .npy files: the format users exchange tensors with hcwarm in. Only
+// little-endian, C-order float32 is accepted; anything else is a clear error
+// naming the file (ErrorKind::InvalidArgument).
+#include <filesystem>
+
+#include "core/tensor.hpp"
+
+namespace hcwarm {
+
+HostTensor<float> read_npy_f32(const std::filesystem::path& path);
+
+// Serializes a float32 array as .npy (format 1.0) into bytes.
+std::string encode_npy_f32(const HostTensor<float>& t);
+void write_npy_f32(const std::filesystem::path& path, const HostTensor<float>& t);
+
+}  // namespace hcwarm

@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/bf16.hpp"
+#include "core/env_config.hpp"
+#include "core/error.hpp"
+
+namespace hcwarm {
+namespace {
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(bf16::from_float(1.0f).bits, 0x3f80);
+  // 1 + 2^-8 is half-way between 1 and 1 + 2^-7: ties go to the even mantissa (1.0).
+  EXPECT_EQ(bf16::from_float(1.0f + 1.0f / 256).bits, 0x3f80);
+  EXPECT_EQ(bf16::from_float(1.0f + 3.0f / 256).bits, 0x3f82);
+  EXPECT_EQ(bf16::from_float(-2.5f).to_float(), -2.5f);
+  EXPECT_TRUE(std::isnan(bf16::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
+  EXPECT_TRUE(std::isinf(bf16::from_float(std::numeric_limits<float>::infinity()).to_float()));
+}
+
+TEST(Bf16, UlpDistance) {
+  EXPECT_EQ(bf16_ulp_distance(bf16::from_bits(0x3f80), bf16::from_bits(0x3f81)), 1);
+  EXPECT_EQ(bf16_ulp_distance(bf16::from_bits(0x0000), bf16::from_bits(0x8000)), 0);
+  EXPECT_EQ(bf16_ulp_distance(bf16::from_bits(0x0001), bf16::from_bits(0x8001)), 2);
+}
+
+TEST(EnvConfig, ParsesEveryVariable) {
+  const auto c = EnvConfig::from_map({{"HCWARM_CACHE_DIR", "/tmp/x"},
+                                      {"HCWARM_STRICT_WARMUP", "1"},
+                                      {"HCWARM_MHC_PREWARM", "0"},
+                                      {"HCWARM_JOBS", "3"},
+                                      {"HCWARM_CACHE_MAX_MB", "10"},
+                                      {"HCWARM_NUM_SMS", "148"},
+                                      {"HCWARM_LOG_LEVEL", "warn"},
+                                      {"HCWARM_CXX", "g++"}});
+  EXPECT_EQ(c.cache_dir, std::filesystem::path("/tmp/x"));
+  EXPECT_TRUE(c.strict_warmup);
+  EXPECT_FALSE(c.mhc_prewarm);
+  EXPECT_EQ(c.jobs, 3);
+  EXPECT_EQ(c.cache_max_bytes, 10u << 20);
+  EXPECT_EQ(c.num_sms, 148);
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(c.host_cxx, "g++");
+}
+
+TEST(EnvConfig, DefaultsAndCacheDirFallbacks) {
+  EXPECT_EQ(EnvConfig::from_map({{"HOME", "/home/u"}}).cache_dir, std::filesystem::path("/home/u/.cache/hcwarm"));
+  EXPECT_EQ(EnvConfig::from_map({{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "/c"}}).cache_dir,
+            std::filesystem::path("/c/hcwarm"));
+  EXPECT_FALSE(EnvConfig::from_map({{"HOME", "/h"}, {"HCWARM_CACHE_DIR", ""}}).cache_dir.has_value());
+  const auto d = EnvConfig::from_map({});
+  EXPECT_FALSE(d.strict_warmup);
+  EXPECT_TRUE(d.mhc_prewarm);
+}
+
+TEST(EnvConfig, BadValuesNameTheVariable) {
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"HCWARM_STRICT_WARMUP", "maybe"},
+                                                                      {"HCWARM_JOBS", "-1"},
+                                                                      {"HCWARM_JOBS", "2x"},
+                                                                      {"HCWARM_NUM_SMS", "0"},
+                                                                      {"HCWARM_LOG_LEVEL", "loud"}}) {
+    try {
+      EnvConfig::from_map({{k, v}});
+      FAIL() << k << "=" << v << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find(k), std::string::npos) << e.message();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hcwarm

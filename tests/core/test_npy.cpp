@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "core/npy.hpp"
+
+namespace hcwarm {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+
+// A .npy file with an arbitrary header dict and payload.
+std::string npy_bytes(const std::string& dict, const std::string& payload) {
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+  header.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(header.size() & 0xff));
+  out.push_back(static_cast<char>(header.size() >> 8));
+  return out + header + payload;
+}
+
+void expect_invalid(const std::filesystem::path& p, const std::string& needle) {
+  try {
+    read_npy_f32(p);
+    FAIL() << "accepted " << p;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(p.filename().string()), std::string::npos) << e.message();
+  }
+}
+
+TEST(Npy, RoundTripsEveryRank) {
+  TempDir dir;
+  for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 0, 4}, Shape{3, 4, 5}}) {
+    HostTensor<float> t(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = 0.5f * static_cast<float>(i) - 3.0f;
+    write_npy_f32(dir / "t.npy", t);
+    const auto back = read_npy_f32(dir / "t.npy");
+    EXPECT_EQ(back.shape(), shape);
+    EXPECT_EQ(back.vec(), t.vec());
+  }
+}
+
+TEST(Npy, HeaderIsSixtyFourByteAligned) {
+  const std::string b = encode_npy_f32(HostTensor<float>({7, 3}));
+  EXPECT_EQ((b.size() - 7 * 3 * 4) % 64, 0u);
+}
+
+TEST(Npy, RejectsBadFiles) {
+  TempDir dir;
+  const std::string four_floats(16, '\0');
+  expect_invalid(dir / "missing.npy", "cannot open");
+  write_file(dir / "text.npy", "hello, this is not numpy");
+  expect_invalid(dir / "text.npy", "not a .npy file");
+  write_file(dir / "f8.npy", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", four_floats));
+  expect_invalid(dir / "f8.npy", "not float32");
+  write_file(dir / "i4.npy", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", four_floats));
+  expect_invalid(dir / "i4.npy", "not float32");
+  write_file(dir / "be.npy", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", four_floats));
+  expect_invalid(dir / "be.npy", "big-endian");
+  write_file(dir / "fo.npy", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four_floats));
+  expect_invalid(dir / "fo.npy", "Fortran");
+  write_file(dir / "short.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", four_floats));
+  expect_invalid(dir / "short.npy", "truncated");
+  write_file(dir / "long.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", four_floats));
+  expect_invalid(dir / "long.npy", "trailing");
+  std::string cut = encode_npy_f32(HostTensor<float>({4}));
+  write_file(dir / "cuthdr.npy", cut.substr(0, 30));
+  expect_invalid(dir / "cuthdr.npy", "truncated");
+}
+
+}  // namespace
+}  // namespace hcwarm

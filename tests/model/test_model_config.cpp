@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/test_util.hpp"
+#include "model/model_config.hpp"
+#include "model/server_args.hpp"
+
+namespace hcwarm::model {
+namespace {
+
+const char* kValid = R"({
+  "architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 7168, "hc_mult": 4,
+  "hc_sinkhorn_iters": 20, "hc_eps": 1e-6, "rms_norm_eps": 1e-6, "num_hidden_layers": 61,
+  "num_nextn_predict_layers": 1, "sliding_window": 128, "compress_ratios": [0, 4, 128]
+})";
+
+void expect_field_error(const std::string& text, const std::string& field) {
+  try {
+    parse_model_config(text, "my/config.json");
+    FAIL() << "accepted: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("my/config.json"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(field), std::string::npos) << e.message();
+  }
+}
+
+// kValid with one field replaced by a JSON value.
+std::string with(const std::string& field, const std::string& value) {
+  auto j = nlohmann::json::parse(kValid);
+  j[field] = nlohmann::json::parse(value);
+  return j.dump();
+}
+
+TEST(ModelConfig, PresetsCarryTheReferenceValues) {
+  const auto flash = *preset("dsv4-flash");
+  EXPECT_EQ(flash.hidden_size, 4096);
+  EXPECT_EQ(flash.num_hidden_layers, 43);
+  EXPECT_EQ(flash.hc_hidden_size(), 16384);
+  const auto pro = *preset("dsv4-pro");
+  EXPECT_EQ(pro.hidden_size, 7168);
+  EXPECT_EQ(pro.num_hidden_layers, 61);
+  EXPECT_EQ(pro.hc_hidden_size(), 28672);
+  for (const auto& c : {flash, pro}) {
+    EXPECT_EQ(c.hc_mult, 4);
+    EXPECT_EQ(c.hc_sinkhorn_iters, 20);
+    EXPECT_DOUBLE_EQ(c.hc_eps, 1e-6);
+    EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+    EXPECT_EQ(c.num_nextn_predict_layers, 1);
+    EXPECT_TRUE(c.is_hybrid_swa());
+    EXPECT_EQ(*c.sliding_window, 128);
+  }
+  EXPECT_FALSE(preset("dsv4-huge").has_value());
+}
+
+TEST(ModelConfig, ParsesAValidFile) {
+  const auto c = parse_model_config(kValid, "x.json");
+  EXPECT_EQ(c.architecture, Architecture::DeepseekV4ForCausalLM);
+  EXPECT_EQ(c.hidden_size, 7168);
+  EXPECT_EQ(c.compress_ratios, (std::vector<int>{0, 4, 128}));
+  EXPECT_TRUE(c.is_hybrid_swa());
+  const auto nextn = parse_model_config(
+      R"({"architectures": ["DeepseekV4ForCausalLMNextN"], "hidden_size": 64, "hc_mult": 2, "num_hidden_layers": 1})",
+      "n.json");
+  EXPECT_EQ(nextn.architecture, Architecture::DeepseekV4ForCausalLMNextN);
+  EXPECT_FALSE(nextn.is_hybrid_swa());  // no sliding_window
+  EXPECT_EQ(nextn.hc_sinkhorn_iters, 20);
+}
+
+TEST(ModelConfig, InvalidFilesNameFileAndField) {
+  expect_field_error("{ not json", "not valid JSON");
+  expect_field_error("[1, 2]", "JSON object");
+  expect_field_error(R"({"hidden_size": 64, "hc_mult": 4, "num_hidden_layers": 2})", "architectures");
+  expect_field_error(with("architectures", R"(["LlamaForCausalLM"])"), "unknown architecture");
+  expect_field_error(with("architectures", R"("DeepseekV4ForCausalLM")"), "architectures");
+  expect_field_error(with("hidden_size", "0"), "hidden_size");
+  expect_field_error(with("hidden_size", "-8"), "hidden_size");
+  expect_field_error(with("hidden_size", "\"7168\""), "hidden_size");
+  expect_field_error(with("hidden_size", "71.5"), "hidden_size");
+  expect_field_error(with("hc_mult", "0"), "hc_mult");
+  expect_field_error(with("hc_sinkhorn_iters", "0"), "hc_sinkhorn_iters");
+  expect_field_error(with("hc_eps", "\"small\""), "hc_eps");
+  expect_field_error(with("rms_norm_eps", "0"), "rms_norm_eps");
+  expect_field_error(with("num_hidden_layers", "0"), "num_hidden_layers");
+  expect_field_error(with("sliding_window", "\"yes\""), "sliding_window");
+  expect_field_error(with("compress_ratios", "[1, \"a\"]"), "compress_ratios");
+  expect_field_error(R"({"architectures": ["DeepseekV4ForCausalLM"], "hc_mult": 4, "num_hidden_layers": 2})",
+                     "hidden_size");
+}
+
+TEST(ModelConfig, ResolveTakesPresetsFilesAndDirectories) {
+  test::TempDir dir;
+  test::write_file(dir / "config.json", kValid);
+  EXPECT_EQ(resolve_model("dsv4-pro").hidden_size, 7168);
+  EXPECT_EQ(resolve_model((dir / "config.json").string()).hidden_size, 7168);
+  EXPECT_EQ(resolve_model(dir.path().string()).hidden_size, 7168);
+  EXPECT_THROW(resolve_model((dir / "nope.json").string()), Error);
+}
+
+// Captures spdlog output for the duration of a test.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return stream_.str(); }
+
+ private:
+  std::ostringstream stream_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(ServerArgs, DpAttentionDividesOnceAndSaysSo) {
+  LogCapture log;
+  ServerArgsInput in;
+  in.chunked_prefill_size = 16384;
+  in.dp_size = 2;
+  in.enable_dp_attention = true;
+  const auto a = ServerArgs::process(in, std::nullopt);
+  EXPECT_EQ(a.chunked_prefill_size, 8192);
+  EXPECT_EQ(a.max_num_tokens(), 8192);
+  EXPECT_NE(log.text().find("8192"), std::string::npos) << log.text();
+  // Without DP attention the size is the global one.
+  in.enable_dp_attention = false;
+  EXPECT_EQ(ServerArgs::process(in, std::nullopt).chunked_prefill_size, 16384);
+}
+
+TEST(ServerArgs, DefaultsFromDeviceMemory) {
+  ServerArgsInput in;
+  EXPECT_EQ(ServerArgs::process(in, std::nullopt).chunked_prefill_size, 8192);  // no device
+  in.device_memory_gb = 141;
+  EXPECT_EQ(ServerArgs::process(in, std::nullopt).chunked_prefill_size, 8192);
+  in.device_memory_gb = 180;
+  EXPECT_EQ(ServerArgs::process(in, std::nullopt).chunked_prefill_size, 16384);
+  in.chunked_prefill_size = -1;
+  const auto a = ServerArgs::process(in, std::nullopt);
+  EXPECT_EQ(a.chunked_prefill_size, -1);
+  EXPECT_EQ(a.max_num_tokens(), 8192);  // <= 0 means 8192 to warmup
+}
+
+TEST(ServerArgs, NumSmsPrecedence) {
+  ServerArgsInput in;
+  EXPECT_EQ(ServerArgs::process(in, std::nullopt).num_sms, 132);
+  EXPECT_EQ(ServerArgs::process(in, 148).num_sms, 148);
+  in.device_num_sms = 78;
+  EXPECT_EQ(ServerArgs::process(in, 148).num_sms, 78);
+  in.num_sms = 16;
+  EXPECT_EQ(ServerArgs::process(in, 148).num_sms, 16);
+  in.num_sms = 0;
+  EXPECT_THROW(ServerArgs::process(in, std::nullopt), Error);
+  in.num_sms.reset();
+  in.dp_size = 0;
+  EXPECT_THROW(ServerArgs::process(in, std::nullopt), Error);
+}
+
+}  // namespace
+}  // namespace hcwarm::model
