@@ -1,0 +1,24 @@
+# CLI checks against the independent NumPy reference (tools/mhc_reference.py).
+# They need a Python with NumPy: the set-up script installs Debian's python3-numpy.
+set(HCWARM_NUMPY_PYTHON "" CACHE FILEPATH "Python interpreter with NumPy for the script tests")
+if(NOT HCWARM_NUMPY_PYTHON)
+  foreach(candidate /usr/bin/python3 python3)
+    find_program(_py NAMES ${candidate} NO_CACHE)
+    if(_py)
+      execute_process(COMMAND ${_py} -c "import numpy" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(HCWARM_NUMPY_PYTHON ${_py})
+        break()
+      endif()
+    endif()
+    unset(_py)
+  endforeach()
+endif()
+if(NOT HCWARM_NUMPY_PYTHON)
+  message(FATAL_ERROR "hcwarm tests need Python 3 with NumPy (apt-get install python3-numpy), "
+                      "or configure with -DHCWARM_BUILD_TESTS=OFF")
+endif()
+
+add_test(NAME tools.op_hc_pre_vs_numpy.reference
+         COMMAND ${HCWARM_NUMPY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_op_hc_pre.py $<TARGET_FILE:hcwarm> reference)
+set_tests_properties(tools.op_hc_pre_vs_numpy.reference PROPERTIES LABELS cli)
