@@ -1,0 +1,199 @@
+#include "runtime/latency_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "core/error.hpp"
+#include "runtime/svg_chart.hpp"
+
+namespace hcwarm::runtime {
+namespace {
+
+double median_sorted(const std::vector<double>& v) {
+  const size_t n = v.size();
+  if (n == 0) return 0.0;
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median of sorted v without one element equal to `value` (which v holds):
+// rank arithmetic over the gap, so a big bucket costs O(log n) per forward.
+std::optional<double> median_without(const std::vector<double>& v, double value) {
+  const size_t m = v.size() - 1;
+  if (m == 0) return std::nullopt;
+  const size_t gap = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), value) - v.begin());
+  auto at = [&](size_t rank) { return v[rank < gap ? rank : rank + 1]; };
+  return m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
+}
+
+}  // namespace
+
+std::string Stall::describe() const {
+  std::string ref = reference_splits == num_splits
+                        ? fmt::format("the median {:.3f} ms of its bucket", reference_ms)
+                        : fmt::format("the median {:.3f} ms of the nearest bucket ({} splits)", reference_ms,
+                                      reference_splits);
+  return fmt::format("forward {}: {} tokens, {} splits, {:.1f} ms ({:.0f}x {}), {} compile{}", index, num_tokens,
+                     num_splits, ms, reference_ms > 0 ? ms / reference_ms : 0.0, ref, compiles_during,
+                     compiles_during == 1 ? "" : "s");
+}
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double h = (static_cast<double>(values.size()) - 1) * std::clamp(q, 0.0, 1.0);
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  if (lo + 1 >= values.size()) return values.back();
+  return values[lo] + (h - static_cast<double>(lo)) * (values[lo + 1] - values[lo]);
+}
+
+LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall_factor) {
+  HCWARM_CHECK_ARG(stall_factor > 0, "stall factor must be > 0, got {}", stall_factor);
+  LatencySummary s;
+  s.forwards = static_cast<int64_t>(records.size());
+  if (records.empty()) return s;
+
+  std::vector<double> ms;
+  ms.reserve(records.size());
+  std::map<int, std::vector<double>> by_bucket;
+  for (const auto& r : records) {
+    ms.push_back(r.seconds * 1e3);
+    by_bucket[r.num_splits].push_back(r.seconds * 1e3);
+    s.total_s += r.seconds;
+    s.compiles_during_forwards += r.compiles_during;
+    s.forwards_with_compiles += r.compiles_during > 0;
+  }
+  for (auto& [splits, v] : by_bucket) std::sort(v.begin(), v.end());
+  std::sort(ms.begin(), ms.end());
+  s.mean_ms = s.total_s * 1e3 / static_cast<double>(records.size());
+  s.p50_ms = percentile(ms, 0.50);
+  s.p99_ms = percentile(ms, 0.99);
+  s.p999_ms = percentile(ms, 0.999);
+  s.max_ms = ms.back();
+
+  // For a forward alone in its bucket: the nearest other bucket, fewer splits on a tie.
+  auto nearest_other = [&](int splits) -> std::optional<std::pair<int, double>> {
+    std::optional<std::pair<int, double>> best;
+    for (const auto& [k, v] : by_bucket) {
+      if (k == splits) continue;
+      if (!best || std::abs(k - splits) < std::abs(best->first - splits)) best = {{k, median_sorted(v)}};
+    }
+    return best;
+  };
+
+  for (const auto& r : records) {
+    const double r_ms = r.seconds * 1e3;
+    std::optional<double> ref = median_without(by_bucket[r.num_splits], r_ms);
+    int ref_splits = r.num_splits;
+    if (!ref) {
+      const auto other = nearest_other(r.num_splits);
+      if (!other) continue;
+      ref_splits = other->first;
+      ref = other->second;
+    }
+    if (*ref > 0 && r_ms > stall_factor * *ref) {
+      s.stalls.push_back({r.index, r.num_tokens, r.num_splits, r_ms, *ref, ref_splits, r.compiles_during});
+    }
+  }
+  std::sort(s.stalls.begin(), s.stalls.end(), [](const Stall& a, const Stall& b) { return a.index < b.index; });
+  return s;
+}
+
+nlohmann::json to_json(const LatencySummary& s) {
+  nlohmann::json stalls = nlohmann::json::array();
+  for (const auto& st : s.stalls) {
+    stalls.push_back({{"index", st.index},
+                      {"num_tokens", st.num_tokens},
+                      {"num_splits", st.num_splits},
+                      {"ms", st.ms},
+                      {"reference_ms", st.reference_ms},
+                      {"reference_splits", st.reference_splits},
+                      {"compiles", st.compiles_during},
+                      {"description", st.describe()}});
+  }
+  return {{"forwards", s.forwards},
+          {"compiles_after_ready", s.compiles_during_forwards},
+          {"forwards_with_compiles", s.forwards_with_compiles},
+          {"total_s", s.total_s},
+          {"mean_ms", s.mean_ms},
+          {"p50_ms", s.p50_ms},
+          {"p99_ms", s.p99_ms},
+          {"p999_ms", s.p999_ms},
+          {"max_ms", s.max_ms},
+          {"num_stalls", s.stalls.size()},
+          {"stalls", stalls}};
+}
+
+nlohmann::json report_json(const RunReport& run, bool include_records, double stall_factor) {
+  nlohmann::json j = to_json(summarize(run.records, stall_factor));
+  j["name"] = run.name;
+  j["warmup_seconds"] = run.warmup_seconds;
+  j["stall_factor"] = stall_factor;
+  if (run.extra.is_object()) {
+    for (const auto& [k, v] : run.extra.items()) j[k] = v;
+  }
+  if (include_records) {
+    // Columns, not an array of objects: a third of the size for long runs.
+    nlohmann::json cols = {{"index", nlohmann::json::array()},      {"time_s", nlohmann::json::array()},
+                           {"num_tokens", nlohmann::json::array()}, {"num_splits", nlohmann::json::array()},
+                           {"seconds", nlohmann::json::array()},    {"compiles", nlohmann::json::array()}};
+    for (const auto& r : run.records) {
+      cols["index"].push_back(r.index);
+      cols["time_s"].push_back(r.time_s);
+      cols["num_tokens"].push_back(r.num_tokens);
+      cols["num_splits"].push_back(r.num_splits);
+      cols["seconds"].push_back(r.seconds);
+      cols["compiles"].push_back(r.compiles_during);
+    }
+    j["records"] = std::move(cols);
+  }
+  return j;
+}
+
+std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title, double stall_factor) {
+  svg::LineChart lines;
+  lines.title = title + ": forward latency over time";
+  lines.x_label = "simulated time (s)";
+  lines.y_label = "forward latency (ms)";
+  lines.mark_legend = fmt::format("stall (> {:g}x bucket median)", stall_factor);
+  svg::BarChart bars;
+  bars.title = "start-up warmup";
+  bars.y_label = "warmup (s)";
+  for (const auto& run : runs) {
+    const LatencySummary s = summarize(run.records, stall_factor);
+    svg::LineSeries series;
+    series.name = fmt::format("{}: p99 {:.3g} ms, max {:.3g} ms, {} stall{}", run.name, s.p99_ms, s.max_ms,
+                              s.stalls.size(), s.stalls.size() == 1 ? "" : "s");
+    series.points.reserve(run.records.size());
+    std::map<int64_t, const ForwardRecord*> by_index;
+    for (const auto& r : run.records) {
+      series.points.push_back({r.time_s, r.seconds * 1e3});
+      by_index[r.index] = &r;
+    }
+    for (const auto& st : s.stalls) series.marks.push_back({{by_index[st.index]->time_s, st.ms}, st.describe()});
+    lines.series.push_back(std::move(series));
+    bars.bars.push_back({run.name, run.warmup_seconds, fmt::format("{:.3g} s", run.warmup_seconds)});
+  }
+  const double gap = 10;
+  const double top = svg::panel_height(lines) + gap;
+  return svg::document(lines.width, top + bars.height,
+                       {svg::line_chart_panel(lines, 0, 0), svg::bar_chart_panel(bars, 0, top)});
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  if (!out) HCWARM_THROW(ErrorKind::Io, "cannot write {}", path);
+  out << text;
+  out.close();
+  if (!out) HCWARM_THROW(ErrorKind::Io, "writing {} failed", path);
+}
+
+}  // namespace hcwarm::runtime

@@ -1,0 +1,80 @@
+#pragma once
+// Per-forward latency records of a replay, their summary (percentiles and
+// stalls), JSON, and the SVG report that puts several configurations side by side.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hcwarm::runtime {
+
+struct ForwardRecord {
+  int64_t index = 0;            // forward number
+  double time_s = 0.0;          // simulated clock at its start
+  int64_t num_tokens = 0;
+  int num_splits = 0;           // the mHC split bucket of num_tokens
+  double seconds = 0.0;         // measured duration
+  int64_t compiles_during = 0;  // JIT compiles that ran inside this forward
+};
+
+// A forward slower than stall_factor x the median of its split bucket.
+struct Stall {
+  int64_t index = 0;
+  int64_t num_tokens = 0;
+  int num_splits = 0;
+  double ms = 0.0;
+  double reference_ms = 0.0;    // the median it was compared with
+  int reference_splits = 0;     // the bucket that median came from (see summarize)
+  int64_t compiles_during = 0;
+  std::string describe() const; // "forward 12: 130 tokens, 44 splits, 2710.3 ms (31x the bucket median 0.9 ms), 1 compile"
+};
+
+struct LatencySummary {
+  int64_t forwards = 0;
+  double total_s = 0.0;
+  double mean_ms = 0.0;
+  double p50_ms = 0.0;
+  double p99_ms = 0.0;
+  double p999_ms = 0.0;
+  double max_ms = 0.0;
+  int64_t compiles_during_forwards = 0;  // sum over records: compiles after the runtime was ready
+  int64_t forwards_with_compiles = 0;
+  std::vector<Stall> stalls;             // by forward index
+};
+
+// q in [0, 1]; linear interpolation between closest ranks (numpy's default). 0 for no values.
+double percentile(std::vector<double> values, double q);
+
+// Stalls: each forward is compared with the median of the *other* forwards of
+// its split bucket, so a bucket's one slow first forward cannot hide itself by
+// raising its own median. A forward alone in its bucket is compared with the
+// nearest bucket by split count that has forwards (fewer splits first, i.e. the
+// larger, slower token counts: the cautious choice); with no other forward at
+// all it is never a stall.
+LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall_factor = 10.0);
+
+// One configuration's replay, as reports and charts show it.
+struct RunReport {
+  std::string name;                  // e.g. "no prewarm, empty cache"
+  double warmup_seconds = 0.0;       // start-up warmup before serving
+  std::vector<ForwardRecord> records;
+  nlohmann::json extra = nlohmann::json::object();  // caller's fields (keys compiled, cache hits, ...)
+};
+
+// {"name", "warmup_seconds", "forwards", "compiles_after_ready", "forwards_with_compiles",
+//  "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "total_s", "num_stalls",
+//  "stalls": [{"index","num_tokens","num_splits","ms","reference_ms","reference_splits","compiles"}...],
+//  extra's fields merged in, and "records" (arrays by column) when include_records}.
+nlohmann::json to_json(const LatencySummary& s);
+nlohmann::json report_json(const RunReport& run, bool include_records = false, double stall_factor = 10.0);
+
+// The chart of a replay report: latency over time (log y) with stalls marked,
+// one series per run, above a bar chart of each run's warmup seconds.
+std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title,
+                              double stall_factor = 10.0);
+
+// Writes text to a file (parent directories created); ErrorKind::Io on failure.
+void write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace hcwarm::runtime
