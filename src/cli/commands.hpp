@@ -17,5 +17,6 @@ void register_all(CLI::App& app, CliContext& ctx);
 // One per subcommand file.
 void register_plan(CLI::App& app, CliContext& ctx);
 void register_op(CLI::App& app, CliContext& ctx);
+void register_cache(CLI::App& app, CliContext& ctx);
 
 }  // namespace hcwarm::cli

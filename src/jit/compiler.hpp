@@ -1,0 +1,98 @@
+#pragma once
+// The two JIT compilers behind one interface. A Compiler is bound to one target
+// (an NVRTC architecture such as "sm_90a", or a host ISA level such as
+// "x86-64-v3"); everything that decides the bytes it produces (identity with
+// version, flags, target) is exposed so the runtime can hash it into the key.
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/embedded_files.hpp"
+#include "jit/kernel_spec.hpp"
+
+namespace hcwarm::jit {
+
+struct CompileOutput {
+  std::vector<std::byte> binary;  // cubin, or the shared object's bytes
+  std::string log;                // the compiler's messages (warnings), possibly empty
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  virtual TargetKind kind() const = 0;
+  // Compiler name and full version, with no install path: "nvrtc 13.0",
+  // "host-cxx (Debian 12.2.0-14+deb12u1) 12.2.0 x86_64-linux-gnu".
+  virtual std::string identity() const = 0;
+  // "sm_90a" / "x86-64-v3".
+  virtual std::string target() const = 0;
+  // Every option that changes the output, without paths (include dirs are private).
+  virtual std::vector<std::string> flags() const = 0;
+  // File name of the artifact in a cache entry: "kernel.cubin" / "kernel.so".
+  virtual std::string artifact_name() const = 0;
+  // Compiles `source` with `headers` includable by their relative paths. `workdir` is a
+  // private, existing, empty directory the compiler may write into. Throws
+  // ErrorKind::Compile with the log on failure (the runtime adds the key).
+  virtual CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+                                const std::filesystem::path& workdir) const = 0;
+};
+
+// The best x86-64 micro-architecture level this CPU supports: "x86-64-v4",
+// "x86-64-v3", "x86-64-v2" or "x86-64"; on other CPUs, "native-<arch>" with no -march.
+std::string detect_host_isa();
+
+// The host C++ compiler (HCWARM_CXX, default "c++"), spawned with posix_spawnp:
+//   <cxx> -O3 -march=<isa> -std=c++20 -shared -fPIC [extra...] -I<workdir>/include kernel.cpp -o kernel.so
+// The generated shared object exports the source's extern "C" symbols.
+class HostCompiler final : public Compiler {
+ public:
+  // isa: "" = detect_host_isa(). Probes `<cxx> --version` and `-dumpmachine` once;
+  // throws ErrorKind::Unavailable when the compiler cannot be run.
+  HostCompiler(std::string cxx, std::string isa = {}, std::vector<std::string> extra_flags = {});
+  TargetKind kind() const override { return TargetKind::Host; }
+  std::string identity() const override { return identity_; }
+  std::string target() const override { return isa_; }
+  std::vector<std::string> flags() const override;
+  std::string artifact_name() const override { return "kernel.so"; }
+  CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+                        const std::filesystem::path& workdir) const override;
+
+ private:
+  std::string cxx_, isa_, identity_;
+  std::vector<std::string> extra_;
+};
+
+// NVRTC opened with dlopen (never linked). Search order when `library` is empty:
+// libnvrtc.so.13, libnvrtc.so (the loader's path), then $CUDA_HOME/lib64 and
+// /usr/local/cuda/lib64. Throws ErrorKind::Unavailable naming what was tried.
+// Options: --gpu-architecture=<arch> -std=c++20 [extra...] -I<workdir>/include [include_dirs...].
+class NvrtcCompiler final : public Compiler {
+ public:
+  NvrtcCompiler(std::string arch, std::string library = {}, std::vector<std::string> extra_flags = {},
+                std::vector<std::filesystem::path> include_dirs = {});
+  TargetKind kind() const override { return TargetKind::Cuda; }
+  std::string identity() const override { return identity_; }
+  std::string target() const override { return arch_; }
+  std::vector<std::string> flags() const override;
+  std::string artifact_name() const override { return "kernel.cubin"; }
+  CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+                        const std::filesystem::path& workdir) const override;
+  // The shared library that was opened (for messages).
+  const std::string& library_path() const;
+
+  struct Api;  // the resolved NVRTC entry points (process-wide, loaded once per path)
+
+ private:
+  std::string arch_, identity_;
+  std::vector<std::string> extra_;
+  std::vector<std::filesystem::path> include_dirs_;
+  const Api* api_ = nullptr;
+};
+
+// Writes headers under dir (creating subdirectories); rejects absolute paths and "..".
+void write_headers(const std::filesystem::path& dir, std::span<const EmbeddedFile> headers);
+
+}  // namespace hcwarm::jit

@@ -1,0 +1,188 @@
+#include "jit/fs_util.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+
+#include "core/error.hpp"
+
+namespace hcwarm::jit::fsu {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void throw_io(const char* what, const fs::path& p, int err) {
+  throw Error(ErrorKind::Io, fmt::format("{} {}: {}", what, p.string(), errno_string(err)), __FILE__, __LINE__);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // close() reporting errors (a deferred write error can surface here).
+  int close_checked() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_io("cannot open", p, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat", p, errno);
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, fmt::format("{} is not a regular file", p.string()), __FILE__, __LINE__);
+  std::vector<std::byte> out(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  for (;;) {
+    if (got == out.size()) out.resize(out.size() + 4096);  // the file may have grown: read to EOF
+    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot read", p, errno);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+void write_file_durable(const fs::path& p, std::span<const std::byte> bytes) {
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) throw_io("cannot create", p, errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot write", p, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) throw_io("cannot fsync", p, errno);
+  if (fd.close_checked() != 0) throw_io("cannot close", p, errno);
+}
+
+void write_file_durable(const fs::path& p, std::string_view text) {
+  write_file_durable(p, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+void fsync_dir(const fs::path& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io("cannot open directory", dir, errno);
+  if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync directory", dir, errno);
+}
+
+void make_dirs(const fs::path& dir) {
+  if (dir.empty()) return;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return;
+    throw_io("not a directory:", dir, ENOTDIR);
+  }
+  if (dir.has_parent_path() && dir.parent_path() != dir) make_dirs(dir.parent_path());
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_io("cannot create directory", dir, errno);
+}
+
+bool remove_tree(const fs::path& p) noexcept {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+  if (ec) {
+    // A concurrent writer (an orphaned compiler) may have added a file: try once more.
+    ec.clear();
+    fs::remove_all(p, ec);
+  }
+  return !ec;
+}
+
+uint64_t tree_bytes(const fs::path& p) noexcept {
+  uint64_t total = 0;
+  std::error_code ec;
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return 0;
+  if (S_ISREG(st.st_mode)) return static_cast<uint64_t>(st.st_size);
+  if (!S_ISDIR(st.st_mode)) return 0;
+  for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+FileLock& FileLock::operator=(FileLock&& o) noexcept {
+  if (this != &o) {
+    release();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+FileLock::~FileLock() { release(); }
+
+void FileLock::release() noexcept {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+FileLock FileLock::acquire(const fs::path& lock_file) {
+  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open lock file", lock_file, errno);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    throw_io("cannot lock", lock_file, err);
+  }
+  return FileLock(fd);
+}
+
+FileLock FileLock::try_acquire(const fs::path& lock_file) {
+  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open lock file", lock_file, errno);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return FileLock();
+    throw_io("cannot lock", lock_file, err);
+  }
+  return FileLock(fd);
+}
+
+ScratchDir::ScratchDir(const fs::path& parent, const std::string& prefix) {
+  std::string tmpl = (parent / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw_io("cannot create directory", tmpl, errno);
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() { remove_tree(path_); }
+
+std::string random_suffix() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32)};
+  return fmt::format("{:016x}", rng());
+}
+
+}  // namespace hcwarm::jit::fsu

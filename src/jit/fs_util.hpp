@@ -1,0 +1,70 @@
+#pragma once
+// Small POSIX file helpers for the JIT cache: whole-file reads through one fd,
+// durable writes (write + fsync), directory fsync, a per-key flock, and a
+// private temporary directory. Errors are hcwarm::Error (ErrorKind::Io) with the
+// path and errno text; err() tells the errno for callers that must react to it.
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace hcwarm::jit::fsu {
+
+// Reads the whole regular file; nullopt when it does not exist (ENOENT/ENOTDIR).
+std::optional<std::vector<std::byte>> read_file(const std::filesystem::path& p);
+
+// Creates p exclusively (O_EXCL), writes all bytes, fsyncs, closes. Throws Io.
+void write_file_durable(const std::filesystem::path& p, std::span<const std::byte> bytes);
+void write_file_durable(const std::filesystem::path& p, std::string_view text);
+
+// fsync of a directory (makes renames/creations inside it durable). Throws Io.
+void fsync_dir(const std::filesystem::path& dir);
+
+// mkdir -p with mode 0755; throws Io naming the first directory that fails.
+void make_dirs(const std::filesystem::path& dir);
+
+// remove_all that never throws; returns false when something could not be removed.
+bool remove_tree(const std::filesystem::path& p) noexcept;
+
+// Sum of the sizes of the regular files under p (recursive); 0 when absent.
+uint64_t tree_bytes(const std::filesystem::path& p) noexcept;
+
+// An exclusive flock(2) on a lock file that is created when missing and never
+// unlinked (unlinking would let two holders lock two different inodes).
+class FileLock {
+ public:
+  FileLock() = default;
+  // Blocks until locked. Throws Io when the file cannot be opened/created.
+  static FileLock acquire(const std::filesystem::path& lock_file);
+  // Returns an unlocked FileLock (owns() false) when another holder has it.
+  static FileLock try_acquire(const std::filesystem::path& lock_file);
+  FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FileLock& operator=(FileLock&& o) noexcept;
+  ~FileLock();
+  bool owns() const { return fd_ >= 0; }
+  void release() noexcept;
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// A fresh private directory (mkdtemp) under parent, removed on destruction.
+class ScratchDir {
+ public:
+  ScratchDir(const std::filesystem::path& parent, const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// 16 random hex characters (for unique staging names).
+std::string random_suffix();
+
+}  // namespace hcwarm::jit::fsu

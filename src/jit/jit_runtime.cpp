@@ -1,0 +1,486 @@
+#include "jit/jit_runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "core/error.hpp"
+#include "jit/header_deps.hpp"
+#include "jit/progress.hpp"
+#include "jit/sha256.hpp"
+
+namespace hcwarm::jit {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// "host-12.2.0-3fa9c1d2e4b5": kind, the first version number in the identity, and
+// a digest of the whole identity (so every compiler build gets its own namespace).
+std::string namespace_name(const Compiler& c) {
+  std::smatch m;
+  const std::string id = c.identity();
+  std::string ver = "unknown";
+  static const std::regex kVersion(R"((\d+\.\d+(\.\d+)?))");
+  if (std::regex_search(id, m, kVersion)) ver = m.str(1);
+  return fmt::format("{}-{}-{}", c.kind() == TargetKind::Cuda ? "nvrtc" : "host", ver, sha256_hex(id).substr(0, 12));
+}
+
+}  // namespace
+
+const char* to_string(Phase p) { return p == Phase::Warmup ? "warmup" : "serving"; }
+const char* to_string(ArtifactSource s) {
+  switch (s) {
+    case ArtifactSource::Compiled: return "compiled";
+    case ArtifactSource::Disk: return "disk";
+    case ArtifactSource::Memory: return "memory";
+  }
+  return "?";
+}
+
+JitOptions JitOptions::from_env(const EnvConfig& env) {
+  JitOptions o;
+  o.cache_dir = env.cache_dir;
+  o.cache_max_bytes = env.cache_max_bytes;
+  o.strict_warmup = env.strict_warmup;
+  o.jobs = env.jobs;
+  o.host_cxx = env.host_cxx;
+  o.nvrtc_library = env.nvrtc_library;
+  return o;
+}
+
+// ---------------------------------------------------------------- internals
+
+struct JitRuntime::CompilerSlot {
+  std::shared_ptr<Compiler> compiler;
+  std::exception_ptr error;  // creating the compiler failed (e.g. no NVRTC)
+  std::string ns;
+  std::mutex mu;
+  bool prepared = false;
+};
+
+struct JitRuntime::Resolved {
+  std::shared_ptr<CompilerSlot> cs;
+  std::string key;
+  std::vector<EmbeddedFile> headers;
+};
+
+struct JitRuntime::Slot {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::shared_ptr<const LoadedModule> module;
+  std::exception_ptr error;
+};
+
+JitRuntime::JitRuntime(JitOptions opts) : opts_(std::move(opts)) {
+  loaders_[TargetKind::Host] = make_host_module_loader();
+  if (opts_.cache_dir && !opts_.cache_dir->empty()) {
+    // Absolute now, so that a later chdir cannot move the cache.
+    std::error_code ec;
+    fs::path root = fs::absolute(*opts_.cache_dir, ec);
+    disk_ = std::make_unique<DiskCache>(ec ? *opts_.cache_dir : root);
+    if (opts_.test_hook) disk_->set_test_hook(opts_.test_hook);
+    disk_enabled_ = true;
+  }
+}
+
+JitRuntime::~JitRuntime() = default;
+
+void JitRuntime::set_module_loader(TargetKind target, std::shared_ptr<ModuleLoader> loader) {
+  std::lock_guard lock(loaders_mu_);
+  loaders_[target] = std::move(loader);
+}
+
+std::shared_ptr<JitRuntime::CompilerSlot> JitRuntime::compiler_slot(TargetKind kind, const std::string& arch) const {
+  std::lock_guard lock(compilers_mu_);
+  auto& slot = compilers_[{kind, arch}];
+  if (!slot) {
+    slot = std::make_shared<CompilerSlot>();
+    try {
+      if (kind == TargetKind::Host) {
+        slot->compiler = std::make_shared<HostCompiler>(opts_.host_cxx, arch, opts_.host_flags);
+      } else {
+        slot->compiler = std::make_shared<NvrtcCompiler>(arch, opts_.nvrtc_library, opts_.nvrtc_flags,
+                                                         opts_.nvrtc_include_dirs);
+      }
+      slot->ns = namespace_name(*slot->compiler);
+    } catch (...) {
+      slot->error = std::current_exception();
+    }
+  }
+  if (slot->error) std::rethrow_exception(slot->error);
+  return slot;
+}
+
+const Compiler& JitRuntime::compiler_for(const KernelSpec& spec) const {
+  return *compiler_slot(spec.target, spec.arch)->compiler;
+}
+
+JitRuntime::Resolved JitRuntime::resolve(const KernelSpec& spec) const {
+  HCWARM_CHECK_ARG(!spec.family.empty(), "kernel spec without a family");
+  HCWARM_CHECK_ARG(spec.target == TargetKind::Host || !spec.arch.empty(),
+                   "CUDA kernel spec {} has no architecture (e.g. sm_90a)", spec.describe());
+  Resolved r;
+  r.cs = compiler_slot(spec.target, spec.arch);
+  const Compiler& c = *r.cs->compiler;
+  r.headers = included_headers(spec.source, opts_.headers);
+  Sha256 h;
+  h.field("hcwarm-kernel-key", "1");
+  h.field("kind", to_string(spec.target));
+  h.field("family", spec.family);
+  for (const auto& [k, v] : spec.params) h.field("param", k, v);
+  h.field("source", spec.source);
+  for (const auto& f : r.headers) {
+    h.field("header", fs::path(std::string(f.path)).lexically_normal().generic_string(), f.content);
+  }
+  h.field("compiler", c.identity());
+  for (const auto& f : c.flags()) h.field("flag", f);
+  h.field("target", c.target());
+  r.key = h.hex();
+  return r;
+}
+
+std::string JitRuntime::key(const KernelSpec& spec) const { return resolve(spec).key; }
+
+const DiskCache* JitRuntime::disk_cache() const { return disk_enabled_ ? disk_.get() : nullptr; }
+
+void JitRuntime::disable_disk(const std::string& why) {
+  disk_enabled_ = false;
+  std::call_once(disk_warned_, [&] {
+    spdlog::warn("jit cache: {} is not usable ({}); kernels are kept in memory only for this process",
+                 disk_ ? disk_->root().string() : std::string("?"), why);
+  });
+}
+
+bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
+  if (!disk_enabled_) return false;
+  std::lock_guard lock(cs.mu);
+  if (!cs.prepared) {
+    try {
+      disk_->prepare(cs.ns);
+      cs.prepared = true;
+    } catch (const Error& e) {
+      disable_disk(e.message());
+      return false;
+    }
+  }
+  return disk_enabled_;
+}
+
+void JitRuntime::mark_ready() { ready_ = true; }
+
+void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string& key) {
+  if (!ready_) return;
+  {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.compiles_after_ready;
+  }
+  if (opts_.strict_warmup) {
+    HCWARM_THROW(ErrorKind::Internal,
+                 "cold compile during serving of {} (key {}) refused: HCWARM_STRICT_WARMUP=1 and warmup did not "
+                 "build this kernel",
+                 spec.describe(), key);
+  }
+  spdlog::warn("cold compile during serving: {} (key {}); warmup did not build this kernel", spec.describe(), key);
+}
+
+std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Resolved& r, const fs::path* workdir) {
+  std::unique_ptr<fsu::ScratchDir> scratch;
+  if (workdir == nullptr) {
+    scratch = std::make_unique<fsu::ScratchDir>(fs::temp_directory_path(), "hcwarm-jit-");
+    workdir = &scratch->path();
+  }
+  hook("compile-begin");
+  const auto t0 = Clock::now();
+  CompileOutput out;
+  try {
+    out = r.cs->compiler->compile(spec.source, r.headers, *workdir);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Compile) throw;
+    throw Error(ErrorKind::Compile,
+                fmt::format("compiling {} (key {}) failed: {}", spec.describe(), r.key, e.message()), __FILE__,
+                __LINE__, e.log());
+  }
+  const double secs = since(t0);
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_.compile_seconds += secs;
+  }
+  if (!out.log.empty()) spdlog::debug("jit: compiler messages for {}:\n{}", spec.describe(), out.log);
+  spdlog::debug("jit: compiled {} (key {}) in {:.3f} s", spec.describe(), r.key, secs);
+  hook("compile-end");
+  return std::move(out.binary);
+}
+
+std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src) {
+  CompilerSlot& cs = *r.cs;
+  const std::string artifact = cs.compiler->artifact_name();
+  bool guarded = false;
+  if (disk_ready_for(cs)) {
+    std::optional<std::vector<std::byte>> compiled;
+    try {
+      auto lk = disk_->lookup(cs.ns, r.key, artifact);
+      if (lk.status == DiskCache::Lookup::Status::Ok) {
+        *src = ArtifactSource::Disk;
+        return std::move(lk.artifact);
+      }
+      // Missing or bad: take the key's lock (other processes may be compiling it) and look again.
+      auto lock = disk_->lock_key(cs.ns, r.key);
+      hook("locked");
+      lk = disk_->lookup(cs.ns, r.key, artifact);
+      if (lk.status == DiskCache::Lookup::Status::Ok) {
+        *src = ArtifactSource::Disk;
+        return std::move(lk.artifact);
+      }
+      if (lk.status == DiskCache::Lookup::Status::Bad) {
+        const auto moved = disk_->quarantine(cs.ns, r.key);
+        spdlog::warn("jit cache: entry {} ({}) is bad: {}; moved to {} and rebuilding", r.key, spec.describe(),
+                     lk.reason, moved.string());
+      }
+      disk_->clean_staging(cs.ns, r.key);
+      guard_serving_compile(spec, r.key);
+      guarded = true;
+      auto work = disk_->make_work_dir(cs.ns, r.key);
+      compiled = compile_now(spec, r, &work->path());
+      work.reset();
+
+      Manifest m;
+      m.compiler = cs.compiler->identity();
+      m.target = cs.compiler->target();
+      m.family = spec.family;
+      m.description = spec.describe();
+      m.params = spec.params;
+      const auto res = disk_->publish(cs.ns, r.key, std::move(m), {{artifact, std::span<const std::byte>(*compiled)}});
+      if (res == DiskCache::Published::LostRace) {
+        // Only without working locks (e.g. a file system ignoring flock): use the winner's entry.
+        auto w = disk_->lookup(cs.ns, r.key, artifact);
+        if (w.status == DiskCache::Lookup::Status::Ok) compiled = std::move(w.artifact);
+      }
+      lock.release();
+      maybe_prune();
+      *src = ArtifactSource::Compiled;
+      return std::move(*compiled);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Io) throw;
+      disable_disk(e.message());
+      if (compiled) {
+        *src = ArtifactSource::Compiled;
+        return std::move(*compiled);
+      }
+    }
+  }
+  if (!guarded) guard_serving_compile(spec, r.key);
+  auto bytes = compile_now(spec, r, nullptr);
+  *src = ArtifactSource::Compiled;
+  return bytes;
+}
+
+void JitRuntime::maybe_prune() {
+  if (!disk_enabled_ || opts_.cache_max_bytes == 0) return;
+  std::unique_lock lock(prune_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (disk_->total_bytes() <= opts_.cache_max_bytes) return;
+  const auto r = disk_->prune(opts_.cache_max_bytes);
+  spdlog::info("jit cache: pruned {} least-recently-used entries ({} -> {} bytes, cap {})", r.removed,
+               r.bytes_before, r.bytes_after, opts_.cache_max_bytes);
+}
+
+std::shared_ptr<const LoadedModule> JitRuntime::load(TargetKind kind, const std::string& key,
+                                                     std::span<const std::byte> bin) {
+  std::shared_ptr<ModuleLoader> loader;
+  {
+    std::lock_guard lock(loaders_mu_);
+    if (auto it = loaders_.find(kind); it != loaders_.end()) loader = it->second;
+  }
+  if (!loader) {
+    HCWARM_THROW(ErrorKind::Unavailable,
+                 "no {} module loader is set (the CUDA backend is not active); kernel {} cannot be loaded",
+                 to_string(kind), key);
+  }
+  auto m = loader->load(key, bin);
+  HCWARM_ASSERT(m != nullptr, "module loader returned null for {}", key);
+  return m;
+}
+
+std::shared_ptr<const LoadedModule> JitRuntime::get_impl(const KernelSpec& spec, const Resolved& r,
+                                                         ArtifactSource* src) {
+  std::shared_ptr<Slot> slot;
+  bool owner = false;
+  {
+    std::lock_guard lock(slots_mu_);
+    auto& s = slots_[r.key];
+    if (!s) {
+      s = std::make_shared<Slot>();
+      owner = true;
+    }
+    slot = s;
+  }
+  if (!owner) {
+    std::unique_lock lock(slot->mu);
+    slot->cv.wait(lock, [&] { return slot->done; });
+    if (slot->error) std::rethrow_exception(slot->error);
+    *src = ArtifactSource::Memory;
+    return slot->module;
+  }
+  try {
+    {
+      std::lock_guard lock(loaders_mu_);
+      if (!loaders_.count(spec.target)) {
+        HCWARM_THROW(ErrorKind::Unavailable,
+                     "no {} module loader is set (the CUDA backend is not active); {} cannot be loaded",
+                     to_string(spec.target), spec.describe());
+      }
+    }
+    auto bytes = produce(spec, r, src);
+    auto module = load(spec.target, r.key, bytes);
+    {
+      std::lock_guard lock(slot->mu);
+      slot->module = module;
+      slot->done = true;
+    }
+    slot->cv.notify_all();
+    return module;
+  } catch (...) {
+    {
+      std::lock_guard lock(slot->mu);
+      slot->error = std::current_exception();
+      slot->done = true;
+    }
+    slot->cv.notify_all();
+    std::lock_guard lock(slots_mu_);
+    if (auto it = slots_.find(r.key); it != slots_.end() && it->second == slot) slots_.erase(it);  // retry later
+    throw;
+  }
+}
+
+void JitRuntime::record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds) {
+  std::lock_guard lock(stats_mu_);
+  switch (src) {
+    case ArtifactSource::Compiled: ++stats_.compiled; break;
+    case ArtifactSource::Disk: ++stats_.loaded_from_disk; break;
+    case ArtifactSource::Memory: ++stats_.memory_hits; break;
+  }
+  if (events_.size() >= kMaxEvents) {
+    ++stats_.events_dropped;
+    return;
+  }
+  events_.push_back({key, spec.family, spec.describe(), spec.params, ready_ ? Phase::Serving : Phase::Warmup, src,
+                     seconds});
+}
+
+void JitRuntime::record_failure() {
+  std::lock_guard lock(stats_mu_);
+  ++stats_.failed;
+}
+
+std::shared_ptr<const LoadedModule> JitRuntime::get(const KernelSpec& spec) {
+  const auto t0 = Clock::now();
+  try {
+    const Resolved r = resolve(spec);
+    ArtifactSource src = ArtifactSource::Memory;
+    auto m = get_impl(spec, r, &src);
+    record(spec, r.key, src, since(t0));
+    return m;
+  } catch (...) {
+    record_failure();
+    throw;
+  }
+}
+
+BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode) {
+  const auto t0 = Clock::now();
+  BuildReport rep;
+  struct Item {
+    const KernelSpec* spec;
+    Resolved r;
+  };
+  std::vector<Item> items;
+  std::set<std::string> keys;
+  for (const auto& s : specs) {
+    try {
+      Resolved r = resolve(s);
+      if (keys.insert(r.key).second) items.push_back({&s, std::move(r)});
+    } catch (const Error& e) {
+      ++rep.failed;
+      rep.errors.push_back(fmt::format("{}: {}", s.describe(), e.message()));
+      record_failure();
+    }
+  }
+  rep.keys = static_cast<int>(items.size()) + rep.failed;
+  if (mode == BuildMode::CompileOnly && !disk_enabled_ && !items.empty()) {
+    spdlog::warn("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
+  }
+  BuildProgress progress(static_cast<int>(items.size()), opts_.progress);
+  std::mutex rep_mu;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < items.size(); i = next++) {
+      const auto& it = items[i];
+      const auto ti = Clock::now();
+      ArtifactSource src = ArtifactSource::Memory;
+      try {
+        if (mode == BuildMode::Load) {
+          get_impl(*it.spec, it.r, &src);
+        } else {
+          bool in_memory;
+          {
+            std::lock_guard lock(slots_mu_);
+            auto s = slots_.find(it.r.key);
+            in_memory = s != slots_.end();
+          }
+          if (!in_memory) produce(*it.spec, it.r, &src);
+        }
+        const double secs = since(ti);
+        record(*it.spec, it.r.key, src, secs);
+        progress.done(it.spec->describe(), to_string(src), secs);
+        std::lock_guard lock(rep_mu);
+        if (src == ArtifactSource::Compiled) ++rep.compiled;
+        else if (src == ArtifactSource::Disk) ++rep.loaded_from_disk;
+        else ++rep.memory_hits;
+      } catch (const std::exception& e) {
+        record_failure();
+        progress.done(it.spec->describe(), "failed", since(ti));
+        const auto* he = dynamic_cast<const Error*>(&e);
+        std::string msg = he ? he->message() : e.what();
+        if (he && !he->log().empty()) msg += "\n" + he->log();
+        spdlog::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
+        std::lock_guard lock(rep_mu);
+        ++rep.failed;
+        rep.errors.push_back(fmt::format("{} (key {}): {}", it.spec->describe(), it.r.key, msg));
+      }
+    }
+  };
+  int jobs = opts_.jobs > 0 ? opts_.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(items.size())));
+  std::vector<std::thread> pool;
+  for (int j = 1; j < jobs; ++j) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  progress.finish();
+  rep.seconds = since(t0);
+  return rep;
+}
+
+CompileStats JitRuntime::stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+std::vector<CompileEvent> JitRuntime::events() const {
+  std::lock_guard lock(stats_mu_);
+  return events_;
+}
+
+void JitRuntime::reset_counters() {
+  std::lock_guard lock(stats_mu_);
+  stats_ = {};
+  events_.clear();
+}
+
+}  // namespace hcwarm::jit

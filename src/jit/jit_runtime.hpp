@@ -1,0 +1,191 @@
+#pragma once
+// The JIT runtime: KernelSpec -> key -> loaded module, compiling each key once.
+//
+//   memory  : a map key -> module with single flight (one compile per key, other
+//             askers wait; distinct keys proceed concurrently);
+//   disk    : DiskCache under <cache_dir>/v<version>/<compiler namespace>/, with a
+//             per-key flock so N processes cold-starting on one host compile each
+//             key once (lock, re-check, compile, publish, unlock);
+//   compile : NvrtcCompiler (Cuda) or HostCompiler (Host), created per target.
+// Every get/build records a CompileEvent. After mark_ready(), a compile is a "cold
+// compile during serving": a warning naming the key, counted, or an Error when
+// strict_warmup is set.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/embedded_files.hpp"
+#include "core/embedded_kernels.hpp"
+#include "core/env_config.hpp"
+#include "jit/compiler.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/kernel_spec.hpp"
+#include "jit/loaded_module.hpp"
+
+namespace hcwarm::jit {
+
+struct JitOptions {
+  std::optional<std::filesystem::path> cache_dir;  // nullopt: memory only
+  uint64_t cache_max_bytes = 4ull << 30;           // LRU-pruned past this after a publish
+  bool strict_warmup = false;                      // HCWARM_STRICT_WARMUP
+  int jobs = 0;                                    // build() pool size; 0: hardware threads
+  std::string host_cxx = "c++";                    // HCWARM_CXX
+  std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
+  bool progress = true;  // build(): live bar on a terminal (stderr), plain log lines otherwise
+  std::span<const EmbeddedFile> headers = kernels::embedded_files();  // the includable kernel headers
+  std::vector<std::string> host_flags;   // appended to the host compiler's flags (part of the key)
+  std::vector<std::string> nvrtc_flags;  // appended to NVRTC's options (part of the key)
+  // Extra NVRTC include dirs (e.g. a toolkit's include/). Not part of the key: their
+  // content belongs to the toolkit, which the NVRTC version stands for.
+  std::vector<std::filesystem::path> nvrtc_include_dirs;
+  // Tests only: called at each stage of a compile/publish ("compile-begin",
+  // "compile-end", "publish-begin", ...), e.g. to widen windows or to signal.
+  std::function<void(std::string_view stage)> test_hook;
+
+  static JitOptions from_env(const EnvConfig& env);
+};
+
+enum class Phase { Warmup, Serving };
+enum class ArtifactSource { Compiled, Disk, Memory };
+const char* to_string(Phase p);
+const char* to_string(ArtifactSource s);
+
+struct CompileEvent {
+  std::string key, family, description;
+  std::vector<std::pair<std::string, std::string>> params;
+  Phase phase = Phase::Warmup;
+  ArtifactSource source = ArtifactSource::Memory;
+  double seconds = 0;  // wall time of the request (compile/verify + load, or wait)
+};
+
+struct CompileStats {
+  int64_t compiled = 0;
+  int64_t loaded_from_disk = 0;
+  int64_t memory_hits = 0;
+  int64_t compiles_after_ready = 0;
+  double compile_seconds = 0;  // time inside the compilers
+  int64_t failed = 0;          // requests that threw
+  int64_t events_dropped = 0;  // events beyond the kept maximum (counters still count them)
+};
+
+// Turns a verified binary into a LoadedModule. backends/cuda supplies the CUDA one.
+class ModuleLoader {
+ public:
+  virtual ~ModuleLoader() = default;
+  virtual std::shared_ptr<LoadedModule> load(const std::string& key, std::span<const std::byte> binary) = 0;
+};
+
+// The built-in Host loader: the verified bytes go into a sealed memfd, dlopen'ed
+// (RTLD_NOW | RTLD_LOCAL) through /proc/self/fd, so exactly the bytes that were
+// checked are loaded. function() is dlsym.
+std::shared_ptr<ModuleLoader> make_host_module_loader();
+
+struct BuildReport {
+  int keys = 0;  // distinct keys among the specs
+  int compiled = 0;
+  int loaded_from_disk = 0;
+  int memory_hits = 0;
+  int failed = 0;
+  double seconds = 0;
+  std::vector<std::string> errors;  // "<description> (key <key>): <message>"
+};
+
+enum class BuildMode {
+  Load,         // like get() for each spec
+  CompileOnly,  // fill the disk cache, load nothing (no GPU needed)
+};
+
+class JitRuntime {
+ public:
+  explicit JitRuntime(JitOptions opts);
+  ~JitRuntime();
+  JitRuntime(const JitRuntime&) = delete;
+  JitRuntime& operator=(const JitRuntime&) = delete;
+
+  // Host has a built-in loader; Cuda has none until backends/cuda sets one.
+  void set_module_loader(TargetKind target, std::shared_ptr<ModuleLoader> loader);
+
+  // 64 hex chars: SHA-256 of family, params, source, every included header's
+  // path and text, compiler identity, flags and target. Throws Unavailable when
+  // the spec's compiler is (e.g. no NVRTC).
+  std::string key(const KernelSpec& spec) const;
+
+  // Thread-safe. Memory, then disk (verified), then compile (single flight).
+  // Throws ErrorKind::Compile (with the compiler's log and the key) when the
+  // compile fails; ErrorKind::Internal for a compile refused by strict_warmup.
+  std::shared_ptr<const LoadedModule> get(const KernelSpec& spec);
+
+  // Compiles/loads specs on a pool of opts.jobs threads with progress output.
+  // Never throws for a single spec: failures are counted and listed.
+  BuildReport build(std::span<const KernelSpec> specs, BuildMode mode = BuildMode::Load);
+
+  void mark_ready();
+  bool ready() const { return ready_.load(); }
+
+  CompileStats stats() const;
+  std::vector<CompileEvent> events() const;
+  void reset_counters();  // clears events and stats; keeps loaded modules
+
+  const DiskCache* disk_cache() const;  // null in memory-only mode (also after a disk failure)
+  const JitOptions& options() const { return opts_; }
+  // The compiler for a spec's target (created on first use).
+  const Compiler& compiler_for(const KernelSpec& spec) const;
+
+  static constexpr size_t kMaxEvents = 100000;
+
+ private:
+  struct Resolved;
+  struct Slot;
+  struct CompilerSlot;
+
+  Resolved resolve(const KernelSpec& spec) const;
+  std::shared_ptr<CompilerSlot> compiler_slot(TargetKind kind, const std::string& arch) const;
+  std::shared_ptr<const LoadedModule> get_impl(const KernelSpec& spec, const Resolved& r, ArtifactSource* src);
+  // Produces the verified artifact bytes (disk or compile); *src says which.
+  std::vector<std::byte> produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src);
+  std::vector<std::byte> compile_now(const KernelSpec& spec, const Resolved& r,
+                                     const std::filesystem::path* workdir_parent);
+  void guard_serving_compile(const KernelSpec& spec, const std::string& key);
+  bool disk_ready_for(CompilerSlot& cs);
+  void disable_disk(const std::string& why);
+  void record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds);
+  void record_failure();
+  std::shared_ptr<const LoadedModule> load(TargetKind kind, const std::string& key, std::span<const std::byte> bin);
+  void maybe_prune();
+  void hook(std::string_view stage) const {
+    if (opts_.test_hook) opts_.test_hook(stage);
+  }
+
+  JitOptions opts_;
+  std::unique_ptr<DiskCache> disk_;
+  std::atomic<bool> disk_enabled_{false};
+  std::once_flag disk_warned_;
+
+  mutable std::mutex compilers_mu_;
+  mutable std::map<std::pair<TargetKind, std::string>, std::shared_ptr<CompilerSlot>> compilers_;
+
+  std::mutex loaders_mu_;
+  std::map<TargetKind, std::shared_ptr<ModuleLoader>> loaders_;
+
+  std::mutex slots_mu_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_;
+
+  mutable std::mutex stats_mu_;
+  CompileStats stats_;
+  std::vector<CompileEvent> events_;
+
+  std::atomic<bool> ready_{false};
+  std::mutex prune_mu_;
+};
+
+}  // namespace hcwarm::jit

@@ -1,0 +1,168 @@
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "jit/compiler.hpp"
+#include "jit/fs_util.hpp"
+
+namespace hcwarm::jit {
+namespace fs = std::filesystem;
+
+// NVRTC's C API, declared here so that hcwarm builds without the CUDA toolkit.
+struct NvrtcCompiler::Api {
+  using Program = struct _nvrtcProgram*;
+  using Result = int;  // nvrtcResult; 0 = NVRTC_SUCCESS
+  Result (*version)(int*, int*) = nullptr;
+  Result (*create)(Program*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  Result (*compile)(Program, int, const char* const*) = nullptr;
+  Result (*log_size)(Program, size_t*) = nullptr;
+  Result (*log)(Program, char*) = nullptr;
+  Result (*cubin_size)(Program, size_t*) = nullptr;
+  Result (*cubin)(Program, char*) = nullptr;
+  Result (*destroy)(Program*) = nullptr;
+  const char* (*error_string)(Result) = nullptr;
+  std::string path;
+  int major = 0, minor = 0;
+
+  std::string err(Result r) const { return fmt::format("{} ({})", error_string ? error_string(r) : "?", r); }
+};
+
+namespace {
+
+template <class F>
+void resolve(void* h, const char* name, F& fn, const std::string& path) {
+  fn = reinterpret_cast<F>(::dlsym(h, name));
+  if (fn == nullptr) HCWARM_THROW(ErrorKind::Unavailable, "{} has no symbol {} (not NVRTC?)", path, name);
+}
+
+const NvrtcCompiler::Api* load_api(const std::string& requested) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<NvrtcCompiler::Api>> loaded;  // never unloaded
+  std::lock_guard lock(mu);
+  if (auto it = loaded.find(requested); it != loaded.end()) return it->second.get();
+
+  std::vector<std::string> candidates;
+  if (!requested.empty()) {
+    candidates.push_back(requested);
+  } else {
+    candidates = {"libnvrtc.so.13", "libnvrtc.so"};
+    std::vector<std::string> dirs;
+    // CUDA_HOME is the toolkit's conventional variable, not an hcwarm setting: it is
+    // read here only to extend the library search (HCWARM_NVRTC_LIBRARY overrides all).
+    if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') {
+      dirs.push_back(std::string(home) + "/lib64");
+    }
+    dirs.push_back("/usr/local/cuda/lib64");
+    for (const auto& d : dirs) {
+      candidates.push_back(d + "/libnvrtc.so.13");
+      candidates.push_back(d + "/libnvrtc.so");
+    }
+  }
+  void* h = nullptr;
+  std::string tried;
+  std::string used;
+  for (const auto& c : candidates) {
+    ::dlerror();
+    h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) {
+      used = c;
+      break;
+    }
+    const char* e = ::dlerror();
+    tried += fmt::format("\n  {}: {}", c, e ? e : "not found");
+  }
+  if (h == nullptr) {
+    HCWARM_THROW(ErrorKind::Unavailable,
+                 "NVRTC is not available, so CUDA kernels cannot be compiled (set HCWARM_NVRTC_LIBRARY to "
+                 "libnvrtc.so's path); tried:{}",
+                 tried);
+  }
+  auto api = std::make_unique<NvrtcCompiler::Api>();
+  api->path = used;
+  resolve(h, "nvrtcVersion", api->version, used);
+  resolve(h, "nvrtcCreateProgram", api->create, used);
+  resolve(h, "nvrtcCompileProgram", api->compile, used);
+  resolve(h, "nvrtcGetProgramLogSize", api->log_size, used);
+  resolve(h, "nvrtcGetProgramLog", api->log, used);
+  resolve(h, "nvrtcGetCUBINSize", api->cubin_size, used);
+  resolve(h, "nvrtcGetCUBIN", api->cubin, used);
+  resolve(h, "nvrtcDestroyProgram", api->destroy, used);
+  resolve(h, "nvrtcGetErrorString", api->error_string, used);
+  if (const auto r = api->version(&api->major, &api->minor); r != 0) {
+    HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcVersion failed: {}", api->err(r));
+  }
+  const auto* out = api.get();
+  loaded.emplace(requested, std::move(api));
+  return out;
+}
+
+}  // namespace
+
+NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<std::string> extra_flags,
+                             std::vector<fs::path> include_dirs)
+    : arch_(std::move(arch)), extra_(std::move(extra_flags)), include_dirs_(std::move(include_dirs)) {
+  HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
+                   "CUDA architecture {:?} must be a real one such as sm_90a (a cubin is built)", arch_);
+  api_ = load_api(library);
+  identity_ = fmt::format("nvrtc {}.{}", api_->major, api_->minor);
+}
+
+const std::string& NvrtcCompiler::library_path() const { return api_->path; }
+
+std::vector<std::string> NvrtcCompiler::flags() const {
+  std::vector<std::string> f{"--gpu-architecture=" + arch_, "-std=c++20"};
+  f.insert(f.end(), extra_.begin(), extra_.end());
+  return f;
+}
+
+CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
+                                     const fs::path& workdir) const {
+  const fs::path inc = workdir / "include";
+  write_headers(inc, headers);
+  std::vector<std::string> opts = flags();
+  opts.push_back("--include-path=" + inc.string());
+  for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
+  std::vector<const char*> copts;
+  for (const auto& o : opts) copts.push_back(o.c_str());
+
+  Api::Program prog = nullptr;
+  if (const auto r = api_->create(&prog, source.c_str(), "kernel.cu", 0, nullptr, nullptr); r != 0) {
+    HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcCreateProgram failed: {}", api_->err(r));
+  }
+  struct Destroy {
+    const Api* api;
+    Api::Program* p;
+    ~Destroy() { api->destroy(p); }
+  } destroy{api_, &prog};
+
+  const auto rc = api_->compile(prog, static_cast<int>(copts.size()), copts.data());
+  std::string log;
+  size_t log_size = 0;
+  if (api_->log_size(prog, &log_size) == 0 && log_size > 1) {
+    log.resize(log_size);
+    if (api_->log(prog, log.data()) == 0) {
+      log.resize(log_size - 1);  // drop the terminating NUL
+    } else {
+      log.clear();
+    }
+  }
+  if (rc != 0) HCWARM_THROW_LOG(ErrorKind::Compile, log, "NVRTC failed for {}: {}", arch_, api_->err(rc));
+
+  size_t size = 0;
+  if (const auto r = api_->cubin_size(prog, &size); r != 0 || size == 0) {
+    HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcGetCUBINSize failed: {}", api_->err(r));
+  }
+  CompileOutput out;
+  out.binary.resize(size);
+  if (const auto r = api_->cubin(prog, reinterpret_cast<char*>(out.binary.data())); r != 0) {
+    HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcGetCUBIN failed: {}", api_->err(r));
+  }
+  out.log = std::move(log);
+  return out;
+}
+
+}  // namespace hcwarm::jit

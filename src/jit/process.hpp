@@ -1,0 +1,20 @@
+#pragma once
+// Runs a program with posix_spawnp (no shell), capturing stdout and stderr
+// together. Used for the host compiler and its version probe.
+#include <string>
+#include <vector>
+
+namespace hcwarm::jit {
+
+struct ProcessResult {
+  int exit_code = -1;   // 128 + signal when killed by a signal
+  std::string output;   // stdout and stderr, interleaved as written
+};
+
+// cwd: working directory of the child ("" = ours).
+// argv[0] is looked up in PATH when it has no '/'. Throws ErrorKind::Unavailable
+// when the program cannot be started (not found, not executable).
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd = {});
+
+
+}  // namespace hcwarm::jit

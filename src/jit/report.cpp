@@ -1,0 +1,38 @@
+#include "jit/report.hpp"
+
+#include <fmt/format.h>
+
+namespace hcwarm::jit {
+
+nlohmann::json to_json(const CompileStats& s) {
+  return {{"compiled", s.compiled},
+          {"loaded_from_disk", s.loaded_from_disk},
+          {"memory_hits", s.memory_hits},
+          {"compiles_after_ready", s.compiles_after_ready},
+          {"compile_seconds", s.compile_seconds},
+          {"failed", s.failed},
+          {"events_dropped", s.events_dropped}};
+}
+
+nlohmann::json to_json(const CompileEvent& e) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : e.params) params[k] = v;
+  return {{"key", e.key},         {"family", e.family},          {"description", e.description},
+          {"params", params},     {"phase", to_string(e.phase)}, {"source", to_string(e.source)},
+          {"seconds", e.seconds}};
+}
+
+nlohmann::json to_json(const BuildReport& r) {
+  return {{"keys", r.keys},         {"compiled", r.compiled}, {"loaded_from_disk", r.loaded_from_disk},
+          {"memory_hits", r.memory_hits}, {"failed", r.failed},     {"seconds", r.seconds},
+          {"errors", r.errors}};
+}
+
+std::string format_build_report(const BuildReport& r) {
+  std::string s = fmt::format("{} keys in {:.2f} s: {} compiled, {} from disk, {} from memory, {} failed", r.keys,
+                              r.seconds, r.compiled, r.loaded_from_disk, r.memory_hits, r.failed);
+  for (const auto& e : r.errors) s += "\n  error: " + e;
+  return s;
+}
+
+}  // namespace hcwarm::jit

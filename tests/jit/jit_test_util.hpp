@@ -1,0 +1,60 @@
+#pragma once
+// Helpers for the JIT tests: tiny self-contained kernels (a host TU including an
+// embedded-style header, a CUDA kernel), options, a log capture, and running
+// this test binary again as a child process ("child mode", see jit_child_test.cpp).
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/embedded_files.hpp"
+#include "core/error.hpp"
+#include "jit/jit_runtime.hpp"
+
+namespace hcwarm::jit::test {
+
+// Headers handed to the runtime as JitOptions::headers: "answer.hpp" includes
+// "detail/base.hpp"; "unused.hpp" is included by nobody.
+std::span<const EmbeddedFile> test_headers();
+// The same with base.hpp's text changed (its value changes by `delta`).
+std::span<const EmbeddedFile> test_headers_changed_base();
+
+// A host kernel: extern "C" int answer() returning base (100) + value.
+KernelSpec host_spec(int value, const std::string& family = "answer");
+int call_answer(const LoadedModule& m);
+// A CUDA kernel for NVRTC.
+KernelSpec cuda_spec(int value, const std::string& arch = "sm_90a");
+// True when NVRTC can be opened here.
+bool nvrtc_available();
+
+JitOptions options(std::optional<std::filesystem::path> cache_dir);
+
+// Counts log messages (all loggers sharing the default logger's sinks).
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  int count(spdlog::level::level_enum level, const std::string& needle = {}) const;
+  std::vector<std::string> messages(spdlog::level::level_enum level) const;
+
+  struct Sink;
+
+ private:
+  std::shared_ptr<Sink> sink_;
+  spdlog::level::level_enum old_level_;
+};
+
+// Starts this test binary as a child in `mode` (env HCWARM_JIT_CHILD=mode plus
+// `env` entries), stdout/stderr to `log_file`. Returns its pid.
+pid_t spawn_child(const std::string& mode, const std::map<std::string, std::string>& env,
+                  const std::filesystem::path& log_file);
+// waitpid; returns the exit code, or 128 + signal.
+int wait_child(pid_t pid);
+
+}  // namespace hcwarm::jit::test
