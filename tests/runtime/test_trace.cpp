@@ -203,5 +203,26 @@ TEST(TraceTest, LoadTraceSynthetic) {
   EXPECT_NE(invalid_argument_message([] { load_trace("synthetic:n=0"); }).find("num_requests"), std::string::npos);
 }
 
+TEST(TraceTest, FixtureFilesUnderTestsData) {
+  const std::filesystem::path dir = std::filesystem::path(HCWARM_SOURCE_DIR) / "tests/data/traces";
+  const auto csv = read_trace(dir / "azure_sample.csv");
+  const auto jsonl = read_trace(dir / "sample.jsonl");
+  ASSERT_EQ(csv.size(), 40u);
+  ASSERT_EQ(jsonl.size(), 40u);
+  for (size_t i = 0; i < csv.size(); ++i) {
+    EXPECT_EQ(csv[i].prompt_tokens, jsonl[i].prompt_tokens);
+    EXPECT_EQ(csv[i].output_tokens, jsonl[i].output_tokens);
+    EXPECT_NEAR(csv[i].arrival_s, jsonl[i].arrival_s, 1e-5);
+  }
+  const std::string c = invalid_argument_message([&] { read_trace(dir / "azure_malformed.csv"); });
+  EXPECT_NE(c.find("2 malformed lines"), std::string::npos) << c;
+  EXPECT_NE(c.find("line 4: ContextTokens '12x'"), std::string::npos) << c;
+  EXPECT_NE(c.find("line 6: expected 3 fields, got 2"), std::string::npos) << c;
+  const std::string j = invalid_argument_message([&] { read_trace(dir / "malformed.jsonl"); });
+  EXPECT_NE(j.find("2 malformed lines"), std::string::npos) << j;
+  EXPECT_NE(j.find("line 2: not valid JSON"), std::string::npos) << j;
+  EXPECT_NE(j.find("line 4: missing \"prompt_tokens\""), std::string::npos) << j;
+}
+
 }  // namespace
 }  // namespace hcwarm::runtime
