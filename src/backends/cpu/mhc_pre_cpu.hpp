@@ -1,0 +1,23 @@
+#pragma once
+// The CPU side of mHC pre: the host entry points (JIT-compiled per split bucket,
+// or the generic ones compiled into the library) run over a ThreadPool.
+#include "backends/cpu/thread_pool.hpp"
+#include "kernels/common/mhc_params.hpp"
+
+namespace hcwarm::cpu {
+
+using MhcPreHostFn = int (*)(const hcwarm_mhc_pre_params*, long long, long long);
+struct MhcPreHostKernels {
+  MhcPreHostFn partial = nullptr;
+  MhcPreHostFn finish = nullptr;
+};
+
+// The generic kernels (split count and hidden size read at run time), compiled
+// into libhcwarm. hc_mult 4 only; other values throw ErrorKind::Unavailable.
+MhcPreHostKernels mhc_pre_generic_host_kernels(int hc_mult, bool fused_norm);
+
+// Launcher: both stages over the pool. Returns HCWARM_MHC_OK or the first
+// error code an entry point returned (the binding layer turns it into an exception).
+int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool);
+
+}  // namespace hcwarm::cpu

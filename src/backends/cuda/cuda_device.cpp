@@ -1,0 +1,110 @@
+#include "backends/cuda/cuda_device.hpp"
+
+#include <array>
+
+namespace hcwarm::cuda {
+
+CudaDevice::CudaDevice(int ordinal, const std::string& library_path)
+    : driver_(open_cuda_driver(library_path)), ordinal_(ordinal) {
+  const CudaDriver& d = *driver_;
+  int count = 0;
+  HCWARM_CHECK_CU(d, d.cuDeviceGetCount(&count));
+  if (ordinal < 0 || ordinal >= count) {
+    HCWARM_THROW(ErrorKind::Unavailable, "CUDA device {} does not exist ({} present)", ordinal, count);
+  }
+  HCWARM_CHECK_CU(d, d.cuDeviceGet(&dev_, ordinal));
+  HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&num_sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_));
+  HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
+  HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
+  std::array<char, 256> buf{};
+  HCWARM_CHECK_CU(d, d.cuDeviceGetName(buf.data(), static_cast<int>(buf.size()), dev_));
+  name_ = buf.data();
+  HCWARM_CHECK_CU(d, d.cuDevicePrimaryCtxRetain(&ctx_, dev_));
+  HCWARM_CHECK_CU(d, d.cuCtxSetCurrent(ctx_));
+  HCWARM_CHECK_CU(d, d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+}
+
+CudaDevice::~CudaDevice() {
+  const CudaDriver& d = *driver_;
+  d.cuCtxSetCurrent(ctx_);
+  if (stream_ != nullptr) {
+    d.cuStreamSynchronize(stream_);
+    d.cuStreamDestroy(stream_);
+  }
+  if (ctx_ != nullptr) d.cuDevicePrimaryCtxRelease(dev_);
+}
+
+std::string CudaDevice::arch() const {
+  if (cc_major_ == 9 && cc_minor_ == 0) return "sm_90a";
+  if (cc_major_ == 10 && cc_minor_ == 0) return "sm_100a";
+  return fmt::format("sm_{}{}", cc_major_, cc_minor_);
+}
+
+void CudaDevice::make_current() const { HCWARM_CHECK_CU(*driver_, driver_->cuCtxSetCurrent(ctx_)); }
+
+void CudaDevice::copy_from_host(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  make_current();
+  // Ordered on the stream after queued kernels; returns when the data is on the device.
+  HCWARM_CHECK_CU(*driver_, driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream_));
+  synchronize();
+}
+
+void CudaDevice::copy_to_host(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  make_current();
+  HCWARM_CHECK_CU(*driver_, driver_->cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream_));
+  synchronize();
+}
+
+void CudaDevice::fill_zero(void* dst, size_t bytes) { fill_bytes(dst, 0, bytes); }
+
+void CudaDevice::fill_bytes(void* dst, unsigned char value, size_t bytes) {
+  if (bytes == 0) return;
+  make_current();
+  HCWARM_CHECK_CU(*driver_, driver_->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
+}
+
+void CudaDevice::synchronize() {
+  make_current();
+  HCWARM_CHECK_CU(*driver_, driver_->cuStreamSynchronize(stream_));
+}
+
+void* CudaDevice::do_allocate(size_t bytes) {
+  make_current();
+  CUdeviceptr p = 0;
+  HCWARM_CHECK_CU(*driver_, driver_->cuMemAlloc(&p, bytes));
+  return reinterpret_cast<void*>(p);
+}
+
+void CudaDevice::do_deallocate(void* ptr) noexcept {
+  driver_->cuCtxSetCurrent(ctx_);
+  // cuMemFree synchronizes with work using the allocation.
+  driver_->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+}
+
+CudaModule::CudaModule(std::shared_ptr<const CudaDriver> driver, std::string key, std::span<const std::byte> image)
+    : driver_(std::move(driver)), key_(std::move(key)) {
+  HCWARM_CHECK_CU(*driver_, driver_->cuModuleLoadData(&module_, image.data()));
+}
+
+CudaModule::~CudaModule() {
+  if (module_ != nullptr) driver_->cuModuleUnload(module_);
+}
+
+void* CudaModule::function(std::string_view name) const {
+  CUfunction f = nullptr;
+  const std::string n(name);
+  const CUresult rc = driver_->cuModuleGetFunction(&f, module_, n.c_str());
+  if (rc != CUDA_SUCCESS || f == nullptr) {
+    HCWARM_THROW(ErrorKind::Internal, "kernel {} not found in CUDA module {}: {}", n, key_, driver_->error_text(rc));
+  }
+  return reinterpret_cast<void*>(f);
+}
+
+std::shared_ptr<jit::LoadedModule> CudaModuleLoader::load(const std::string& key, std::span<const std::byte> cubin) {
+  device_->make_current();
+  return std::make_shared<CudaModule>(device_->driver_ptr(), key, cubin);
+}
+
+}  // namespace hcwarm::cuda

@@ -1,0 +1,88 @@
+#pragma once
+// A CUDA GPU as an hcwarm::Device: the primary context of one ordinal, one
+// non-blocking stream on which every copy and kernel of hcwarm is ordered, and
+// plain cuMemAlloc allocations. Also the CUDA module loader for the JIT runtime
+// (cuModuleLoadData / cuModuleGetFunction).
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "core/device.hpp"
+#include "jit/jit_runtime.hpp"
+#include "jit/loaded_module.hpp"
+
+namespace hcwarm::cuda {
+
+class CudaDevice final : public Device {
+ public:
+  // Throws ErrorKind::Unavailable when there is no driver or no such device.
+  explicit CudaDevice(int ordinal = 0, const std::string& library_path = {});
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  DeviceKind kind() const override { return DeviceKind::Cuda; }
+  std::string name() const override { return name_; }
+  void copy_from_host(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void fill_zero(void* dst, size_t bytes) override;
+  void fill_bytes(void* dst, unsigned char value, size_t bytes);  // async on the stream
+  void synchronize() override;
+
+  const CudaDriver& driver() const { return *driver_; }
+  std::shared_ptr<const CudaDriver> driver_ptr() const { return driver_; }
+  CUstream stream() const { return stream_; }
+  int ordinal() const { return ordinal_; }
+  int num_sms() const { return num_sms_; }
+  int cc_major() const { return cc_major_; }
+  int cc_minor() const { return cc_minor_; }
+  // NVRTC target of this device: "sm_90a" on Hopper (9.0), "sm_100a" on 10.0, else "sm_XY".
+  std::string arch() const;
+  // Makes this device's context current on the calling thread.
+  void make_current() const;
+
+ protected:
+  void* do_allocate(size_t bytes) override;
+  void do_deallocate(void* ptr) noexcept override;
+
+ private:
+  std::shared_ptr<const CudaDriver> driver_;
+  int ordinal_ = 0;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  int num_sms_ = 0;
+  int cc_major_ = 0;
+  int cc_minor_ = 0;
+  std::string name_;
+};
+
+// A loaded cubin/fatbin/PTX image; function() returns a CUfunction.
+class CudaModule final : public jit::LoadedModule {
+ public:
+  CudaModule(std::shared_ptr<const CudaDriver> driver, std::string key, std::span<const std::byte> image);
+  ~CudaModule() override;
+  void* function(std::string_view name) const override;
+  const std::string& key() const override { return key_; }
+
+ private:
+  std::shared_ptr<const CudaDriver> driver_;
+  std::string key_;
+  CUmodule module_ = nullptr;
+};
+
+// Loads JIT outputs (cubins) into the context of one device:
+//   jit.set_module_loader(jit::TargetKind::Cuda, std::make_shared<CudaModuleLoader>(device));
+// The device must outlive the loader.
+class CudaModuleLoader final : public jit::ModuleLoader {
+ public:
+  explicit CudaModuleLoader(const CudaDevice& device) : device_(&device) {}
+  std::shared_ptr<jit::LoadedModule> load(const std::string& key, std::span<const std::byte> cubin) override;
+
+ private:
+  const CudaDevice* device_;
+};
+
+}  // namespace hcwarm::cuda

@@ -1,0 +1,92 @@
+#pragma once
+// The CUDA driver API, opened at run time with dlopen (libcuda.so.1, or
+// EnvConfig::cuda_library). Nothing links against libcuda: the library builds
+// and runs everywhere, and on a machine without a driver `cuda_device_present()`
+// is simply false. Only the handful of entry points hcwarm uses are declared.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace hcwarm::cuda {
+
+// Minimal mirrors of the driver's C types (ABI-compatible with cuda.h).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+
+inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+
+struct CudaDriver {
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+
+  std::string path;  // what dlopen opened
+  void* handle = nullptr;
+
+  // "CUDA_ERROR_INVALID_VALUE: invalid argument" for a result code.
+  std::string error_text(CUresult rc) const;
+};
+
+// Opens the driver (once per path per process; the handle stays open) and calls
+// cuInit(0). Throws ErrorKind::Unavailable naming the library and the dlerror or
+// the cuInit error when there is no usable driver.
+std::shared_ptr<const CudaDriver> open_cuda_driver(const std::string& library_path = {});
+
+// True when a driver loads, initializes and reports at least one device. Never
+// throws and never crashes on a machine without CUDA.
+bool cuda_device_present(const std::string& library_path = {});
+
+}  // namespace hcwarm::cuda
+
+// Checks a driver call: throws hcwarm::Error(ErrorKind::Cuda) with the driver's
+// error name, the call's text and file:line.
+#define HCWARM_CHECK_CU(driver, expr)                                                        \
+  do {                                                                                       \
+    const ::hcwarm::cuda::CUresult hcwarm_cu_rc_ = (expr);                                   \
+    if (hcwarm_cu_rc_ != ::hcwarm::cuda::CUDA_SUCCESS)                                       \
+      HCWARM_THROW(::hcwarm::ErrorKind::Cuda, "{} failed: {}", #expr,                        \
+                   (driver).error_text(hcwarm_cu_rc_));                                      \
+  } while (0)

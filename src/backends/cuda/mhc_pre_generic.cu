@@ -1,0 +1,17 @@
+// The generic CUDA mHC pre kernels: split count and hidden size are run-time
+// arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
+// a fatbin embedded in libhcwarm; loaded with cuModuleLoadData.
+#include "cuda/mhc_pre.cuh"
+
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+    hcwarm_mhc_pre_partial_generic(hcwarm_mhc_pre_params p) {
+  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+    hcwarm_mhc_pre_finish_generic(hcwarm_mhc_pre_params p) {
+  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+    hcwarm_mhc_pre_finish_generic_norm(hcwarm_mhc_pre_params p) {
+  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, true>(p);
+}

@@ -1,0 +1,232 @@
+#pragma once
+// mHC pre on the CPU: the two stages of REFERENCE.md section 1 as templates.
+// Compiled twice: by the host JIT (generated TU, -O3 -march=<host>, one
+// specialization per split bucket) and into libhcwarm as the "generic" variant
+// (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time).
+// Standard library only. The library threads the work: it calls
+//   partial(items [b, e)) with item = token_block * num_splits + split,
+//   then finish(tokens [b, e)), each range on one thread.
+//
+// Precision: the GEMM accumulates in f32 (16 independent lanes per dot product,
+// so -O3 vectorizes it; each lane sums K / (16 * num_splits) products), the split
+// reduction, rsqrt, sigmoids and Sinkhorn run in double, y = sum_i pre_i * x_i
+// in double, rounded to f32 then bf16 (as the reference). With the fused norm the
+// mean of squares is taken over the bf16-rounded y (f32 lanes, double total),
+// and y * rn * w in f32.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "common/mhc_params.hpp"
+
+namespace hcwarm_kernels::cpu {
+
+inline float bf16_bits_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even; NaN stays NaN (quiet bit set).
+inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline constexpr int kLanes = 16;        // independent f32 accumulators per dot product
+inline constexpr int kTokenBlock = 4;    // tokens sharing one pass over an fn segment
+inline constexpr int kKBlock = 512;      // k values converted to f32 at a time
+
+// K-part [k0, k1) of split s: chunks of ceil(K / S) rounded up to kLanes.
+inline void split_range(int64_t k, int s, int num_splits, int64_t* k0, int64_t* k1) {
+  int64_t chunk = (k + num_splits - 1) / num_splits;
+  chunk = (chunk + kLanes - 1) / kLanes * kLanes;
+  *k0 = static_cast<int64_t>(s) * chunk;
+  if (*k0 > k) *k0 = k;
+  *k1 = *k0 + chunk;
+  if (*k1 > k) *k1 = k;
+}
+
+template <int NUM_SPLITS, int HC, int HIDDEN>
+inline int check_params(const hcwarm_mhc_pre_params* p) {
+  static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
+  static_assert(HC >= 1 && HC <= 8, "HC (hc_mult) must be in [1, 8]");
+  static_assert(HIDDEN >= 0 && HIDDEN % 16 == 0, "HIDDEN must be a multiple of 16 (or 0: run time)");
+  if (p == nullptr || p->num_tokens < 0) return HCWARM_MHC_BAD_ARGUMENT;
+  if (p->hc_mult != HC) return HCWARM_MHC_BAD_SHAPE;
+  if (HIDDEN != 0 && p->hidden != HIDDEN) return HCWARM_MHC_BAD_SHAPE;
+  if (p->hidden <= 0 || p->hidden % 16 != 0) return HCWARM_MHC_BAD_SHAPE;
+  if (NUM_SPLITS != 0 && p->num_splits != NUM_SPLITS) return HCWARM_MHC_BAD_SHAPE;
+  if (p->num_splits < 1 || p->num_parts != p->num_splits) return HCWARM_MHC_BAD_SHAPE;
+  return HCWARM_MHC_OK;
+}
+
+// Stage (a). Items [item_begin, item_end) of (ceil(T / kTokenBlock) x num_splits).
+template <int NUM_SPLITS, int HC, int HIDDEN>
+int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t item_end) {
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN>(p); rc != HCWARM_MHC_OK) return rc;
+  constexpr int kMix = HC * (2 + HC);
+  static_assert(kMix + 1 <= HCWARM_MHC_PARTIAL_STRIDE, "mix columns + sum of squares must fit a partial row");
+  const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
+  const int64_t D = HIDDEN != 0 ? HIDDEN : p->hidden;
+  const int64_t K = HC * D;
+  const int64_t T = p->num_tokens;
+
+  alignas(64) float xs[kTokenBlock][kKBlock];
+  alignas(64) float acc[kTokenBlock][kMix][kLanes];
+  alignas(64) float ss[kTokenBlock][kLanes];
+
+  for (int64_t item = item_begin; item < item_end; ++item) {
+    const int64_t tb = item / S;
+    const int s = static_cast<int>(item % S);
+    const int64_t t0 = tb * kTokenBlock;
+    if (t0 >= T) break;
+    const int nt = static_cast<int>(T - t0 < kTokenBlock ? T - t0 : kTokenBlock);
+    int64_t k0, k1;
+    split_range(K, s, S, &k0, &k1);
+    std::memset(acc, 0, sizeof acc);
+    std::memset(ss, 0, sizeof ss);
+
+    for (int64_t kb = k0; kb < k1; kb += kKBlock) {
+      const int n = static_cast<int>(k1 - kb < kKBlock ? k1 - kb : kKBlock);  // multiple of kLanes
+      for (int tok = 0; tok < nt; ++tok) {
+        const uint16_t* xr = p->residual + (t0 + tok) * K + kb;
+        float* xo = xs[tok];
+        for (int k = 0; k < n; ++k) xo[k] = bf16_bits_to_float(xr[k]);
+        float* sl = ss[tok];
+        for (int k = 0; k < n; k += kLanes) {
+          for (int l = 0; l < kLanes; ++l) sl[l] += xo[k + l] * xo[k + l];
+        }
+      }
+      for (int m = 0; m < kMix; ++m) {
+        const float* f = p->fn + m * K + kb;
+        for (int tok = 0; tok < nt; ++tok) {
+          float a[kLanes];
+          for (int l = 0; l < kLanes; ++l) a[l] = acc[tok][m][l];
+          const float* xo = xs[tok];
+          for (int k = 0; k < n; k += kLanes) {
+            for (int l = 0; l < kLanes; ++l) a[l] += f[k + l] * xo[k + l];
+          }
+          for (int l = 0; l < kLanes; ++l) acc[tok][m][l] = a[l];
+        }
+      }
+    }
+    for (int tok = 0; tok < nt; ++tok) {
+      float* out = p->partials + ((t0 + tok) * S + s) * HCWARM_MHC_PARTIAL_STRIDE;
+      for (int m = 0; m < kMix; ++m) {
+        double v = 0;
+        for (int l = 0; l < kLanes; ++l) v += acc[tok][m][l];
+        out[m] = static_cast<float>(v);
+      }
+      double v = 0;
+      for (int l = 0; l < kLanes; ++l) v += ss[tok][l];
+      out[kMix] = static_cast<float>(v);
+    }
+  }
+  return HCWARM_MHC_OK;
+}
+
+// The hc x hc Sinkhorn projection, in place (REFERENCE.md section 1).
+template <int HC>
+inline void sinkhorn(double (&c)[HC][HC], int iters, double eps) {
+  for (int i = 0; i < HC; ++i) {
+    double m = c[i][0];
+    for (int j = 1; j < HC; ++j) m = c[i][j] > m ? c[i][j] : m;
+    double s = 0;
+    for (int j = 0; j < HC; ++j) s += (c[i][j] = std::exp(c[i][j] - m));
+    for (int j = 0; j < HC; ++j) c[i][j] = c[i][j] / s + eps;
+  }
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) {
+      for (int i = 0; i < HC; ++i) {
+        double s = 0;
+        for (int j = 0; j < HC; ++j) s += c[i][j];
+        for (int j = 0; j < HC; ++j) c[i][j] /= (s + eps);
+      }
+    }
+    for (int j = 0; j < HC; ++j) {
+      double s = 0;
+      for (int i = 0; i < HC; ++i) s += c[i][j];
+      for (int i = 0; i < HC; ++i) c[i][j] /= (s + eps);
+    }
+  }
+}
+
+// Stage (b). Tokens [t_begin, t_end).
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM>
+int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_end) {
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN>(p); rc != HCWARM_MHC_OK) return rc;
+  if (FUSED_NORM && p->norm_weight == nullptr) return HCWARM_MHC_BAD_ARGUMENT;
+  constexpr int kMix = HC * (2 + HC);
+  const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
+  const int64_t D = HIDDEN != 0 ? HIDDEN : p->hidden;
+  const int64_t K = HC * D;
+  if (t_end > p->num_tokens) t_end = p->num_tokens;
+
+  constexpr int kYBlock = 1024;
+  alignas(64) double yb[kYBlock];
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    double mix[kMix + 1] = {};
+    const float* part = p->partials + t * S * HCWARM_MHC_PARTIAL_STRIDE;
+    for (int s = 0; s < S; ++s) {
+      for (int m = 0; m <= kMix; ++m) mix[m] += part[s * HCWARM_MHC_PARTIAL_STRIDE + m];
+    }
+    const double r = 1.0 / std::sqrt(mix[kMix] / static_cast<double>(K) + p->rms_eps);
+    double pre[HC];
+    double c[HC][HC];
+    for (int i = 0; i < HC; ++i) {
+      const double a = mix[i] * r * p->scale[0] + p->base[i];
+      pre[i] = 1.0 / (1.0 + std::exp(-a)) + p->hc_eps;
+      const double b = mix[HC + i] * r * p->scale[1] + p->base[HC + i];
+      p->post[t * HC + i] = static_cast<float>(p->post_mult / (1.0 + std::exp(-b)));
+    }
+    for (int i = 0; i < HC; ++i) {
+      for (int j = 0; j < HC; ++j) {
+        c[i][j] = mix[2 * HC + i * HC + j] * r * p->scale[2] + p->base[2 * HC + i * HC + j];
+      }
+    }
+    sinkhorn<HC>(c, p->sinkhorn_iters, p->hc_eps);
+    for (int i = 0; i < HC; ++i) {
+      for (int j = 0; j < HC; ++j) p->comb[(t * HC + i) * HC + j] = static_cast<float>(c[i][j]);
+    }
+
+    const uint16_t* x = p->residual + t * K;
+    uint16_t* y = p->y + t * D;
+    double sumsq = 0;
+    // Pass 1 writes bf16(y); with the norm, pass 2 rescales it in place.
+    for (int64_t j0 = 0; j0 < D; j0 += kYBlock) {
+      const int n = static_cast<int>(D - j0 < kYBlock ? D - j0 : kYBlock);
+      for (int j = 0; j < n; ++j) yb[j] = pre[0] * static_cast<double>(bf16_bits_to_float(x[j0 + j]));
+      for (int i = 1; i < HC; ++i) {
+        const uint16_t* xi = x + i * D + j0;
+        const double w = pre[i];
+        for (int j = 0; j < n; ++j) yb[j] += w * static_cast<double>(bf16_bits_to_float(xi[j]));
+      }
+      float lanes[kLanes] = {};
+      for (int j = 0; j < n; j += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+          const uint16_t b = float_to_bf16_bits(static_cast<float>(yb[j + l]));
+          y[j0 + j + l] = b;
+          const float v = bf16_bits_to_float(b);
+          lanes[l] += v * v;
+        }
+      }
+      if (FUSED_NORM) {
+        for (int l = 0; l < kLanes; ++l) sumsq += lanes[l];
+      }
+    }
+    if (FUSED_NORM) {
+      const float rn = static_cast<float>(1.0 / std::sqrt(sumsq / static_cast<double>(D) + p->norm_eps));
+      const uint16_t* w = p->norm_weight;
+      for (int64_t j = 0; j < D; ++j) {
+        y[j] = float_to_bf16_bits(bf16_bits_to_float(y[j]) * rn * bf16_bits_to_float(w[j]));
+      }
+    }
+  }
+  return HCWARM_MHC_OK;
+}
+
+}  // namespace hcwarm_kernels::cpu

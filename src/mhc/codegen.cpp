@@ -1,0 +1,40 @@
+#include "mhc/codegen.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "kernels/common/mhc_params.hpp"
+
+namespace hcwarm::mhc {
+
+const char* to_string(CudaGemm g) { return g == CudaGemm::Mma ? "mma" : "ffma"; }
+
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
+  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
+                   hc, hidden);
+  return fmt::format(
+      "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3}\n"
+      "#include \"cpu/mhc_pre.hpp\"\n"
+      "extern \"C\" int {4}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}>(p, b, e);\n}}\n"
+      "extern \"C\" int {5}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}>(p, b, e);\n}}\n"
+      "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
+      num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
+}
+
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm) {
+  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
+                   hc, hidden);
+  return fmt::format(
+      "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7}\n"
+      "#include \"cuda/mhc_pre.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({6}) {4}(hcwarm_mhc_pre_params p) {{\n"
+      "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
+      "extern \"C\" __global__ void __launch_bounds__({6}) {5}(hcwarm_mhc_pre_params p) {{\n"
+      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}>(p);\n}}\n",
+      num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
+      HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm == CudaGemm::Mma ? "true" : "false");
+}
+
+}  // namespace hcwarm::mhc

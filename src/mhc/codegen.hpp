@@ -1,0 +1,23 @@
+#pragma once
+// The generated translation units of the mHC pre kernels: a few lines that
+// instantiate the templates of kernels/cpu/mhc_pre.hpp or kernels/cuda/mhc_pre.cuh
+// for one (num_splits, hc, hidden, norm) and export them under fixed names.
+#include <string>
+
+namespace hcwarm::mhc {
+
+// Host (.so) entry points: int fn(const hcwarm_mhc_pre_params*, long long begin, long long end).
+inline constexpr const char* kCpuPartialSymbol = "hcwarm_mhc_pre_cpu_partial";
+inline constexpr const char* kCpuFinishSymbol = "hcwarm_mhc_pre_cpu_finish";
+inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
+// CUDA kernels: __global__ void fn(hcwarm_mhc_pre_params).
+inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
+inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
+
+enum class CudaGemm { Mma, Ffma };
+const char* to_string(CudaGemm g);
+
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::Mma);
+
+}  // namespace hcwarm::mhc

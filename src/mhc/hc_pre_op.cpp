@@ -1,0 +1,263 @@
+#include "mhc/hc_pre_op.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/mhc_pre_cpu.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/error.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/reference.hpp"
+#include "mhc/split_policy.hpp"
+
+namespace hcwarm::mhc {
+
+Backend parse_backend(std::string_view name) {
+  if (name == "reference") return Backend::Reference;
+  if (name == "cpu") return Backend::Cpu;
+  if (name == "cuda") return Backend::Cuda;
+  HCWARM_THROW(ErrorKind::InvalidArgument, "backend {:?} is not one of reference, cpu, cuda", std::string(name));
+}
+
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::Reference: return "reference";
+    case Backend::Cpu: return "cpu";
+    case Backend::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+Backend default_backend(const std::string& cuda_library) {
+  return cuda::cuda_device_present(cuda_library) ? Backend::Cuda : Backend::Cpu;
+}
+
+Variant parse_variant(std::string_view name) {
+  if (name == "specialized") return Variant::Specialized;
+  if (name == "generic") return Variant::Generic;
+  HCWARM_THROW(ErrorKind::InvalidArgument, "variant {:?} is not one of specialized, generic", std::string(name));
+}
+
+const char* to_string(Variant v) { return v == Variant::Specialized ? "specialized" : "generic"; }
+
+struct HcPreOp::Kernels {
+  std::shared_ptr<const jit::LoadedModule> module;  // keeps the functions alive
+  cpu::MhcPreHostKernels host;
+  cuda::MhcPreCudaKernels cuda;
+};
+
+struct HcPreOp::Pool {
+  cpu::ThreadPool pool;
+};
+
+HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
+                 Device& device, Variant variant)
+    : HcPreOp(backend, dims, constants, num_sms,
+              jit == nullptr ? ModuleSource{}
+                             : ModuleSource([jit](const jit::KernelSpec& s) { return jit->get(s); }),
+              device, variant) {}
+
+HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, ModuleSource modules,
+                 Device& device, Variant variant)
+    : backend_(backend),
+      dims_(dims),
+      constants_(constants),
+      num_sms_(num_sms),
+      modules_(std::move(modules)),
+      device_(&device),
+      variant_(variant) {
+  HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
+                   dims.hidden);
+  HCWARM_CHECK_ARG(num_sms >= 1, "num_sms must be positive, got {}", num_sms);
+  if (backend == Backend::Cpu) {
+    HCWARM_CHECK_ARG(device.kind() == DeviceKind::Cpu, "the cpu backend needs a CPU device, got {}", device.name());
+    HCWARM_CHECK_ARG(dims.hidden % 16 == 0, "the cpu backend needs hidden % 16 == 0, got {}", dims.hidden);
+    pool_ = std::make_unique<Pool>();
+  }
+  if (backend == Backend::Cuda) {
+    HCWARM_CHECK_ARG(dynamic_cast<cuda::CudaDevice*>(&device) != nullptr,
+                     "the cuda backend needs a CUDA device, got {}", device.name());
+    HCWARM_CHECK_ARG(dims.hc_mult == 4, "the cuda kernels are built for hc_mult 4, got {}", dims.hc_mult);
+    HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= 8192,
+                     "the cuda kernels need hidden % 8 == 0 and hidden <= 8192, got {}", dims.hidden);
+  }
+  if (uses_fast_path()) {
+    HCWARM_CHECK_ARG(static_cast<bool>(modules_), "the {} specialized backend needs a JIT runtime", to_string(backend));
+  }
+}
+
+HcPreOp::~HcPreOp() {
+  if (backend_ == Backend::Cuda && workspace_.get() != nullptr) {
+    try {
+      device_->synchronize();
+    } catch (...) {
+    }
+  }
+}
+
+bool HcPreOp::uses_fast_path() const { return backend_ != Backend::Reference && variant_ == Variant::Specialized; }
+
+int HcPreOp::num_splits(int64_t num_tokens) const { return mhc::num_splits(num_tokens, dims_.k(), num_sms_); }
+
+std::string HcPreOp::cuda_arch() const {
+  if (auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_)) return cd->arch();
+  return "sm_90a";
+}
+
+jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
+  HCWARM_CHECK_ARG(backend_ != Backend::Reference, "the reference backend has no kernels");
+  HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
+  jit::KernelSpec s;
+  s.family = "mhc_pre";
+  s.params = {{"num_splits", std::to_string(splits)},
+              {"hc", std::to_string(dims_.hc_mult)},
+              {"hidden", std::to_string(dims_.hidden)},
+              {"norm", fused_norm ? "1" : "0"}};
+  if (backend_ == Backend::Cpu) {
+    s.target = jit::TargetKind::Host;
+    s.source = mhc_pre_cpu_source(splits, dims_.hc_mult, dims_.hidden, fused_norm);
+  } else {
+    s.target = jit::TargetKind::Cuda;
+    s.arch = cuda_arch();
+    s.params.emplace_back("gemm", to_string(gemm_));
+    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_);
+  }
+  return s;
+}
+
+std::vector<jit::KernelSpec> HcPreOp::planned_specs(int64_t max_num_tokens, bool fused_norm) const {
+  std::vector<jit::KernelSpec> out;
+  if (!uses_fast_path()) return out;
+  // The same two functions run() uses: num_splits (via the buckets) and kernel_spec.
+  for (const SplitBucket& b : split_buckets(max_num_tokens, dims_.k(), num_sms_)) {
+    HCWARM_ASSERT(num_splits(b.representative()) == b.num_splits, "split bucket disagrees with num_splits");
+    out.push_back(kernel_spec(b.num_splits, fused_norm));
+  }
+  return out;
+}
+
+std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
+  return mhc::representatives(max_num_tokens, dims_.k(), num_sms_);
+}
+
+const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
+  // Generic kernels do not depend on the split count: one entry per norm flag.
+  const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm, static_cast<int>(gemm_));
+  if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
+  auto k = std::make_unique<Kernels>();
+  if (backend_ == Backend::Cpu) {
+    if (variant_ == Variant::Generic) {
+      k->host = cpu::mhc_pre_generic_host_kernels(dims_.hc_mult, fused_norm);
+    } else {
+      k->module = modules_(kernel_spec(splits, fused_norm));
+      using Fn = int (*)();
+      const int abi = reinterpret_cast<Fn>(k->module->function(kCpuAbiSymbol))();
+      HCWARM_ASSERT(abi == HCWARM_MHC_PRE_ABI, "host kernel ABI {} != {}", abi, HCWARM_MHC_PRE_ABI);
+      k->host.partial = reinterpret_cast<cpu::MhcPreHostFn>(k->module->function(kCpuPartialSymbol));
+      k->host.finish = reinterpret_cast<cpu::MhcPreHostFn>(k->module->function(kCpuFinishSymbol));
+    }
+  } else {
+    auto& dev = static_cast<cuda::CudaDevice&>(*device_);
+    if (variant_ == Variant::Generic) {
+      if (!generic_module_) {
+        const auto image = cuda::mhc_pre_generic_fatbin();
+        if (image.empty()) {
+          HCWARM_THROW(ErrorKind::Unavailable,
+                       "this libhcwarm was built without nvcc: no generic CUDA kernels (use the specialized variant)");
+        }
+        generic_module_ = cuda::CudaModuleLoader(dev).load("mhc_pre_generic", image);
+      }
+      k->module = generic_module_;
+      k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(cuda::kGenericPartialSymbol));
+      k->cuda.finish = static_cast<cuda::CUfunction>(
+          k->module->function(fused_norm ? cuda::kGenericFinishNormSymbol : cuda::kGenericFinishSymbol));
+    } else {
+      k->module = modules_(kernel_spec(splits, fused_norm));
+      k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
+      k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
+    }
+  }
+  return *kernels_.emplace(id, std::move(k)).first->second;
+}
+
+void HcPreOp::ensure_workspace(size_t bytes) {
+  if (workspace_.get() != nullptr && workspace_.bytes() >= bytes) return;
+  // Kernels still queued may use the old buffer: let them finish first.
+  if (workspace_.get() != nullptr) device_->synchronize();
+  workspace_.reset();
+  workspace_ = DeviceBuffer(*device_, std::max<size_t>(bytes, size_t{1} << 16));
+}
+
+void HcPreOp::run_reference(const HcPreArgs& a) {
+  const int64_t T = a.num_tokens;
+  const int hc = dims_.hc_mult;
+  const int64_t D = dims_.hidden;
+  const int64_t mix = dims_.mix();
+  HostTensor<bf16> residual({T, hc, D});
+  HostTensor<float> fn({mix, dims_.k()}), scale({3}), base({mix});
+  HostTensor<bf16> w({D});
+  device_->copy_to_host(residual.data(), a.residual, residual.numel() * sizeof(bf16));
+  device_->copy_to_host(fn.data(), a.fn, fn.numel() * sizeof(float));
+  device_->copy_to_host(scale.data(), a.scale, 3 * sizeof(float));
+  device_->copy_to_host(base.data(), a.base, mix * sizeof(float));
+  if (a.norm_weight != nullptr) device_->copy_to_host(w.data(), a.norm_weight, D * sizeof(bf16));
+  const HcPreResult r =
+      hc_pre_reference(residual, fn, scale, base, a.norm_weight != nullptr ? &w : nullptr, constants_);
+  device_->copy_from_host(a.y, r.y.data(), r.y.numel() * sizeof(bf16));
+  device_->copy_from_host(a.post, r.post.data(), r.post.numel() * sizeof(float));
+  device_->copy_from_host(a.comb, r.comb.data(), r.comb.numel() * sizeof(float));
+}
+
+void HcPreOp::run(const HcPreArgs& a) { run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1); }
+
+void HcPreOp::run_with_splits(const HcPreArgs& a, int splits) {
+  HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
+  HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
+  if (a.num_tokens == 0) return;
+  HCWARM_CHECK_ARG(a.residual && a.fn && a.scale && a.base && a.y && a.post && a.comb,
+                   "hc_pre: a required pointer is null");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (backend_ == Backend::Reference) {
+    run_reference(a);
+    return;
+  }
+  const bool norm = a.norm_weight != nullptr;
+  const Kernels& k = kernels_for(splits, norm);
+  const int parts = backend_ == Backend::Cuda ? cuda::cuda_num_parts(splits) : splits;
+
+  hcwarm_mhc_pre_params p{};
+  p.num_tokens = a.num_tokens;
+  p.residual = reinterpret_cast<const unsigned short*>(a.residual);
+  p.fn = a.fn;
+  p.scale = a.scale;
+  p.base = a.base;
+  p.norm_weight = reinterpret_cast<const unsigned short*>(a.norm_weight);
+  p.y = reinterpret_cast<unsigned short*>(a.y);
+  p.post = a.post;
+  p.comb = a.comb;
+  p.num_splits = splits;
+  p.num_parts = parts;
+  p.hc_mult = dims_.hc_mult;
+  p.hidden = dims_.hidden;
+  p.sinkhorn_iters = constants_.sinkhorn_iters;
+  p.hc_eps = constants_.hc_eps;
+  p.rms_eps = constants_.rms_eps;
+  p.norm_eps = constants_.norm_eps;
+  p.post_mult = constants_.post_mult;
+  ensure_workspace(static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
+  p.partials = workspace_.as<float>();
+
+  if (backend_ == Backend::Cpu) {
+    const int rc = cpu::launch_mhc_pre_host(k.host, p, pool_->pool);
+    if (rc != HCWARM_MHC_OK) {
+      HCWARM_THROW(ErrorKind::Internal, "mhc_pre cpu kernel (num_splits {}) returned error {}", splits, rc);
+    }
+    return;
+  }
+  auto& dev = static_cast<cuda::CudaDevice&>(*device_);
+  dev.make_current();
+  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), k.cuda, p, dev.stream()));
+}
+
+}  // namespace hcwarm::mhc

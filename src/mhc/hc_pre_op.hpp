@@ -1,0 +1,108 @@
+#pragma once
+// hc_pre dispatch: the single place where a run-time token count becomes a
+// compile-time split count (split_policy.hpp), a kernel key (kernel_spec) and a
+// loaded kernel (through the JIT runtime). planned_specs() walks the same
+// functions over [1, M], so the warmup compiles exactly what run() will ask for.
+//
+//   Reference: the double-precision oracle (any Device; data staged through the host).
+//   Cpu:       host-JIT kernels (Specialized) or the generic ones compiled into
+//              libhcwarm (Generic), threaded on a pool owned by the op.
+//   Cuda:      NVRTC kernels for the device's arch (Specialized) or the nvcc
+//              fatbin embedded in libhcwarm (Generic); asynchronous on the
+//              CudaDevice's stream.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/device.hpp"
+#include "jit/kernel_spec.hpp"
+#include "jit/loaded_module.hpp"
+#include "mhc/codegen.hpp"
+#include "mhc/mhc_types.hpp"
+
+namespace hcwarm::jit {
+class JitRuntime;
+}
+
+namespace hcwarm::mhc {
+
+enum class Backend { Reference, Cpu, Cuda };
+Backend parse_backend(std::string_view name);  // "reference" | "cpu" | "cuda"; else InvalidArgument
+const char* to_string(Backend b);
+// Cuda when a CUDA device is present (the driver opened from cuda_library, or
+// libcuda.so.1), else Cpu. Never throws.
+Backend default_backend(const std::string& cuda_library = {});
+
+enum class Variant { Specialized, Generic };
+Variant parse_variant(std::string_view name);  // "specialized" | "generic"
+const char* to_string(Variant v);
+
+// Where Specialized kernels come from: normally JitRuntime::get.
+using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(const jit::KernelSpec&)>;
+
+class HcPreOp {
+ public:
+  // jit may be null for Reference and for Generic. device: where args' pointers
+  // live (a CpuDevice for Reference/Cpu, a cuda::CudaDevice for Cuda).
+  HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit, Device& device,
+          Variant variant = Variant::Specialized);
+  HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, ModuleSource modules, Device& device,
+          Variant variant = Variant::Specialized);
+  ~HcPreOp();
+  HcPreOp(const HcPreOp&) = delete;
+  HcPreOp& operator=(const HcPreOp&) = delete;
+
+  Backend backend() const { return backend_; }
+  Variant variant() const { return variant_; }
+  const MhcDims& dims() const { return dims_; }
+  int num_sms() const { return num_sms_; }
+
+  // True for the Cpu/Cuda specialized (JIT) paths: the ones whose keys warmup must compile.
+  bool uses_fast_path() const;
+  int num_splits(int64_t num_tokens) const;
+  // The JIT spec of one split bucket (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
+  jit::KernelSpec kernel_spec(int num_splits, bool fused_norm) const;
+  // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
+  std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm) const;
+  // One token count per reachable split count (REFERENCE.md section 2).
+  std::vector<int64_t> representatives(int64_t max_num_tokens) const;
+
+  // Pointers on `device`. T == 0 is a no-op. Asynchronous on CUDA (the device's stream).
+  void run(const HcPreArgs& args);
+  // Tests and benchmarks: the kernels of an explicit split count (any T).
+  void run_with_splits(const HcPreArgs& args, int num_splits);
+
+  // Cuda specialized kernels: tensor-core GEMM (default) or FP32 FFMA.
+  void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
+  CudaGemm cuda_gemm() const { return gemm_; }
+  std::string cuda_arch() const;
+
+ private:
+  struct Kernels;
+  const Kernels& kernels_for(int num_splits, bool fused_norm);
+  void run_reference(const HcPreArgs& args);
+  void ensure_workspace(size_t bytes);
+
+  Backend backend_;
+  MhcDims dims_;
+  MhcConstants constants_;
+  int num_sms_;
+  ModuleSource modules_;
+  Device* device_;
+  Variant variant_;
+  CudaGemm gemm_ = CudaGemm::Mma;
+
+  std::mutex mu_;
+  std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;
+  std::shared_ptr<const jit::LoadedModule> generic_module_;
+  DeviceBuffer workspace_;
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+};
+
+}  // namespace hcwarm::mhc

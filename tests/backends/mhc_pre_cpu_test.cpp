@@ -1,0 +1,219 @@
+// CPU backend of mHC pre against the double-precision reference.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+
+#include "backends/cpu/thread_pool.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/nvrtc_compile.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/codegen.hpp"
+#include "mhc_check.hpp"
+
+namespace hcwarm::test {
+namespace {
+
+using mhc::Backend;
+using mhc::HcPreOp;
+using mhc::Variant;
+
+mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
+
+jit::JitOptions memory_only_jit() {
+  jit::JitOptions o;
+  o.cache_dir = std::nullopt;
+  o.progress = false;
+  return o;
+}
+
+void report(const std::string& what, const Comparison& c) {
+  std::printf(
+      "[numerics] %-36s y: max %lld ulp, %.4f%% bit-exact of %lld, %lld >1ulp, %lld cancel; post %.2e comb %.2e\n",
+      what.c_str(), static_cast<long long>(c.max_ulp), 100.0 * c.exact_share(), static_cast<long long>(c.y_values),
+      static_cast<long long>(c.over_one_ulp), static_cast<long long>(c.cancellation), c.post_max_rel, c.comb_max_rel);
+}
+
+TEST(ThreadPool, CoversEveryIndexOnceAndRethrows) {
+  cpu::ThreadPool pool(3);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::atomic<int>> hits(1000);
+    pool.parallel_for(1000, 7, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  EXPECT_THROW(pool.parallel_for(100, 1, [](int64_t b, int64_t) {
+    if (b == 50) throw std::runtime_error("boom");
+  }),
+               std::runtime_error);
+  int calls = 0;
+  pool.parallel_for(0, 1, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+// Every split count of dsv4-flash and dsv4-pro (132 and 148 SMs), generic kernels
+// (the same templates as the JIT ones, split count at run time), few tokens.
+TEST(MhcPreCpu, GenericEverySplitCountMatchesReference) {
+  CpuDevice dev;
+  for (int hidden : {4096, 7168}) {
+    HcPreOp op(Backend::Cpu, dims_of(hidden), {}, 132, nullptr, dev, Variant::Generic);
+    Comparison all;
+    const auto splits = dsv4_split_counts(hidden);
+    int i = 0;
+    for (int s : splits) {
+      const int64_t T = s >= 16 ? 2 : 3;
+      const bool norm = (i++ % 2) == 0;
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 1000 + s, 1.0f);
+      const auto c = check_against_reference(run_op(op, dev, in, norm, s), in, norm);
+      expect_close(c, fmt::format("D={} splits={} T={} norm={}", hidden, s, T, norm));
+      all.merge(c);
+    }
+    report(fmt::format("cpu generic D={} ({} split counts)", hidden, splits.size()), all);
+  }
+}
+
+// The dispatch path (split count from the policy) at the token counts of the issue.
+TEST(MhcPreCpu, GenericDispatchTokenCounts) {
+  CpuDevice dev;
+  const int hidden = 4096;
+  HcPreOp op(Backend::Cpu, dims_of(hidden), {}, 132, nullptr, dev, Variant::Generic);
+  Comparison all;
+  for (int64_t T : {1, 2, 63, 64, 65, 127, 128, 129}) {
+    for (bool norm : {false, true}) {
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 7 * T + norm, 1.0f);
+      const auto c = check_against_reference(run_op(op, dev, in, norm), in, norm);
+      expect_close(c, fmt::format("T={} norm={}", T, norm));
+      all.merge(c);
+    }
+  }
+  report("cpu generic D=4096 T in {1..129}", all);
+}
+
+TEST(MhcPreCpu, LargeMagnitudeResidual) {
+  CpuDevice dev;
+  Comparison all;
+  for (int hidden : {4096, 7168}) {
+    HcPreOp op(Backend::Cpu, dims_of(hidden), {}, 148, nullptr, dev, Variant::Generic);
+    for (bool norm : {false, true}) {
+      const auto in = random_hc_pre_inputs(5, 4, hidden, 99 + hidden + norm, 1000.0f);
+      const auto c = check_against_reference(run_op(op, dev, in, norm), in, norm);
+      expect_close(c, fmt::format("N(0,1000) D={} norm={}", hidden, norm));
+      all.merge(c);
+    }
+  }
+  report("cpu generic residual ~ N(0,1000)", all);
+}
+
+// One large case: T = 4097 (num_splits 2 with 132 SMs), dsv4-flash, fused norm.
+TEST(MhcPreCpu, Generic4097Tokens) {
+  CpuDevice dev;
+  HcPreOp op(Backend::Cpu, dims_of(4096), {}, 132, nullptr, dev, Variant::Generic);
+  ASSERT_EQ(op.num_splits(4097), 2);
+  const auto in = random_hc_pre_inputs(4097, 4, 4096, 4097, 1.0f);
+  const auto c = check_against_reference(run_op(op, dev, in, true), in, true);
+  expect_close(c, "T=4097");
+  report("cpu generic D=4096 T=4097 norm", c);
+}
+
+TEST(MhcPreCpu, ZeroTokensIsANoOp) {
+  CpuDevice dev;
+  HcPreOp op(Backend::Cpu, dims_of(4096), {}, 132, nullptr, dev, Variant::Generic);
+  mhc::HcPreArgs a;  // all null: T == 0 must not touch anything
+  EXPECT_NO_THROW(op.run(a));
+}
+
+TEST(MhcPreCpu, ReferenceBackendThroughTheOp) {
+  CpuDevice dev;
+  HcPreOp op(Backend::Reference, dims_of(4096), {}, 132, nullptr, dev);
+  EXPECT_FALSE(op.uses_fast_path());
+  EXPECT_TRUE(op.planned_specs(8192, true).empty());
+  const auto in = random_hc_pre_inputs(3, 4, 4096, 5, 1.0f);
+  const auto c = check_against_reference(run_op(op, dev, in, true), in, true);
+  EXPECT_EQ(c.max_ulp, 0);
+  EXPECT_EQ(c.post_max_rel, 0);
+}
+
+// The JIT path: generated source, host compiler, dlopen. A few buckets only (each is a compile).
+TEST(MhcPreCpu, SpecializedJitMatchesReference) {
+  CpuDevice dev;
+  jit::JitRuntime rt(memory_only_jit());
+  Comparison all;
+  struct Case {
+    int hidden;
+    int64_t T;
+    bool norm;
+  };
+  for (const Case& k : {Case{7168, 1, true}, Case{4096, 65, false}, Case{7168, 130, true}}) {
+    HcPreOp op(Backend::Cpu, dims_of(k.hidden), {}, 132, &rt, dev);
+    ASSERT_TRUE(op.uses_fast_path());
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto in = random_hc_pre_inputs(k.T, 4, k.hidden, 11 * k.T, 1.0f);
+    const auto got = run_op(op, dev, in, k.norm);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("[jit] %s: first call (host compile + run) %.2f s\n",
+                op.kernel_spec(op.num_splits(k.T), k.norm).describe().c_str(), s);
+    const auto c = check_against_reference(got, in, k.norm);
+    expect_close(c, fmt::format("jit D={} T={}", k.hidden, k.T));
+    all.merge(c);
+  }
+  EXPECT_EQ(rt.stats().compiled, 3);
+  report("cpu specialized (JIT) 3 buckets", all);
+}
+
+TEST(MhcPreOp, PlannedSpecsFollowTheBuckets) {
+  CpuDevice dev;
+  HcPreOp op(Backend::Cpu, dims_of(7168), {}, 132, [](const jit::KernelSpec&) {
+    return std::shared_ptr<const jit::LoadedModule>();
+  }, dev);
+  const auto specs = op.planned_specs(16384, true);
+  const auto reps = op.representatives(16384);
+  ASSERT_EQ(specs.size(), 22u);
+  ASSERT_EQ(reps.size(), 22u);
+  EXPECT_EQ(reps.front(), 16384);
+  EXPECT_EQ(reps.back(), 64);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(specs[i].params[0].second, std::to_string(op.num_splits(reps[i])));
+    EXPECT_EQ(specs[i].target, jit::TargetKind::Host);
+    EXPECT_NE(specs[i].source.find("mhc_pre_finish<" + std::to_string(op.num_splits(reps[i])) + ", 4, 7168, true>"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(op.planned_specs(0, true).empty());
+  HcPreOp generic(Backend::Cpu, dims_of(7168), {}, 132, nullptr, dev, Variant::Generic);
+  EXPECT_FALSE(generic.uses_fast_path());
+  EXPECT_TRUE(generic.planned_specs(16384, true).empty());
+}
+
+TEST(MhcPreOp, BackendNamesAndDefault) {
+  EXPECT_EQ(mhc::parse_backend("cuda"), Backend::Cuda);
+  EXPECT_EQ(mhc::parse_backend("cpu"), Backend::Cpu);
+  EXPECT_EQ(mhc::parse_backend("reference"), Backend::Reference);
+  EXPECT_THROW(mhc::parse_backend("gpu"), Error);
+  EXPECT_STREQ(mhc::to_string(Backend::Cuda), "cuda");
+  // Without a driver (this machine, CI) the default is the CPU, and nothing crashes.
+  if (!cuda::cuda_device_present()) {
+    EXPECT_EQ(mhc::default_backend(), Backend::Cpu);
+    EXPECT_EQ(mhc::default_backend("/nonexistent/libcuda.so.1"), Backend::Cpu);
+    try {
+      cuda::CudaDevice d;
+      ADD_FAILURE() << "CudaDevice constructed without a driver";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
+    }
+  }
+}
+
+// The CUDA kernels compile under NVRTC with only the embedded headers (no GPU needed).
+TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
+  if (!cuda::nvrtc_available()) GTEST_SKIP() << "no libnvrtc on this machine";
+  for (auto gemm : {mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
+    const auto r = cuda::nvrtc_compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm), "sm_90a");
+    EXPECT_GT(r.cubin.size(), 1000u);
+    std::printf("[nvrtc] mhc_pre num_splits=16 hidden=7168 norm gemm=%s: %.3f s, cubin %zu bytes\n",
+                mhc::to_string(gemm), r.seconds, r.cubin.size());
+  }
+}
+
+}  // namespace
+}  // namespace hcwarm::test
