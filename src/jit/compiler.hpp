@@ -24,7 +24,7 @@ class Compiler {
  public:
   virtual ~Compiler() = default;
   virtual TargetKind kind() const = 0;
-  // Compiler name and full version, with no install path: "nvrtc 13.0",
+  // Compiler name and full version, with no install path: "nvrtc 13.0 (109338064 bytes)",
   // "host-cxx (Debian 12.2.0-14+deb12u1) 12.2.0 x86_64-linux-gnu".
   virtual std::string identity() const = 0;
   // "sm_90a" / "x86-64-v3".

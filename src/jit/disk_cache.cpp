@@ -65,8 +65,8 @@ std::optional<std::string> verify_dir(const fs::path& dir, std::string_view vers
       const auto bytes = fsu::read_file(dir / f.name);
       if (!bytes) return fmt::format("{} is missing", f.name);
       if (bytes->size() != f.size) {
-        return fmt::format("{} has {} bytes, the manifest says {} (truncated or half-written)", f.name, bytes->size(),
-                           f.size);
+        return fmt::format("{} has {} bytes, the manifest says {} ({})", f.name, bytes->size(), f.size,
+                           bytes->size() < f.size ? "truncated or half-written" : "modified");
       }
       if (sha256_hex(*bytes) != f.sha256) return fmt::format("{} does not match its SHA-256 (corrupted or replaced)", f.name);
       if (f.name == want) {
@@ -185,10 +185,15 @@ void DiskCache::prepare(std::string_view ns) const {
   const fs::path d = namespace_dir(ns);
   for (const char* sub : {"entries", "locks", "staging", "quarantine"}) fsu::make_dirs(d / sub);
   // Proves the directory is writable now rather than at the first publish.
+  // (no fsync: only the permission / space check matters here).
   const fs::path probe = d / "staging" / fmt::format("probe.{}.{}", ::getpid(), fsu::random_suffix());
-  fsu::write_file_durable(probe, std::string_view("ok"));
-  std::error_code ec;
-  fs::remove(probe, ec);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) HCWARM_THROW(ErrorKind::Io, "cannot create {}: {}", probe.string(), errno_string(errno));
+  const bool wrote = ::write(fd, "ok", 2) == 2;
+  const int err = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!wrote) HCWARM_THROW(ErrorKind::Io, "cannot write {}: {}", probe.string(), errno_string(err));
   sweep_staging(d, {});
 }
 

@@ -86,6 +86,21 @@ void write_file_durable(const fs::path& p, std::string_view text) {
   write_file_durable(p, std::as_bytes(std::span<const char>(text.data(), text.size())));
 }
 
+void write_file(const fs::path& p, std::string_view text) {
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) throw_io("cannot create", p, errno);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot write", p, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fd.close_checked() != 0) throw_io("cannot close", p, errno);
+}
+
 void fsync_dir(const fs::path& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) throw_io("cannot open directory", dir, errno);

@@ -19,6 +19,9 @@ std::optional<std::vector<std::byte>> read_file(const std::filesystem::path& p);
 void write_file_durable(const std::filesystem::path& p, std::span<const std::byte> bytes);
 void write_file_durable(const std::filesystem::path& p, std::string_view text);
 
+// Creates or truncates p and writes all bytes; no fsync (scratch files). Throws Io.
+void write_file(const std::filesystem::path& p, std::string_view text);
+
 // fsync of a directory (makes renames/creations inside it durable). Throws Io.
 void fsync_dir(const std::filesystem::path& dir);
 

@@ -40,9 +40,7 @@ void write_headers(const fs::path& dir, std::span<const EmbeddedFile> headers) {
     HCWARM_CHECK_ARG(!bad, "kernel header path {:?} must be relative and stay inside the include dir", h.path);
     const fs::path p = dir / rel;
     fsu::make_dirs(p.parent_path());
-    std::error_code ec;
-    fs::remove(p, ec);  // duplicates: the last one wins, as in the key
-    fsu::write_file_durable(p, h.content);
+    fsu::write_file(p, h.content);  // duplicates: the last one wins, as in the key
   }
 }
 
@@ -91,7 +89,7 @@ std::vector<std::string> HostCompiler::flags() const {
 CompileOutput HostCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
                                     const fs::path& workdir) const {
   write_headers(workdir / "include", headers);
-  fsu::write_file_durable(workdir / "kernel.cpp", source);
+  fsu::write_file(workdir / "kernel.cpp", source);
   // Relative paths with the compiler's cwd in workdir: nothing in the output names
   // where the cache lives.
   std::vector<std::string> argv{cxx_};

@@ -414,7 +414,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   }
   rep.keys = static_cast<int>(items.size()) + rep.failed;
   if (mode == BuildMode::CompileOnly && !disk_enabled_ && !items.empty()) {
-    spdlog::warn("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
+    spdlog::info("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
   }
   BuildProgress progress(static_cast<int>(items.size()), opts_.progress);
   std::mutex rep_mu;

@@ -1,4 +1,5 @@
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <map>
@@ -27,6 +28,7 @@ struct NvrtcCompiler::Api {
   const char* (*error_string)(Result) = nullptr;
   std::string path;
   int major = 0, minor = 0;
+  uint64_t library_bytes = 0;  // size of the loaded libnvrtc: tells patch releases apart
 
   std::string err(Result r) const { return fmt::format("{} ({})", error_string ? error_string(r) : "?", r); }
 };
@@ -95,6 +97,12 @@ const NvrtcCompiler::Api* load_api(const std::string& requested) {
   if (const auto r = api->version(&api->major, &api->minor); r != 0) {
     HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcVersion failed: {}", api->err(r));
   }
+  Dl_info info{};
+  struct stat st {};
+  if (::dladdr(reinterpret_cast<void*>(api->version), &info) != 0 && info.dli_fname != nullptr &&
+      ::stat(info.dli_fname, &st) == 0) {
+    api->library_bytes = static_cast<uint64_t>(st.st_size);
+  }
   const auto* out = api.get();
   loaded.emplace(requested, std::move(api));
   return out;
@@ -108,7 +116,9 @@ NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
                    "CUDA architecture {:?} must be a real one such as sm_90a (a cubin is built)", arch_);
   api_ = load_api(library);
-  identity_ = fmt::format("nvrtc {}.{}", api_->major, api_->minor);
+  // nvrtcVersion gives only major.minor; the library's size separates patch
+  // releases without naming where it is installed.
+  identity_ = fmt::format("nvrtc {}.{} ({} bytes)", api_->major, api_->minor, api_->library_bytes);
 }
 
 const std::string& NvrtcCompiler::library_path() const { return api_->path; }

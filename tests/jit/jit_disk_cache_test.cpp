@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.hpp"
+#include "jit/sha256.hpp"
 #include "jit_test_util.hpp"
 
 namespace hcwarm::jit::test {
@@ -71,6 +72,29 @@ class JitDisk : public ::testing::Test {
     EXPECT_EQ(run_cli({"cache", "verify", "--cache-dir", cache().string()}).exit_code, 0);
   }
 };
+
+TEST_F(JitDisk, PublishIsAtomicAndTheLoserOfARaceKeepsTheWinner) {
+  DiskCache dc(cache());
+  const std::string ns = "host-test-000000000000", key = sha256_hex("k");
+  dc.prepare(ns);
+  EXPECT_EQ(dc.lookup(ns, key, "a.bin").status, DiskCache::Lookup::Status::Missing);
+  const std::string first = "first artifact", second = "second";
+  Manifest m;
+  m.family = "f";
+  m.description = "f[]@x";
+  m.params = {{"p", "1"}};
+  const auto bytes = [](const std::string& s) { return std::as_bytes(std::span<const char>(s.data(), s.size())); };
+  EXPECT_EQ(dc.publish(ns, key, m, {{"a.bin", bytes(first)}}), DiskCache::Published::Yes);
+  EXPECT_EQ(dc.publish(ns, key, m, {{"a.bin", bytes(second)}}), DiskCache::Published::LostRace);
+  const auto lk = dc.lookup(ns, key, "a.bin");
+  ASSERT_EQ(lk.status, DiskCache::Lookup::Status::Ok) << lk.reason;
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(lk.artifact.data()), lk.artifact.size()), first);
+  EXPECT_EQ(lk.manifest.params, m.params);
+  EXPECT_EQ(lk.manifest.files.at(0).sha256, sha256_hex(first));
+  EXPECT_EQ(Manifest::parse(lk.manifest.to_json()).to_json(), lk.manifest.to_json());
+  EXPECT_TRUE(fs::is_empty(dc.namespace_dir(ns) / "staging"));  // the loser's staging is gone
+  EXPECT_EQ(dc.lookup(ns, key, "other.bin").status, DiskCache::Lookup::Status::Bad);
+}
 
 TEST_F(JitDisk, SecondRuntimeLoadsFromDiskWithZeroCompiles) {
   populate({1, 2});
