@@ -6,6 +6,10 @@ void register_all(CLI::App& app, CliContext& ctx) {
   register_plan(app, ctx);
   register_op(app, ctx);
   register_cache(app, ctx);
+  register_warm(app, ctx);
+  register_replay(app, ctx);
+  register_demo(app, ctx);
+  register_bench(app, ctx);
 }
 
 }  // namespace hcwarm::cli

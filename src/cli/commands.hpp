@@ -18,5 +18,9 @@ void register_all(CLI::App& app, CliContext& ctx);
 void register_plan(CLI::App& app, CliContext& ctx);
 void register_op(CLI::App& app, CliContext& ctx);
 void register_cache(CLI::App& app, CliContext& ctx);
+void register_warm(CLI::App& app, CliContext& ctx);
+void register_replay(CLI::App& app, CliContext& ctx);
+void register_demo(CLI::App& app, CliContext& ctx);
+void register_bench(CLI::App& app, CliContext& ctx);
 
 }  // namespace hcwarm::cli

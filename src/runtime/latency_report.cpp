@@ -61,14 +61,21 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall
   std::vector<double> ms;
   ms.reserve(records.size());
   std::map<int, std::vector<double>> by_bucket;
+  std::map<int, std::vector<double>> tokens_by_bucket;
   for (const auto& r : records) {
     ms.push_back(r.seconds * 1e3);
     by_bucket[r.num_splits].push_back(r.seconds * 1e3);
+    tokens_by_bucket[r.num_splits].push_back(static_cast<double>(r.num_tokens));
     s.total_s += r.seconds;
     s.compiles_during_forwards += r.compiles_during;
     s.forwards_with_compiles += r.compiles_during > 0;
   }
   for (auto& [splits, v] : by_bucket) std::sort(v.begin(), v.end());
+  std::map<int, double> median_tokens;
+  for (auto& [splits, v] : tokens_by_bucket) {
+    std::sort(v.begin(), v.end());
+    median_tokens[splits] = median_sorted(v);
+  }
   std::sort(ms.begin(), ms.end());
   s.mean_ms = s.total_s * 1e3 / static_cast<double>(records.size());
   s.p50_ms = percentile(ms, 0.50);
@@ -95,6 +102,13 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall
       if (!other) continue;
       ref_splits = other->first;
       ref = other->second;
+    }
+    // A forward with more tokens than its reference bucket's typical one is
+    // held to a proportionally larger reference: work grows with tokens (on a
+    // CPU always, on a GPU within the large buckets), a compile does not.
+    const double typical_tokens = median_tokens[ref_splits];
+    if (typical_tokens > 0 && static_cast<double>(r.num_tokens) > typical_tokens) {
+      *ref *= static_cast<double>(r.num_tokens) / typical_tokens;
     }
     if (*ref > 0 && r_ms > stall_factor * *ref) {
       s.stalls.push_back({r.index, r.num_tokens, r.num_splits, r_ms, *ref, ref_splits, r.compiles_during});

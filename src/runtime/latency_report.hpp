@@ -51,7 +51,9 @@ double percentile(std::vector<double> values, double q);
 // raising its own median. A forward alone in its bucket is compared with the
 // nearest bucket by split count that has forwards (fewer splits first, i.e. the
 // larger, slower token counts: the cautious choice); with no other forward at
-// all it is never a stall.
+// all it is never a stall. A forward with more tokens than the median forward
+// of its reference bucket is compared with that median scaled by the ratio of
+// token counts (never scaled down): cost grows with tokens, a compile does not.
 LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall_factor = 10.0);
 
 // One configuration's replay, as reports and charts show it.

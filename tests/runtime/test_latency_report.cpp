@@ -61,6 +61,20 @@ TEST(LatencyReportTest, FindsStallsPerBucket) {
   EXPECT_NE(d.find("1 compile"), std::string::npos) << d;
 }
 
+TEST(LatencyReportTest, ReferenceScalesUpWithTokensButNeverDown) {
+  std::vector<ForwardRecord> r;
+  add(r, 9, 64, 2, 1.0);     // 0-8: the bucket's typical forward: 2 tokens, 1 ms
+  add(r, 1, 64, 100, 40.0);  // 9: 50x the tokens, 40x the time: work, not a stall
+  add(r, 1, 64, 1, 11.0);    // 10: fewer tokens than typical, 11x: a stall (no scaling down)
+  add(r, 1, 64, 100, 600.0); // 11: 50x the tokens but 600x the time: a stall
+  const LatencySummary s = summarize(r);
+  ASSERT_EQ(s.stalls.size(), 2u);
+  EXPECT_EQ(s.stalls[0].index, 10);
+  EXPECT_DOUBLE_EQ(s.stalls[0].reference_ms, 1.0);
+  EXPECT_EQ(s.stalls[1].index, 11);
+  EXPECT_DOUBLE_EQ(s.stalls[1].reference_ms, 50.0);
+}
+
 TEST(LatencyReportTest, LoneForwardUsesNearestBucketWithFewerSplitsOnTie) {
   std::vector<ForwardRecord> r;
   add(r, 3, 4, 2000, 10.0);

@@ -1,0 +1,38 @@
+#pragma once
+// The shipped SwiGLU MLP sublayer on CUDA: two launches of the "swiglu_mlp"
+// JIT kernel family (gate/up fused with silu, then down), one key per
+// (hidden, width), warmed by the runner's framework-level warmup.
+#include <memory>
+#include <mutex>
+
+#include "backends/cuda/cuda_device.hpp"
+#include "jit/kernel_spec.hpp"
+#include "model/swiglu_mlp.hpp"
+
+namespace hcwarm::jit {
+class JitRuntime;
+}
+
+namespace hcwarm::cuda {
+
+class CudaSwigluBackend final : public model::SwigluBackend {
+ public:
+  CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device, jit::JitRuntime& jit);
+
+  static jit::KernelSpec kernel_spec(int hidden, int width, const std::string& arch);
+
+  DeviceKind device_kind() const override { return DeviceKind::Cuda; }
+  std::string name() const override { return "cuda"; }
+  void forward(const bf16* x, bf16* out, int64_t T, Device& device) override;
+
+ private:
+  std::shared_ptr<const model::SwigluWeights> weights_;
+  CudaDevice& device_;
+  jit::JitRuntime& jit_;
+  DeviceBuffer gate_, up_, down_;
+  DeviceBuffer hidden_act_;  // (T, width) bf16, grown on demand
+  std::once_flag module_once_;
+  std::shared_ptr<const jit::LoadedModule> module_;
+};
+
+}  // namespace hcwarm::cuda

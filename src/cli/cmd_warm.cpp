@@ -1,0 +1,59 @@
+// hcwarm warm: the start-up warmup alone, as a server would run it.
+#include <fmt/ranges.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/runner_options.hpp"
+#include "runtime/replay.hpp"
+
+namespace hcwarm::cli {
+namespace {
+
+struct WarmOptions {
+  RunnerOptions runner;
+  bool json = false;
+};
+
+void run_warm(const CliContext& ctx, const WarmOptions& o) {
+  runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
+  if (o.runner.layers == 0) cfg.build.num_layers = 1;  // warmup needs the first layer only
+  cfg.jit.progress = !o.json;
+  runtime::ModelRunner runner(cfg);
+  const runtime::WarmupReport w = runner.kernel_warmup(true);
+  if (o.json) {
+    nlohmann::json j = runtime::warmup_json(w);
+    j["model"] = cfg.model.name;
+    j["backend"] = mhc::to_string(cfg.backend);
+    j["num_sms"] = runner.server_args().num_sms;
+    j["max_num_tokens"] = runner.server_args().max_num_tokens();
+    j["cache_dir"] = cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string();
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format(
+      "warmup of {} on {} (num_sms {}, max_num_tokens {}): {:.3f}s\n"
+      "  keys {}: {} compiled, {} loaded from disk, {} already in memory\n"
+      "  framework warmup {:.3f}s (families: {}), model hook {:.3f}s\n"
+      "  mHC token counts prewarmed: {}\n"
+      "  cache: {}\n",
+      cfg.model.name, mhc::to_string(cfg.backend), runner.server_args().num_sms, runner.server_args().max_num_tokens(), w.seconds, w.keys,
+      w.compiled, w.loaded_from_disk, w.memory_hits, w.framework_seconds, fmt::join(w.families, ", "),
+      w.model_hook_seconds, w.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(w.token_counts, ", ")),
+      cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string("memory only"));
+}
+
+}  // namespace
+
+void register_warm(CLI::App& app, CliContext& ctx) {
+  auto opts = std::make_shared<WarmOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "warm",
+      "Run the start-up kernel warmup alone: compile or load every planned kernel (in parallel), run the model's\n"
+      "mHC prewarm hook, and report keys, compiles, disk loads and seconds");
+  add_runner_options(cmd, opts->runner);
+  cmd->add_flag("--json", opts->json, "Print one JSON object");
+  cmd->callback([&ctx, opts] { run_warm(ctx, *opts); });
+}
+
+}  // namespace hcwarm::cli

@@ -1,0 +1,38 @@
+#include "cli/runner_options.hpp"
+
+
+namespace hcwarm::cli {
+
+void add_runner_options(CLI::App* cmd, RunnerOptions& o) {
+  add_model_options(cmd, o.model, ModelOptionSet::Run);
+  cmd->add_option("--layers", o.layers, "Decoder layers to build (default: the model's num_hidden_layers)");
+  cmd->add_option("--mlp-width", o.mlp_width,
+                  "Width of the SwiGLU MLP that stands in for attention and MoE on both paths")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--weights", o.weights, "safetensors file with the layers' mHC and norm tensors (upstream names)");
+}
+
+runtime::RunnerConfig make_runner_config(const CliContext& ctx, const RunnerOptions& o) {
+  runtime::RunnerConfig c;
+  c.env = ctx.env;
+  c.model = model::resolve_model(o.model.model);
+  c.backend = o.model.backend.empty() ? mhc::default_backend(ctx.env.cuda_library) : mhc::parse_backend(o.model.backend);
+
+  c.server_input.chunked_prefill_size = o.model.chunked_prefill_size;
+  c.server_input.dp_size = o.model.dp_size;
+  c.server_input.enable_dp_attention = o.model.enable_dp_attention;
+  c.server_input.num_sms = o.model.num_sms;
+
+  c.jit = jit::JitOptions::from_env(ctx.env);
+  if (!o.model.cache_dir.empty()) c.jit.cache_dir = std::filesystem::path(o.model.cache_dir);
+  HCWARM_CHECK_ARG(o.layers >= 0, "--layers must be >= 0, got {}", o.layers);
+  HCWARM_CHECK_ARG(o.mlp_width >= 1, "--mlp-width must be >= 1, got {}", o.mlp_width);
+  c.build.num_layers = o.layers;
+  c.build.seed = o.seed;
+  if (!o.weights.empty()) c.build.weights_file = std::filesystem::path(o.weights);
+  c.mlp_width = o.mlp_width;
+  return c;
+}
+
+}  // namespace hcwarm::cli

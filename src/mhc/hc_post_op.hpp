@@ -1,0 +1,53 @@
+#pragma once
+// The mHC post step (REFERENCE.md section 1) on the model's device: the CPU
+// runs it in the library; CUDA runs the "mhc_post" JIT kernel family, one key
+// per (hc, hidden), which the framework-level warmup compiles ahead of serving.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "jit/kernel_spec.hpp"
+#include "jit/loaded_module.hpp"
+#include "mhc/mhc_types.hpp"
+
+namespace hcwarm::jit {
+class JitRuntime;
+}
+namespace hcwarm::model {
+class CpuWorkerPool;
+}
+
+namespace hcwarm::mhc {
+
+class HcPostOp {
+ public:
+  // cuda_arch: the NVRTC target of `device` when it is a CUDA device.
+  HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::string cuda_arch,
+           std::shared_ptr<model::CpuWorkerPool> pool);
+
+  // The JIT kernels this op will ask for (none on the CPU).
+  std::vector<jit::KernelSpec> planned_specs() const;
+
+  // residual_out may alias residual_in. Pointers are on the device; T = 0 is a no-op.
+  void run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
+           bf16* residual_out);
+
+ private:
+  jit::KernelSpec cuda_spec() const;
+  void run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
+               bf16* residual_out);
+  void run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
+                bf16* residual_out);
+
+  MhcDims dims_;
+  Device& device_;
+  jit::JitRuntime* jit_;
+  std::string cuda_arch_;
+  std::shared_ptr<model::CpuWorkerPool> pool_;
+  std::once_flag module_once_;
+  std::shared_ptr<const jit::LoadedModule> module_;  // the CUDA kernel, fetched once
+};
+
+}  // namespace hcwarm::mhc

@@ -1,0 +1,124 @@
+#include "model/decoder_layer.hpp"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace hcwarm::model {
+namespace {
+
+// Byte sizes of one path's intermediates for T tokens.
+struct PathBytes {
+  size_t y, post, comb, out;
+  PathBytes(const mhc::MhcDims& d, int64_t t)
+      : y(static_cast<size_t>(t) * d.hidden * sizeof(bf16)),
+        post(static_cast<size_t>(t) * d.hc_mult * sizeof(float)),
+        comb(static_cast<size_t>(t) * d.hc_mult * d.hc_mult * sizeof(float)),
+        out(y) {}
+  size_t total() const { return y + post + comb + out; }
+};
+
+}  // namespace
+
+DeepseekV4DecoderLayer::DeepseekV4DecoderLayer(int layer_id, const ModelConfig& config, DecoderLayerWeights weights,
+                                               std::unique_ptr<Sublayer> attn, std::unique_ptr<Sublayer> ffn,
+                                               LayerOps ops)
+    : layer_id_(layer_id),
+      dims_(config.mhc_dims()),
+      weights_(std::move(weights)),
+      attn_(std::move(attn)),
+      ffn_(std::move(ffn)),
+      ops_(ops) {
+  HCWARM_CHECK_ARG(attn_ && ffn_, "layer {}: both sublayers are required", layer_id);
+  HCWARM_CHECK_ARG(attn_->hidden_size() == dims_.hidden && ffn_->hidden_size() == dims_.hidden,
+                   "layer {}: sublayer hidden sizes {} and {} do not match the model's {}", layer_id,
+                   attn_->hidden_size(), ffn_->hidden_size(), dims_.hidden);
+}
+
+void DeepseekV4DecoderLayer::run_hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path,
+                                        const bf16* norm, bf16* y, float* post, float* comb) {
+  mhc::HcPreArgs a;
+  a.num_tokens = num_tokens;
+  a.residual = residual;
+  a.fn = path.fn.as<float>();
+  a.scale = path.scale.as<float>();
+  a.base = path.base.as<float>();
+  a.norm_weight = norm;
+  a.y = y;
+  a.post = post;
+  a.comb = comb;
+  ops_.hc_pre.run(a);
+}
+
+DeepseekV4DecoderLayer::HcPreOutput DeepseekV4DecoderLayer::hc_pre(const bf16* residual, int64_t num_tokens,
+                                                                   const MhcPathWeights& path, const bf16* norm) {
+  HCWARM_CHECK_ARG(num_tokens >= 0, "hc_pre: num_tokens must be >= 0, got {}", num_tokens);
+  const PathBytes b(dims_, num_tokens);
+  HcPreOutput o{DeviceBuffer(ops_.device, b.y), DeviceBuffer(ops_.device, b.post), DeviceBuffer(ops_.device, b.comb),
+                norm != nullptr};
+  run_hc_pre(residual, num_tokens, path, norm, o.y.as<bf16>(), o.post.as<float>(), o.comb.as<float>());
+  return o;
+}
+
+void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> token_counts, Device& device) {
+  struct Path {
+    const char* name;
+    const MhcPathWeights& weights;
+    const DeviceBuffer& norm;
+  };
+  const Path paths[] = {{"attn", weights_.attn, weights_.input_layernorm},
+                        {"ffn", weights_.ffn, weights_.post_attention_layernorm}};
+  for (const int64_t count : token_counts) {
+    for (const Path& p : paths) {
+      const auto tic = std::chrono::steady_clock::now();
+      {
+        // Real shape, uninitialised contents: only the kernels' code paths matter.
+        DeviceBuffer residual(device, static_cast<size_t>(count) * dims_.k() * sizeof(bf16));
+        device.fill_zero(residual.get(), residual.bytes());
+        HcPreOutput out = hc_pre(residual.as<bf16>(), count, p.weights, p.norm.as<bf16>());
+        device.synchronize();
+      }  // everything of this count is released before the next
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - tic).count();
+      spdlog::info("DeepSeek V4 mHC prewarm path={} num_tokens={} completed in {:.3f}s", p.name, count, secs);
+    }
+  }
+}
+
+std::vector<int64_t> DeepseekV4DecoderLayer::prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device) {
+  std::vector<int64_t> counts = ops_.hc_pre.representatives(max_num_tokens);
+  if (counts.empty()) return counts;
+  spdlog::info("DeepSeek V4 mHC prewarm max_num_tokens={} representative token counts: {}", max_num_tokens,
+               fmt::join(counts, ", "));
+  prewarm_mhc_token_counts(counts, device);
+  return counts;
+}
+
+size_t DeepseekV4DecoderLayer::workspace_bytes(int64_t num_tokens) const {
+  return PathBytes(dims_, num_tokens).total() + 4 * 64;  // four 64-byte aligned regions
+}
+
+void DeepseekV4DecoderLayer::run_path(bf16* residual, int64_t num_tokens, const MhcPathWeights& path,
+                                      const DeviceBuffer& norm, Sublayer& sublayer, void* scratch) {
+  const PathBytes b(dims_, num_tokens);
+  auto carve = [p = static_cast<char*>(scratch)](size_t bytes) mutable {
+    char* here = p;
+    p += (bytes + 63) / 64 * 64;
+    return here;
+  };
+  auto* y = reinterpret_cast<bf16*>(carve(b.y));
+  auto* post = reinterpret_cast<float*>(carve(b.post));
+  auto* comb = reinterpret_cast<float*>(carve(b.comb));
+  auto* out = reinterpret_cast<bf16*>(carve(b.out));
+  run_hc_pre(residual, num_tokens, path, norm.as<bf16>(), y, post, comb);
+  sublayer.forward(y, out, num_tokens, ops_.device);
+  ops_.hc_post.run(num_tokens, out, residual, post, comb, residual);
+}
+
+void DeepseekV4DecoderLayer::forward(bf16* residual, int64_t num_tokens, void* scratch) {
+  if (num_tokens == 0) return;
+  run_path(residual, num_tokens, weights_.attn, weights_.input_layernorm, *attn_, scratch);
+  run_path(residual, num_tokens, weights_.ffn, weights_.post_attention_layernorm, *ffn_, scratch);
+}
+
+}  // namespace hcwarm::model

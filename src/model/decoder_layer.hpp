@@ -1,0 +1,76 @@
+#pragma once
+// DeepseekV4DecoderLayer: two sublayers (attention, FFN), each wrapped in an mHC
+// step: hc_pre mixes the hc residual streams into the sublayer's input (with the
+// sublayer's RMSNorm fused), hc_post spreads the sublayer's output back.
+// The prewarm methods mirror the upstream change (../shared/seed): one dummy
+// hc_pre per representative token count and path, memory released in between.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "mhc/hc_post_op.hpp"
+#include "mhc/hc_pre_op.hpp"
+#include "model/layer_weights.hpp"
+#include "model/model_config.hpp"
+#include "model/sublayer.hpp"
+
+namespace hcwarm::model {
+
+// The ops every layer of a model shares (owned by the model runner).
+struct LayerOps {
+  mhc::HcPreOp& hc_pre;
+  mhc::HcPostOp& hc_post;
+  Device& device;
+};
+
+class DeepseekV4DecoderLayer {
+ public:
+  struct HcPreOutput {
+    DeviceBuffer y;     // (T, D) bf16
+    DeviceBuffer post;  // (T, hc) f32
+    DeviceBuffer comb;  // (T, hc, hc) f32
+    bool norm_fused = false;
+  };
+
+  DeepseekV4DecoderLayer(int layer_id, const ModelConfig& config, DecoderLayerWeights weights,
+                         std::unique_ptr<Sublayer> attn, std::unique_ptr<Sublayer> ffn, LayerOps ops);
+
+  // residual: (T, hc, D) bf16 on the device. norm: (D,) bf16 or null. Outputs
+  // are fresh allocations; the work may still be queued (synchronize to wait).
+  HcPreOutput hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const bf16* norm);
+
+  // For each count and for the attn and ffn paths: a dummy residual of the real
+  // shape, hc_pre with that path's parameters and norm, synchronize, and free
+  // before the next count, so the memory peak is that of the largest count.
+  void prewarm_mhc_token_counts(std::span<const int64_t> token_counts, Device& device);
+
+  // The representatives the dispatch names for [1, max_num_tokens], prewarmed;
+  // returns them (empty for max_num_tokens <= 0).
+  std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device);
+
+  // One layer on residual (T, hc, D), in place. `scratch` holds at least
+  // workspace_bytes(T) bytes on the device.
+  void forward(bf16* residual, int64_t num_tokens, void* scratch);
+  size_t workspace_bytes(int64_t num_tokens) const;
+
+  int layer_id() const { return layer_id_; }
+  const DecoderLayerWeights& weights() const { return weights_; }
+
+ private:
+  void run_hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const bf16* norm, bf16* y,
+                  float* post, float* comb);
+  void run_path(bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const DeviceBuffer& norm,
+                Sublayer& sublayer, void* scratch);
+
+  int layer_id_;
+  mhc::MhcDims dims_;
+  DecoderLayerWeights weights_;
+  std::unique_ptr<Sublayer> attn_;
+  std::unique_ptr<Sublayer> ffn_;
+  LayerOps ops_;
+};
+
+}  // namespace hcwarm::model

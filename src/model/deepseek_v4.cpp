@@ -1,0 +1,59 @@
+#include "model/deepseek_v4.hpp"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "model/safetensors.hpp"
+
+namespace hcwarm::model {
+
+std::string mhc_prewarm_skip_reason(const ModelConfig& config, const mhc::HcPreOp& hc_pre, const EnvConfig& env) {
+  if (!env.mhc_prewarm) return "disabled by HCWARM_MHC_PREWARM=0";
+  if (!hc_pre.uses_fast_path()) return "hc_pre does not use the fast (JIT-specialized) path";
+  if (!config.is_hybrid_swa()) return "the model does not use hybrid sliding-window attention";
+  return {};
+}
+
+DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options,
+                                             LayerOps ops, const SublayerFactory& make_sublayer)
+    : config_(config), ops_(ops) {
+  const int n = options.num_layers > 0 ? options.num_layers : config.num_hidden_layers;
+  HCWARM_CHECK_ARG(n <= config.num_hidden_layers, "--layers {} exceeds the model's num_hidden_layers {}", n,
+                   config.num_hidden_layers);
+  std::optional<SafetensorsFile> file;
+  if (options.weights_file) file.emplace(SafetensorsFile::open(*options.weights_file));
+  for (int i = 0; i < n; ++i) {
+    DecoderLayerWeights w = file ? DecoderLayerWeights::load(config, i, *file, ops.device)
+                                 : DecoderLayerWeights::random(config, i, options.seed, ops.device);
+    layers_.push_back(std::make_unique<DeepseekV4DecoderLayer>(i, config, std::move(w), make_sublayer(i, "attn"),
+                                                               make_sublayer(i, "ffn"), ops));
+  }
+}
+
+void DeepseekV4ForCausalLM::forward(bf16* residual, int64_t num_tokens, void* scratch) {
+  for (auto& layer : layers_) layer->forward(residual, num_tokens, scratch);
+}
+
+size_t DeepseekV4ForCausalLM::workspace_bytes(int64_t num_tokens) const {
+  return layers_.empty() ? 0 : layers_.front()->workspace_bytes(num_tokens);
+}
+
+std::vector<int64_t> DeepseekV4ForCausalLM::prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device) {
+  HCWARM_ASSERT(!layers_.empty(), "the model has no decoder layer to prewarm");
+  // Every layer shares the kernels, so the first one warms them all.
+  return layers_.front()->prewarm_mhc_token_count_buckets(max_num_tokens, device);
+}
+
+void DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
+  warmed_.clear();
+  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre, runner.env()); !why.empty()) {
+    spdlog::info("DeepSeek V4 mHC prewarm skipped: {}", why);
+    return;
+  }
+  const int64_t max_num_tokens = runner.server_args().max_num_tokens();
+  warmed_ = prewarm_mhc_token_count_buckets(max_num_tokens, runner.device());
+  spdlog::info("DeepSeek V4 mHC prewarm done for max_num_tokens={}: token counts {}", max_num_tokens,
+               fmt::join(warmed_, ", "));
+}
+
+}  // namespace hcwarm::model

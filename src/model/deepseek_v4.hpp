@@ -1,0 +1,54 @@
+#pragma once
+// DeepseekV4ForCausalLM: the decoder layers and the model-level kernel warmup
+// hook of the upstream change. Embeddings, attention, MoE and the LM head are
+// the host engine's; what is here is what the mHC warmup story needs, end to end.
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "model/causal_lm.hpp"
+#include "model/decoder_layer.hpp"
+#include "model/runner_view.hpp"
+
+namespace hcwarm::model {
+
+struct ModelBuildOptions {
+  int num_layers = 0;  // 0: the config's num_hidden_layers
+  uint64_t seed = 0;   // random weights, deterministic per (seed, layer)
+  // Load the mHC and norm tensors from this safetensors file instead (upstream names).
+  std::optional<std::filesystem::path> weights_file;
+};
+
+// Why the mHC prewarm would not run: the answer comes from the dispatch (is the
+// fast path the one hc_pre uses), the config (hybrid sliding-window attention)
+// and HCWARM_MHC_PREWARM. Empty when it should run.
+std::string mhc_prewarm_skip_reason(const ModelConfig& config, const mhc::HcPreOp& hc_pre, const EnvConfig& env);
+
+class DeepseekV4ForCausalLM final : public CausalLM, public KernelWarmupHook {
+ public:
+  DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops,
+                        const SublayerFactory& make_sublayer);
+
+  void forward(bf16* residual, int64_t num_tokens, void* scratch) override;
+  size_t workspace_bytes(int64_t num_tokens) const override;
+  const ModelConfig& config() const override { return config_; }
+  int num_layers() const override { return static_cast<int>(layers_.size()); }
+
+  // The model-specific warmup: prewarms every mHC split bucket up to the server's
+  // max_num_tokens (chunked_prefill_size, already per DP rank) through the first
+  // decoder layer, when mhc_prewarm_skip_reason() is empty.
+  void kernel_warmup(RunnerView& runner) override;
+  std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device);
+
+  DeepseekV4DecoderLayer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
+  // What the last kernel_warmup prewarmed (empty if it skipped).
+  const std::vector<int64_t>& warmed_token_counts() const { return warmed_; }
+
+ private:
+  ModelConfig config_;
+  LayerOps ops_;
+  std::vector<std::unique_ptr<DeepseekV4DecoderLayer>> layers_;
+  std::vector<int64_t> warmed_;
+};
+
+}  // namespace hcwarm::model

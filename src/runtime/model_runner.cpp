@@ -1,0 +1,150 @@
+#include "runtime/model_runner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/swiglu_cuda.hpp"
+#include "model/cpu_worker_pool.hpp"
+#include "model/nextn.hpp"
+#include "model/swiglu_mlp.hpp"
+
+namespace hcwarm::runtime {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::unique_ptr<Device> make_device(mhc::Backend backend, const EnvConfig& env) {
+  if (backend == mhc::Backend::Cuda) return std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
+  return std::make_unique<CpuDevice>();
+}
+
+ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
+  const model::ModelConfig& mc = config_.model;
+  device_ = make_device(config_.backend, config_.env);
+  model::ServerArgsInput server_input = config_.server_input;
+  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) {
+    server_input.device_num_sms = cd->num_sms();
+  }
+  server_ = model::ServerArgs::process(server_input, config_.env.num_sms);
+  if (config_.backend != mhc::Backend::Reference) {
+    jit_ = std::make_unique<jit::JitRuntime>(config_.jit);
+    if (auto* cuda_dev = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
+      jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cuda_dev));
+    }
+  }
+  pool_ = std::make_shared<model::CpuWorkerPool>(config_.cpu_threads);
+  hc_pre_ = std::make_unique<mhc::HcPreOp>(config_.backend, mc.mhc_dims(), mc.mhc_constants(),
+                                           server_.num_sms, jit_.get(), *device_);
+  const auto* cuda_dev = dynamic_cast<const cuda::CudaDevice*>(device_.get());
+  hc_post_ = std::make_unique<mhc::HcPostOp>(mc.mhc_dims(), *device_, jit_.get(),
+                                             cuda_dev ? cuda_dev->arch() : std::string(), pool_);
+
+  // The shipped sublayer on both paths: a dense SwiGLU MLP (attention and MoE are the host engine's).
+  const uint64_t seed = config_.build.seed;
+  auto make_sublayer = [&](int layer, const std::string& path) -> std::unique_ptr<model::Sublayer> {
+    auto weights = std::make_shared<const model::SwigluWeights>(model::SwigluWeights::random(
+        mc.hidden_size, config_.mlp_width, seed * 7919u + static_cast<uint64_t>(layer) * 2u + (path == "ffn")));
+    std::unique_ptr<model::SwigluBackend> backend;
+    if (auto* cd = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
+      backend = std::make_unique<cuda::CudaSwigluBackend>(weights, *cd, *jit_);
+    } else {
+      backend = model::make_cpu_swiglu_backend(weights, pool_);
+    }
+    return std::make_unique<model::SwigluMlp>(weights, std::move(backend));
+  };
+  const model::LayerOps ops{*hc_pre_, *hc_post_, *device_};
+  if (mc.architecture == model::Architecture::DeepseekV4ForCausalLMNextN) {
+    model_ = std::make_unique<model::DeepseekV4ForCausalLMNextN>(mc, config_.build, ops, make_sublayer);
+  } else {
+    model_ = std::make_unique<model::DeepseekV4ForCausalLM>(mc, config_.build, ops, make_sublayer);
+  }
+
+  // Kernel families and the keys they will ask for, from their own dispatch code.
+  const int64_t max_tokens = server_.max_num_tokens();
+  registry_.add("mhc_pre", [this, max_tokens] { return hc_pre_->planned_specs(max_tokens, /*fused_norm=*/true); },
+                /*mhc_prewarm=*/true);
+  registry_.add("mhc_post", [this] { return hc_post_->planned_specs(); });
+
+  // The batch's residual, filled once with N(0, 1) bf16: every forward reuses it.
+  const size_t residual_bytes = static_cast<size_t>(max_tokens) * mc.hc_hidden_size() * sizeof(bf16);
+  residual_ = DeviceBuffer(*device_, residual_bytes);
+  {
+    std::vector<bf16> host(static_cast<size_t>(max_tokens) * mc.hc_hidden_size());
+    std::mt19937_64 rng(seed + 17);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    for (auto& v : host) v = bf16::from_float(n01(rng));
+    device_->copy_from_host(residual_.get(), host.data(), residual_bytes);
+  }
+  scratch_ = DeviceBuffer(*device_, model_->workspace_bytes(max_tokens));
+  device_->synchronize();
+}
+
+ModelRunner::~ModelRunner() = default;
+
+WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
+  WarmupReport r;
+  r.ran = prewarm;
+  r.families = registry_.families();
+  const auto t0 = std::chrono::steady_clock::now();
+  device_->reset_peak();
+  const size_t base_bytes = device_->memory_stats().current_bytes;
+
+  if (jit_) {
+    // Framework-level warmup: every registered family's planned keys, in parallel.
+    const std::vector<jit::KernelSpec> specs = registry_.planned(/*include_mhc=*/prewarm);
+    const jit::BuildReport b = jit_->build(specs);
+    r.keys = b.keys;
+    r.compiled = b.compiled;
+    r.loaded_from_disk = b.loaded_from_disk;
+    r.memory_hits = b.memory_hits;
+    HCWARM_CHECK_ARG(b.failed == 0, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
+                     b.errors.empty() ? std::string() : b.errors.front());
+  }
+  r.framework_seconds = seconds_since(t0);
+
+  // The model's own hook, when it has one: the runner holds no model-specific code.
+  const auto t1 = std::chrono::steady_clock::now();
+  if (prewarm) {
+    if (auto* hook = dynamic_cast<model::KernelWarmupHook*>(model_.get())) {
+      hook->kernel_warmup(*this);
+      if (auto* m = dynamic_cast<model::DeepseekV4ForCausalLM*>(model_.get())) r.token_counts = m->warmed_token_counts();
+      if (auto* m = dynamic_cast<model::DeepseekV4ForCausalLMNextN*>(model_.get())) {
+        r.token_counts = m->warmed_token_counts();
+      }
+    }
+  }
+  device_->synchronize();
+  r.model_hook_seconds = seconds_since(t1);
+  const MemoryStats mem = device_->memory_stats();
+  r.peak_device_bytes = mem.peak_bytes > base_bytes ? mem.peak_bytes - base_bytes : 0;
+
+  // Serving starts clean: warmup's events and counters and the memory peak are
+  // reset, then the runtime is ready and any later compile is flagged.
+  if (jit_) {
+    jit_->reset_counters();
+    jit_->mark_ready();
+  }
+  device_->reset_peak();
+  r.seconds = seconds_since(t0);
+  spdlog::info("kernel warmup: {:.3f}s ({} keys: {} compiled, {} from disk, {} in memory); mHC token counts: {}",
+               r.seconds, r.keys, r.compiled, r.loaded_from_disk, r.memory_hits, r.token_counts.size());
+  return r;
+}
+
+double ModelRunner::forward(int64_t num_tokens) {
+  HCWARM_CHECK_ARG(num_tokens >= 1 && num_tokens <= max_num_tokens(),
+                   "forward: num_tokens {} is outside [1, max_num_tokens {}]", num_tokens, max_num_tokens());
+  const auto t0 = std::chrono::steady_clock::now();
+  model_->forward(residual_.as<bf16>(), num_tokens, scratch_.get());
+  device_->synchronize();
+  return seconds_since(t0);
+}
+
+}  // namespace hcwarm::runtime

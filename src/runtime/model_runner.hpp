@@ -1,0 +1,100 @@
+#pragma once
+// The model runner: configuration -> device -> JIT runtime -> ops -> model,
+// then kernel_warmup(): framework-level warmups first (every registered kernel
+// family's planned keys, compiled in parallel), then the model's own warmup
+// hook when the model has one, then reset what warmup touched and mark the
+// runtime ready. forward() runs the layers on a token count.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/env_config.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/hc_post_op.hpp"
+#include "mhc/hc_pre_op.hpp"
+#include "model/causal_lm.hpp"
+#include "model/deepseek_v4.hpp"
+#include "model/model_config.hpp"
+#include "model/runner_view.hpp"
+#include "model/server_args.hpp"
+#include "runtime/kernel_registry.hpp"
+
+namespace hcwarm::model {
+class CpuWorkerPool;
+}
+
+namespace hcwarm::runtime {
+
+struct RunnerConfig {
+  model::ModelConfig model;
+  // Processed into server_args() once the device is known (its SM count and memory).
+  model::ServerArgsInput server_input;
+  EnvConfig env;
+  mhc::Backend backend = mhc::Backend::Cpu;
+  jit::JitOptions jit;
+  model::ModelBuildOptions build;
+  int mlp_width = 256;  // the shipped SwiGLU MLP sublayer's intermediate width
+  int cpu_threads = 0;  // CPU backend threads (0: hardware threads)
+};
+
+struct WarmupReport {
+  bool ran = false;                   // false with --no-prewarm
+  double seconds = 0.0;               // the whole kernel_warmup()
+  double framework_seconds = 0.0;     // the parallel build of registered families
+  double model_hook_seconds = 0.0;    // the model's own hook
+  int keys = 0;                       // distinct JIT keys planned
+  int compiled = 0;
+  int loaded_from_disk = 0;
+  int memory_hits = 0;
+  std::vector<int64_t> token_counts;  // what the model hook prewarmed
+  size_t peak_device_bytes = 0;       // above the model's own memory, during warmup
+  std::vector<std::string> families;
+};
+
+class ModelRunner final : public model::RunnerView {
+ public:
+  explicit ModelRunner(RunnerConfig config);
+  ~ModelRunner() override;
+
+  // prewarm = false is the situation before the upstream fix: no mHC prewarm
+  // (other registered families still warm); the runtime is marked ready all the same.
+  WarmupReport kernel_warmup(bool prewarm = true);
+
+  // Runs every layer on num_tokens tokens (1 <= T <= max_num_tokens), waits for
+  // the device, returns the seconds it took.
+  double forward(int64_t num_tokens);
+
+  const model::ServerArgs& server_args() const override { return server_; }
+  const EnvConfig& env() const override { return config_.env; }
+  Device& device() override { return *device_; }
+
+  // Compiles counted since the runtime was marked ready (0 without a JIT).
+  int64_t compiles_after_ready() const { return jit_ ? jit_->stats().compiles_after_ready : 0; }
+
+  const RunnerConfig& config() const { return config_; }
+  jit::JitRuntime& jit() { return *jit_; }
+  mhc::HcPreOp& hc_pre() { return *hc_pre_; }
+  model::CausalLM& model() { return *model_; }
+  const KernelRegistry& registry() const { return registry_; }
+  int64_t max_num_tokens() const { return server_.max_num_tokens(); }
+
+ private:
+  RunnerConfig config_;
+  std::unique_ptr<Device> device_;
+  model::ServerArgs server_;
+  std::unique_ptr<jit::JitRuntime> jit_;
+  std::shared_ptr<model::CpuWorkerPool> pool_;
+  std::unique_ptr<mhc::HcPreOp> hc_pre_;
+  std::unique_ptr<mhc::HcPostOp> hc_post_;
+  std::unique_ptr<model::CausalLM> model_;
+  KernelRegistry registry_;
+  DeviceBuffer residual_;  // (max_num_tokens, hc, D): the batch's residual stream
+  DeviceBuffer scratch_;   // the layers' workspace for max_num_tokens
+};
+
+// The device a backend runs on: a CpuDevice, or the first CUDA device.
+std::unique_ptr<Device> make_device(mhc::Backend backend, const EnvConfig& env);
+
+}  // namespace hcwarm::runtime

@@ -1,0 +1,61 @@
+#include "runtime/replay.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace hcwarm::runtime {
+
+nlohmann::json warmup_json(const WarmupReport& w) {
+  return {{"ran", w.ran},
+          {"seconds", w.seconds},
+          {"framework_seconds", w.framework_seconds},
+          {"model_hook_seconds", w.model_hook_seconds},
+          {"keys", w.keys},
+          {"compiled", w.compiled},
+          {"loaded_from_disk", w.loaded_from_disk},
+          {"memory_hits", w.memory_hits},
+          {"token_counts", w.token_counts},
+          {"peak_device_bytes", w.peak_device_bytes},
+          {"families", w.families}};
+}
+
+RunReport replay(ModelRunner& runner, const std::vector<Request>& requests, const ReplayOptions& options,
+                 const std::string& name, const WarmupReport& warmup) {
+  SchedulerConfig sc;
+  sc.chunked_prefill_size = runner.max_num_tokens();
+  sc.max_running_requests = options.max_running_requests;
+  sc.max_forwards = options.max_forwards;
+  Scheduler scheduler(sc, requests);
+
+  RunReport report;
+  report.name = name;
+  report.warmup_seconds = warmup.ran ? warmup.seconds : 0.0;
+  auto last_progress = std::chrono::steady_clock::now();
+  const ReplayResult result = scheduler.run([&](const Batch& batch) {
+    const int64_t compiles_before = runner.compiles_after_ready();
+    const double seconds = runner.forward(batch.num_tokens);
+    ForwardRecord rec;
+    rec.index = batch.index;
+    rec.time_s = batch.time_s;
+    rec.num_tokens = batch.num_tokens;
+    rec.num_splits = runner.hc_pre().num_splits(batch.num_tokens);
+    rec.seconds = seconds;
+    rec.compiles_during = runner.compiles_after_ready() - compiles_before;
+    report.records.push_back(rec);
+    if (options.progress && std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(5)) {
+      last_progress = std::chrono::steady_clock::now();
+      spdlog::info("[{}] {} forwards, simulated time {:.1f}s", name, report.records.size(), batch.time_s);
+    }
+    return seconds;
+  });
+  report.extra["warmup"] = warmup_json(warmup);
+  report.extra["requests"] = static_cast<int64_t>(requests.size());
+  report.extra["completed_requests"] = result.completed_requests;
+  report.extra["prefill_tokens"] = result.prefill_tokens;
+  report.extra["decode_tokens"] = result.decode_tokens;
+  report.extra["simulated_seconds"] = result.end_time_s;
+  return report;
+}
+
+}  // namespace hcwarm::runtime
