@@ -122,7 +122,30 @@ const Compiler& JitRuntime::compiler_for(const KernelSpec& spec) const {
   return *compiler_slot(spec.target, spec.arch)->compiler;
 }
 
-JitRuntime::Resolved JitRuntime::resolve(const KernelSpec& spec) const {
+std::shared_ptr<const JitRuntime::Resolved> JitRuntime::resolve(const KernelSpec& spec) const {
+  std::string id;
+  id.reserve(spec.source.size() + spec.family.size() + spec.arch.size() + 64);
+  id += spec.target == TargetKind::Host ? 'h' : 'c';
+  for (const std::string* part : {&spec.family, &spec.arch, &spec.source}) {
+    id += std::to_string(part->size());
+    id += ':';
+    id += *part;
+  }
+  for (const auto& [k, v] : spec.params) {
+    id += std::to_string(k.size()) + ":" + k + std::to_string(v.size()) + ":" + v;
+  }
+  {
+    std::lock_guard lock(memo_mu_);
+    if (auto it = memo_.find(id); it != memo_.end()) return it->second;
+  }
+  auto r = std::make_shared<const Resolved>(resolve_uncached(spec));
+  std::lock_guard lock(memo_mu_);
+  if (memo_.size() >= kMaxMemo) memo_.clear();
+  memo_.emplace(std::move(id), r);
+  return r;
+}
+
+JitRuntime::Resolved JitRuntime::resolve_uncached(const KernelSpec& spec) const {
   HCWARM_CHECK_ARG(!spec.family.empty(), "kernel spec without a family");
   HCWARM_CHECK_ARG(spec.target == TargetKind::Host || !spec.arch.empty(),
                    "CUDA kernel spec {} has no architecture (e.g. sm_90a)", spec.describe());
@@ -146,7 +169,7 @@ JitRuntime::Resolved JitRuntime::resolve(const KernelSpec& spec) const {
   return r;
 }
 
-std::string JitRuntime::key(const KernelSpec& spec) const { return resolve(spec).key; }
+std::string JitRuntime::key(const KernelSpec& spec) const { return resolve(spec)->key; }
 
 const DiskCache* JitRuntime::disk_cache() const { return disk_enabled_ ? disk_.get() : nullptr; }
 
@@ -382,10 +405,10 @@ void JitRuntime::record_failure() {
 std::shared_ptr<const LoadedModule> JitRuntime::get(const KernelSpec& spec) {
   const auto t0 = Clock::now();
   try {
-    const Resolved r = resolve(spec);
+    const auto r = resolve(spec);
     ArtifactSource src = ArtifactSource::Memory;
-    auto m = get_impl(spec, r, &src);
-    record(spec, r.key, src, since(t0));
+    auto m = get_impl(spec, *r, &src);
+    record(spec, r->key, src, since(t0));
     return m;
   } catch (...) {
     record_failure();
@@ -398,14 +421,15 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   BuildReport rep;
   struct Item {
     const KernelSpec* spec;
-    Resolved r;
+    std::shared_ptr<const Resolved> rp;
+    const Resolved& r;
   };
   std::vector<Item> items;
   std::set<std::string> keys;
   for (const auto& s : specs) {
     try {
-      Resolved r = resolve(s);
-      if (keys.insert(r.key).second) items.push_back({&s, std::move(r)});
+      auto r = resolve(s);
+      if (keys.insert(r->key).second) items.push_back({&s, r, *r});
     } catch (const Error& e) {
       ++rep.failed;
       rep.errors.push_back(fmt::format("{}: {}", s.describe(), e.message()));

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <utility>
@@ -42,7 +43,8 @@ struct JitOptions {
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
   bool progress = true;  // build(): live bar on a terminal (stderr), plain log lines otherwise
-  std::span<const EmbeddedFile> headers = kernels::embedded_files();  // the includable kernel headers
+  // The includable kernel headers; must outlive the runtime (the default is static).
+  std::span<const EmbeddedFile> headers = kernels::embedded_files();
   std::vector<std::string> host_flags;   // appended to the host compiler's flags (part of the key)
   std::vector<std::string> nvrtc_flags;  // appended to NVRTC's options (part of the key)
   // Extra NVRTC include dirs (e.g. a toolkit's include/). Not part of the key: their
@@ -148,7 +150,8 @@ class JitRuntime {
   struct Slot;
   struct CompilerSlot;
 
-  Resolved resolve(const KernelSpec& spec) const;
+  std::shared_ptr<const Resolved> resolve(const KernelSpec& spec) const;
+  Resolved resolve_uncached(const KernelSpec& spec) const;
   std::shared_ptr<CompilerSlot> compiler_slot(TargetKind kind, const std::string& arch) const;
   std::shared_ptr<const LoadedModule> get_impl(const KernelSpec& spec, const Resolved& r, ArtifactSource* src);
   // Produces the verified artifact bytes (disk or compile); *src says which.
@@ -170,6 +173,13 @@ class JitRuntime {
   std::unique_ptr<DiskCache> disk_;
   std::atomic<bool> disk_enabled_{false};
   std::once_flag disk_warned_;
+
+  // resolve() memo: spec text -> key. Headers and compilers are fixed for the
+  // runtime's life, so the key is a function of the spec alone; get() on a loaded
+  // key then costs a string hash instead of a SHA-256 over source and headers.
+  mutable std::mutex memo_mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const Resolved>> memo_;
+  static constexpr size_t kMaxMemo = 4096;
 
   mutable std::mutex compilers_mu_;
   mutable std::map<std::pair<TargetKind, std::string>, std::shared_ptr<CompilerSlot>> compilers_;
