@@ -68,8 +68,16 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
 
   // Kernel families and the keys they will ask for, from their own dispatch code.
   const int64_t max_tokens = server_.max_num_tokens();
-  registry_.add("mhc_pre", [this, max_tokens] { return hc_pre_->planned_specs(max_tokens, /*fused_norm=*/true); },
-                /*mhc_prewarm=*/true);
+  // The mHC family is planned under the same conditions as the model's hook
+  // (one function answers both), so HCWARM_MHC_PREWARM=0 or a model without
+  // hybrid sliding-window attention warms nothing of it.
+  registry_.add(
+      "mhc_pre",
+      [this, max_tokens]() -> std::vector<jit::KernelSpec> {
+        if (!model::mhc_prewarm_skip_reason(config_.model, *hc_pre_, config_.env).empty()) return {};
+        return hc_pre_->planned_specs(max_tokens, /*fused_norm=*/true);
+      },
+      /*mhc_prewarm=*/true);
   registry_.add("mhc_post", [this] { return hc_post_->planned_specs(); });
 
   // The batch's residual, filled once with N(0, 1) bf16: every forward reuses it.

@@ -1,0 +1,164 @@
+// The serving runtime end to end on the CPU backend, with real JIT compiles:
+// warmup coverage, compiles during serving, the hook's conditions, the DP
+// normalisation and the warmup memory peak.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/test_util.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/split_policy.hpp"
+#include "model/nextn.hpp"
+#include "runtime/model_runner.hpp"
+#include "runtime/replay.hpp"
+
+namespace hcwarm::runtime {
+namespace {
+
+// hc 4 x D 256: K = 1024, split cap 4; with 8 SMs and 320 tokens the buckets are
+// 1..128 (4 splits), 129..256 (2) and 257..320 (1): three kernels, compiled fast.
+std::string tiny_config(const std::string& arch, bool hybrid) {
+  return std::string(R"({"architectures": [")") + arch +
+         R"("], "hidden_size": 256, "hc_mult": 4, "num_hidden_layers": 2, "num_nextn_predict_layers": 1)" +
+         (hybrid ? R"(, "sliding_window": 128})" : "}");
+}
+
+RunnerConfig tiny_runner(const test::TempDir& cache, const std::string& arch = "DeepseekV4ForCausalLM",
+                         bool hybrid = true) {
+  RunnerConfig c;
+  c.model = model::parse_model_config(tiny_config(arch, hybrid), "tiny.json");
+  c.server_input.chunked_prefill_size = 320;
+  c.server_input.num_sms = 8;
+  c.backend = mhc::Backend::Cpu;
+  c.jit.cache_dir = cache.path();
+  c.jit.progress = false;
+  c.mlp_width = 8;
+  c.cpu_threads = 2;
+  return c;
+}
+
+TEST(ModelRunner, AfterWarmupNoTokenCountCompiles) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache));
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
+  EXPECT_EQ(w.keys, 3);
+  EXPECT_EQ(w.compiled, 3);
+  EXPECT_TRUE(runner.jit().ready());
+  EXPECT_TRUE(runner.jit().events().empty());  // warmup's events were reset
+  for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);
+  EXPECT_EQ(runner.compiles_after_ready(), 0);
+  EXPECT_EQ(runner.jit().stats().compiled, 0);
+}
+
+TEST(ModelRunner, WithoutPrewarmFirstForwardOfEachBucketCompilesDuringServing) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache));
+  const WarmupReport w = runner.kernel_warmup(/*prewarm=*/false);
+  EXPECT_FALSE(w.ran);
+  EXPECT_EQ(w.keys, 0);
+  // Through the scheduler, as serving would: a JSONL trace whose batches meet every bucket.
+  test::write_file(cache / "trace.jsonl",
+                   "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 3}\n"
+                   "{\"arrival_s\": 1, \"prompt_tokens\": 200, \"output_tokens\": 2}\n"
+                   "{\"arrival_s\": 2, \"prompt_tokens\": 300, \"output_tokens\": 2}\n"
+                   "{\"arrival_s\": 3, \"prompt_tokens\": 100, \"output_tokens\": 2}\n");
+  const RunReport report = replay(runner, read_trace(cache / "trace.jsonl"), {}, "no prewarm", w);
+  std::set<int> first_seen;
+  int64_t total = 0;
+  for (const ForwardRecord& r : report.records) {
+    const bool first = first_seen.insert(r.num_splits).second;
+    EXPECT_EQ(r.compiles_during, first ? 1 : 0) << "forward " << r.index << " (" << r.num_tokens << " tokens)";
+    total += r.compiles_during;
+  }
+  EXPECT_EQ(first_seen.size(), 3u);
+  EXPECT_EQ(total, 3);
+  EXPECT_EQ(runner.compiles_after_ready(), 3);
+  const nlohmann::json j = report_json(report);
+  EXPECT_EQ(j["compiles_after_ready"], 3);
+  EXPECT_EQ(j["forwards_with_compiles"], 3);
+  for (const auto& e : runner.jit().events()) {
+    if (e.source == jit::ArtifactSource::Compiled) EXPECT_EQ(e.phase, jit::Phase::Serving) << e.description;
+  }
+}
+
+TEST(ModelRunner, StrictModeMakesAServingCompileAnError) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.jit.strict_warmup = true;
+  ModelRunner runner(c);
+  runner.kernel_warmup(/*prewarm=*/false);
+  EXPECT_THROW(runner.forward(5), Error);
+}
+
+TEST(ModelRunner, NextNModelWarmsThroughItsDecoderLayer) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache, "DeepseekV4ForCausalLMNextN"));
+  auto* nextn = dynamic_cast<model::DeepseekV4ForCausalLMNextN*>(&runner.model());
+  ASSERT_NE(nextn, nullptr);
+  EXPECT_EQ(nextn->num_layers(), 1);
+  EXPECT_EQ(nextn->layer(0).decoder().layer_id(), 2);  // numbered after the main layers, as upstream
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
+  EXPECT_EQ(nextn->warmed_token_counts(), w.token_counts);
+  // The delegation itself: the draft layer reports what the inner decoder warmed.
+  EXPECT_EQ(nextn->layer(0).prewarm_mhc_token_count_buckets(100, runner.device()), (std::vector<int64_t>{100}));
+}
+
+void expect_hook_skipped(RunnerConfig c) {
+  ModelRunner runner(c);
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_TRUE(w.token_counts.empty());
+  EXPECT_EQ(w.keys, 0);  // and the framework warmup planned no mHC keys either
+}
+
+TEST(ModelRunner, HookSkipsWhenFastPathIsOff) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.backend = mhc::Backend::Reference;
+  expect_hook_skipped(c);
+}
+
+TEST(ModelRunner, HookSkipsWithoutHybridSlidingWindow) {
+  test::TempDir cache;
+  expect_hook_skipped(tiny_runner(cache, "DeepseekV4ForCausalLM", /*hybrid=*/false));
+}
+
+TEST(ModelRunner, HookSkipsWithPrewarmDisabledByEnvironment) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.env = EnvConfig::from_map({{"HCWARM_MHC_PREWARM", "0"}});
+  expect_hook_skipped(c);
+}
+
+TEST(ModelRunner, DpAttentionPlanCoversPerRankTokens) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.server_input.chunked_prefill_size = 16384;
+  c.server_input.dp_size = 2;
+  c.server_input.enable_dp_attention = true;
+  ModelRunner runner(c);
+  EXPECT_EQ(runner.server_args().max_num_tokens(), 8192);
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_EQ(w.token_counts, mhc::representatives(8192, 1024, 8));
+  EXPECT_EQ(w.token_counts.front(), 8192);
+}
+
+TEST(ModelRunner, WarmupMemoryPeakIsTheLargestCountNotTheSum) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache));
+  const WarmupReport w = runner.kernel_warmup();
+  ASSERT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
+  // Each count's dummy residual and outputs are freed before the next, so the
+  // peak is one (the largest) count's footprint, far below the sum over counts.
+  const auto footprint = [](int64_t t) { return static_cast<size_t>(t) * (1024 * 2 + 256 * 2 + 4 * 4 + 16 * 4); };
+  size_t sum = 0;
+  for (int64_t t : w.token_counts) sum += footprint(t);
+  const size_t largest = footprint(w.token_counts.front());
+  EXPECT_GE(w.peak_device_bytes, largest);
+  EXPECT_LT(w.peak_device_bytes, largest + largest / 4);  // + the op's split workspace
+  EXPECT_LT(w.peak_device_bytes, sum * 3 / 4);
+}
+
+}  // namespace
+}  // namespace hcwarm::runtime
