@@ -60,15 +60,16 @@ TEST(JitMultiProcess, SigkillDuringCompileOrPublishLeavesNothingLoadable) {
                                   {{"HCWARM_JIT_CACHE", cache.string()},
                                    {"HCWARM_JIT_VALUES", std::to_string(value)},
                                    {"HCWARM_JIT_STAGES", stages.string()},
-                                   {"HCWARM_JIT_STAGE_SLEEP_MS", "20"}},
+                                   {"HCWARM_JIT_STAGE_SLEEP_MS", "20"},
+                                   {"HCWARM_JIT_SLOW", in_publish ? "0" : "1"}},
                                   log);
     const std::string wait_for = in_publish ? "publish-begin" : "compile-begin";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (read_file(stages).find(wait_for) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    // A random point: a tiny host compile takes ~50-100 ms here; publish is 6 stages of 20 ms.
-    std::uniform_int_distribution<int> ms(0, in_publish ? 130 : 40);
+    // A random point: the slow kernel's compile takes ~0.3 s; publish sleeps 20 ms at each of its 7 stages (the rename comes after ~100 ms).
+    std::uniform_int_distribution<int> ms(0, in_publish ? 90 : 150);
     std::this_thread::sleep_for(std::chrono::milliseconds(ms(rng)));
     ::kill(pid, SIGKILL);
     const int rc = wait_child(pid);
@@ -86,7 +87,7 @@ TEST(JitMultiProcess, SigkillDuringCompileOrPublishLeavesNothingLoadable) {
     EXPECT_TRUE(v.bad.empty()) << (v.bad.empty() ? "" : v.bad[0].reason);
     // ...and a later process rebuilds, or uses an entry only if it was fully written.
     JitRuntime rt(options(cache));
-    EXPECT_EQ(call_answer(*rt.get(host_spec(value))), 100 + value);
+    EXPECT_EQ(call_answer(*rt.get(in_publish ? host_spec(value) : slow_host_spec(value))), 100 + value);
     const auto src = rt.events().at(0).source;
     if (src == ArtifactSource::Disk) {
       EXPECT_NE(st.find("publish-dir-synced"), std::string::npos) << "loaded an entry that was not fully published";
@@ -94,7 +95,7 @@ TEST(JitMultiProcess, SigkillDuringCompileOrPublishLeavesNothingLoadable) {
       EXPECT_EQ(src, ArtifactSource::Compiled);
     }
   }
-  EXPECT_GE(killed[0], 4) << "too few kills landed during compile";
+  EXPECT_GE(killed[0], 6) << "too few kills landed during compile";
   EXPECT_GE(killed[1], 4) << "too few kills landed during publish before its rename";
   std::printf("kills during compile: %d, during publish before the rename: %d (of 10 each)\n", killed[0], killed[1]);
   // All staging of the dead processes is gone after a sweep.

@@ -37,6 +37,14 @@ KernelSpec host_spec(int value, const std::string& family) {
   return s;
 }
 
+KernelSpec slow_host_spec(int value) {
+  KernelSpec s = host_spec(value, "answer_slow");
+  s.source += "constexpr unsigned spin() { unsigned x = 0; for (unsigned i = 0; i < 120; ++i)\n"
+              "  for (unsigned j = 0; j < 1000; ++j) x = x * 31u + i + j; return x; }\n"
+              "static_assert(spin() != 12345u);\n";
+  return s;
+}
+
 int call_answer(const LoadedModule& m) { return reinterpret_cast<int (*)()>(m.function("answer"))(); }
 
 KernelSpec cuda_spec(int value, const std::string& arch) {

@@ -27,6 +27,8 @@ std::span<const EmbeddedFile> test_headers_changed_base();
 
 // A host kernel: extern "C" int answer() returning base (100) + value.
 KernelSpec host_spec(int value, const std::string& family = "answer");
+// The same kernel with ~0.3 s of constant evaluation added to its compile.
+KernelSpec slow_host_spec(int value);
 int call_answer(const LoadedModule& m);
 // A CUDA kernel for NVRTC.
 KernelSpec cuda_spec(int value, const std::string& arch = "sm_90a");
