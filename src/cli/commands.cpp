@@ -1,5 +1,7 @@
 #include "cli/commands.hpp"
 
+#include "cli/bench_serve.hpp"
+
 namespace hcwarm::cli {
 
 void register_all(CLI::App& app, CliContext& ctx) {
@@ -10,6 +12,7 @@ void register_all(CLI::App& app, CliContext& ctx) {
   register_replay(app, ctx);
   register_demo(app, ctx);
   register_bench(app, ctx);
+  register_bench_serve(app.get_subcommand("bench"), ctx);
 }
 
 }  // namespace hcwarm::cli

@@ -169,6 +169,32 @@ nlohmann::json report_json(const RunReport& run, bool include_records, double st
   return j;
 }
 
+RunReport run_report_from_json(const nlohmann::json& j, const std::string& source) {
+  HCWARM_CHECK_ARG(j.is_object() && j.contains("name") && j.contains("records") && j["records"].is_object(),
+                   "{}: not a replay report with records (write it with --report FILE.json)", source);
+  RunReport run;
+  run.name = j["name"].get<std::string>();
+  run.warmup_seconds = j.value("warmup_seconds", 0.0);
+  const auto& c = j["records"];
+  const size_t n = c.at("index").size();
+  for (const char* col : {"time_s", "num_tokens", "num_splits", "seconds", "compiles"}) {
+    HCWARM_CHECK_ARG(c.contains(col) && c[col].size() == n, "{}: records column {} is missing or short", source, col);
+  }
+  run.records.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    run.records.push_back({c["index"][i].get<int64_t>(), c["time_s"][i].get<double>(), c["num_tokens"][i].get<int64_t>(),
+                           c["num_splits"][i].get<int>(), c["seconds"][i].get<double>(),
+                           c["compiles"][i].get<int64_t>()});
+  }
+  static const char* kDerived[] = {"name", "warmup_seconds", "records", "forwards", "compiles_after_ready",
+                                   "forwards_with_compiles", "total_s", "mean_ms", "p50_ms", "p99_ms", "p999_ms",
+                                   "max_ms", "num_stalls", "stalls", "stall_factor"};
+  for (const auto& [k, v] : j.items()) {
+    if (std::find(std::begin(kDerived), std::end(kDerived), k) == std::end(kDerived)) run.extra[k] = v;
+  }
+  return run;
+}
+
 std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title, double stall_factor) {
   svg::LineChart lines;
   lines.title = title + ": forward latency over time";

@@ -71,6 +71,11 @@ struct RunReport {
 nlohmann::json to_json(const LatencySummary& s);
 nlohmann::json report_json(const RunReport& run, bool include_records = false, double stall_factor = 10.0);
 
+// The inverse of report_json(run, /*include_records=*/true): name, warmup
+// seconds, the per-forward records, and every other field as `extra`.
+// ErrorKind::InvalidArgument naming `source` when the records are missing or malformed.
+RunReport run_report_from_json(const nlohmann::json& j, const std::string& source);
+
 // The chart of a replay report: latency over time (log y) with stalls marked,
 // one series per run, above a bar chart of each run's warmup seconds.
 std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title,

@@ -1,0 +1,30 @@
+#pragma once
+// Which JIT keys a model runner of a given configuration will ask for, family
+// by family, each from its own dispatch code. The runner's start-up warmup
+// builds them; `hcwarm cache build` builds the same list ahead of time on a
+// machine without a GPU. One list, so the two can never disagree.
+#include <string>
+
+#include "core/env_config.hpp"
+#include "mhc/hc_pre_op.hpp"
+#include "model/model_config.hpp"
+#include "model/server_args.hpp"
+#include "runtime/kernel_registry.hpp"
+
+namespace hcwarm::runtime {
+
+struct KernelPlanInput {
+  model::ModelConfig model;
+  model::ServerArgs server;
+  EnvConfig env;
+  mhc::Backend backend = mhc::Backend::Cpu;
+  mhc::Variant variant = mhc::Variant::Specialized;
+  std::string cuda_arch = "sm_90a";  // the GPU's, for the CUDA backend
+  int mlp_width = 256;               // the shipped SwiGLU sublayer's width
+};
+
+// Families: "mhc_pre" (part of the mHC prewarm: planned only under the model
+// hook's own conditions), "mhc_post" and "swiglu_mlp" (CUDA only).
+KernelRegistry make_kernel_registry(const KernelPlanInput& in);
+
+}  // namespace hcwarm::runtime
