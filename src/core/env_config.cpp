@@ -57,6 +57,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
   }
   if (const auto* v = get("HCWARM_CUDA_LIBRARY")) c.cuda_library = *v;
   if (const auto* v = get("HCWARM_NVRTC_LIBRARY")) c.nvrtc_library = *v;
+  if (const auto* v = get("CUDA_HOME")) c.cuda_home = *v;
   return c;
 }
 
@@ -67,7 +68,7 @@ EnvConfig EnvConfig::from_environment() {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     std::string k = kv.substr(0, eq);
-    if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME") vars[k] = kv.substr(eq + 1);
+    if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME" || k == "CUDA_HOME") vars[k] = kv.substr(eq + 1);
   }
   return from_map(vars);
 }

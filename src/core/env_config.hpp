@@ -30,6 +30,8 @@ struct EnvConfig {
   // HCWARM_CUDA_LIBRARY / HCWARM_NVRTC_LIBRARY: explicit paths for dlopen.
   std::string cuda_library;
   std::string nvrtc_library;
+  // CUDA_HOME (the toolkit's own variable): NVRTC is also looked for in $CUDA_HOME/lib64.
+  std::string cuda_home;
 
   // Parses the process environment. Bad values throw ErrorKind::InvalidArgument naming the variable.
   static EnvConfig from_environment();

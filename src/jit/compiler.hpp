@@ -66,13 +66,13 @@ class HostCompiler final : public Compiler {
 };
 
 // NVRTC opened with dlopen (never linked). Search order when `library` is empty:
-// libnvrtc.so.13, libnvrtc.so (the loader's path), then $CUDA_HOME/lib64 and
+// libnvrtc.so.13, libnvrtc.so (the loader's path), then cuda_home/lib64 ($CUDA_HOME) and
 // /usr/local/cuda/lib64. Throws ErrorKind::Unavailable naming what was tried.
 // Options: --gpu-architecture=<arch> -std=c++20 [extra...] -I<workdir>/include [include_dirs...].
 class NvrtcCompiler final : public Compiler {
  public:
   NvrtcCompiler(std::string arch, std::string library = {}, std::vector<std::string> extra_flags = {},
-                std::vector<std::filesystem::path> include_dirs = {});
+                std::vector<std::filesystem::path> include_dirs = {}, std::string cuda_home = {});
   TargetKind kind() const override { return TargetKind::Cuda; }
   std::string identity() const override { return identity_; }
   std::string target() const override { return arch_; }

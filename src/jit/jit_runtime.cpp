@@ -51,6 +51,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.jobs = env.jobs;
   o.host_cxx = env.host_cxx;
   o.nvrtc_library = env.nvrtc_library;
+  o.cuda_home = env.cuda_home;
   return o;
 }
 
@@ -107,7 +108,7 @@ std::shared_ptr<JitRuntime::CompilerSlot> JitRuntime::compiler_slot(TargetKind k
         slot->compiler = std::make_shared<HostCompiler>(opts_.host_cxx, arch, opts_.host_flags);
       } else {
         slot->compiler = std::make_shared<NvrtcCompiler>(arch, opts_.nvrtc_library, opts_.nvrtc_flags,
-                                                         opts_.nvrtc_include_dirs);
+                                                         opts_.nvrtc_include_dirs, opts_.cuda_home);
       }
       slot->ns = namespace_name(*slot->compiler);
     } catch (...) {

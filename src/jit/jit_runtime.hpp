@@ -42,6 +42,7 @@ struct JitOptions {
   int jobs = 0;                                    // build() pool size; 0: hardware threads
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
+  std::string cuda_home;                           // $CUDA_HOME: one more place that search looks
   bool progress = true;  // build(): live bar on a terminal (stderr), plain log lines otherwise
   // The includable kernel headers; must outlive the runtime (the default is static).
   std::span<const EmbeddedFile> headers = kernels::embedded_files();

@@ -41,7 +41,7 @@ void resolve(void* h, const char* name, F& fn, const std::string& path) {
   if (fn == nullptr) HCWARM_THROW(ErrorKind::Unavailable, "{} has no symbol {} (not NVRTC?)", path, name);
 }
 
-const NvrtcCompiler::Api* load_api(const std::string& requested) {
+const NvrtcCompiler::Api* load_api(const std::string& requested, const std::string& cuda_home) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<NvrtcCompiler::Api>> loaded;  // never unloaded
   std::lock_guard lock(mu);
@@ -53,11 +53,8 @@ const NvrtcCompiler::Api* load_api(const std::string& requested) {
   } else {
     candidates = {"libnvrtc.so.13", "libnvrtc.so"};
     std::vector<std::string> dirs;
-    // CUDA_HOME is the toolkit's conventional variable, not an hcwarm setting: it is
-    // read here only to extend the library search (HCWARM_NVRTC_LIBRARY overrides all).
-    if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') {
-      dirs.push_back(std::string(home) + "/lib64");
-    }
+    // CUDA_HOME (read once into EnvConfig) extends the search; HCWARM_NVRTC_LIBRARY overrides it all.
+    if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
     dirs.push_back("/usr/local/cuda/lib64");
     for (const auto& d : dirs) {
       candidates.push_back(d + "/libnvrtc.so.13");
@@ -111,11 +108,11 @@ const NvrtcCompiler::Api* load_api(const std::string& requested) {
 }  // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<std::string> extra_flags,
-                             std::vector<fs::path> include_dirs)
+                             std::vector<fs::path> include_dirs, std::string cuda_home)
     : arch_(std::move(arch)), extra_(std::move(extra_flags)), include_dirs_(std::move(include_dirs)) {
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
                    "CUDA architecture {:?} must be a real one such as sm_90a (a cubin is built)", arch_);
-  api_ = load_api(library);
+  api_ = load_api(library, cuda_home);
   // nvrtcVersion gives only major.minor; the library's size separates patch
   // releases without naming where it is installed.
   identity_ = fmt::format("nvrtc {}.{} ({} bytes)", api_->major, api_->minor, api_->library_bytes);
