@@ -7,7 +7,16 @@
 
 namespace hcwarm::mhc {
 
-const char* to_string(CudaGemm g) { return g == CudaGemm::Mma ? "mma" : "ffma"; }
+const char* to_string(CudaGemm g) {
+  switch (g) {
+    case CudaGemm::Mma: return "mma";
+    case CudaGemm::Ffma: return "ffma";
+    case CudaGemm::MmaSmem: return "mma_smem";
+  }
+  return "?";
+}
+
+int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
@@ -29,12 +38,17 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   return fmt::format(
       "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7}\n"
       "#include \"cuda/mhc_pre.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({6}) {4}(hcwarm_mhc_pre_params p) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({6}, 3) {4}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
-      "extern \"C\" __global__ void __launch_bounds__({6}) {5}(hcwarm_mhc_pre_params p) {{\n"
-      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}>(p);\n}}\n",
+      "extern \"C\" __global__ void __launch_bounds__({6}, 3) {5}(hcwarm_mhc_pre_params p) {{\n"
+      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}>(p);\n}}\n{9}",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
-      HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm == CudaGemm::Mma ? "true" : "false");
+      HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
+      num_splits != 1 ? std::string()
+                      : fmt::format("extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(hcwarm_mhc_pre_params p) "
+                                    "{{\n  hcwarm_kernels::cuda::mhc_pre_fused<{2}, {3}, {4}>(p);\n}}\n",
+                                    HCWARM_MHC_CUDA_THREADS, kCudaFusedSymbol, hc, hidden,
+                                    fused_norm ? "true" : "false"));
 }
 
 }  // namespace hcwarm::mhc

@@ -13,11 +13,14 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 // CUDA kernels: __global__ void fn(hcwarm_mhc_pre_params).
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
+// Only in num_splits == 1 modules: the one-pass kernel (partial + finish in one launch).
+inline constexpr const char* kCudaFusedSymbol = "hcwarm_mhc_pre_fused";
 
-enum class CudaGemm { Mma, Ffma };
+// Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
+enum class CudaGemm { Mma, Ffma, MmaSmem };
 const char* to_string(CudaGemm g);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::Mma);
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem);
 
 }  // namespace hcwarm::mhc

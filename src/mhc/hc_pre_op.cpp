@@ -172,10 +172,13 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(cuda::kGenericPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(
           k->module->function(fused_norm ? cuda::kGenericFinishNormSymbol : cuda::kGenericFinishSymbol));
+      k->cuda.fused = static_cast<cuda::CUfunction>(
+          k->module->function(fused_norm ? cuda::kGenericFusedNormSymbol : cuda::kGenericFusedSymbol));
     } else {
       k->module = modules_(kernel_spec(splits, fused_norm));
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
+      if (splits == 1) k->cuda.fused = static_cast<cuda::CUfunction>(k->module->function(kCudaFusedSymbol));
     }
   }
   return *kernels_.emplace(id, std::move(k)).first->second;
@@ -211,7 +214,7 @@ void HcPreOp::run_reference(const HcPreArgs& a) {
 
 void HcPreOp::run(const HcPreArgs& a) { run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1); }
 
-void HcPreOp::run_with_splits(const HcPreArgs& a, int splits) {
+void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
   if (a.num_tokens == 0) return;
@@ -224,7 +227,10 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits) {
   }
   const bool norm = a.norm_weight != nullptr;
   const Kernels& k = kernels_for(splits, norm);
-  const int parts = backend_ == Backend::Cuda ? cuda::cuda_num_parts(splits) : splits;
+  const bool one_pass = backend_ == Backend::Cuda && one_pass_ && splits == 1 && k.cuda.fused != nullptr && stages == 3;
+  const int parts = backend_ == Backend::Cpu  ? splits
+                    : one_pass                ? cuda::cuda_fused_parts(dims_.k())
+                                              : cuda::cuda_num_parts(splits);
 
   hcwarm_mhc_pre_params p{};
   p.num_tokens = a.num_tokens;
@@ -245,11 +251,15 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  ensure_workspace(static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
+  const size_t partial_bytes =
+      (static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float) + 255) / 256 * 256;
+  const size_t tiles = static_cast<size_t>((a.num_tokens + HCWARM_MHC_TOKENS_PER_TILE - 1) / HCWARM_MHC_TOKENS_PER_TILE);
+  ensure_workspace(partial_bytes + (one_pass ? (1 + tiles) * sizeof(unsigned) : 0));
   p.partials = workspace_.as<float>();
+  p.counters = one_pass ? reinterpret_cast<unsigned*>(workspace_.as<char>() + partial_bytes) : nullptr;
 
   if (backend_ == Backend::Cpu) {
-    const int rc = cpu::launch_mhc_pre_host(k.host, p, pool_->pool);
+    const int rc = cpu::launch_mhc_pre_host(k.host, p, pool_->pool, stages);
     if (rc != HCWARM_MHC_OK) {
       HCWARM_THROW(ErrorKind::Internal, "mhc_pre cpu kernel (num_splits {}) returned error {}", splits, rc);
     }
@@ -257,7 +267,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits) {
   }
   auto& dev = static_cast<cuda::CudaDevice&>(*device_);
   dev.make_current();
-  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), k.cuda, p, dev.stream()));
+  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), k.cuda, p, dev.stream(), stages));
 }
 
 }  // namespace hcwarm::mhc

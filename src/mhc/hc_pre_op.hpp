@@ -74,12 +74,17 @@ class HcPreOp {
 
   // Pointers on `device`. T == 0 is a no-op. Asynchronous on CUDA (the device's stream).
   void run(const HcPreArgs& args);
-  // Tests and benchmarks: the kernels of an explicit split count (any T).
-  void run_with_splits(const HcPreArgs& args, int num_splits);
+  // Tests and benchmarks: the kernels of an explicit split count (any T);
+  // stages: bit 0 = partial, bit 1 = finish (3 = both; one alone only for timing).
+  void run_with_splits(const HcPreArgs& args, int num_splits, int stages = 3);
 
-  // Cuda specialized kernels: tensor-core GEMM (default) or FP32 FFMA.
+  // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
+  // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
+  // Cuda, num_splits == 1 (large T): the one-pass kernel (default) or the two kernels.
+  void set_cuda_one_pass(bool on) { one_pass_ = on; }
+  bool cuda_one_pass() const { return one_pass_; }
   std::string cuda_arch() const;
 
  private:
@@ -95,7 +100,8 @@ class HcPreOp {
   ModuleSource modules_;
   Device* device_;
   Variant variant_;
-  CudaGemm gemm_ = CudaGemm::Mma;
+  CudaGemm gemm_ = CudaGemm::MmaSmem;
+  bool one_pass_ = true;
 
   std::mutex mu_;
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;

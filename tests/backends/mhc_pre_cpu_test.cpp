@@ -207,12 +207,29 @@ TEST(MhcPreOp, BackendNamesAndDefault) {
 // The CUDA kernels compile under NVRTC with only the embedded headers (no GPU needed).
 TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
   if (!cuda::nvrtc_available()) GTEST_SKIP() << "no libnvrtc on this machine";
-  for (auto gemm : {mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
+  for (auto gemm : {mhc::CudaGemm::MmaSmem, mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
     const auto r = cuda::nvrtc_compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm), "sm_90a");
     EXPECT_GT(r.cubin.size(), 1000u);
     std::printf("[nvrtc] mhc_pre num_splits=16 hidden=7168 norm gemm=%s: %.3f s, cubin %zu bytes\n",
                 mhc::to_string(gemm), r.seconds, r.cubin.size());
   }
+}
+
+// The same through the JIT runtime's NVRTC compiler (what warmup and `cache build` use).
+TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {
+  if (!cuda::nvrtc_available()) GTEST_SKIP() << "no libnvrtc on this machine";
+  CpuDevice dev;
+  jit::JitRuntime rt(memory_only_jit());
+  // A Cuda op needs a CUDA device; the spec itself does not: build it by hand.
+  jit::KernelSpec s;
+  s.family = "mhc_pre";
+  s.params = {{"num_splits", "1"}, {"hc", "4"}, {"hidden", "7168"}, {"norm", "1"}};
+  s.source = mhc::mhc_pre_cuda_source(1, 4, 7168, true);
+  s.target = jit::TargetKind::Cuda;
+  s.arch = "sm_90a";
+  const auto rep = rt.build(std::span<const jit::KernelSpec>(&s, 1), jit::BuildMode::CompileOnly);
+  EXPECT_EQ(rep.failed, 0) << (rep.errors.empty() ? "" : rep.errors.front());
+  EXPECT_EQ(rep.compiled, 1);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ MhcPreHostKernels mhc_pre_generic_host_kernels(int hc_mult, bool fused_norm) {
   return MhcPreHostKernels{generic_partial, fused_norm ? generic_finish_norm : generic_finish_plain};
 }
 
-int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool) {
+int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool, int stages) {
   if (p.num_tokens <= 0) return HCWARM_MHC_OK;
   const int64_t tb = (p.num_tokens + hcwarm_kernels::cpu::kTokenBlock - 1) / hcwarm_kernels::cpu::kTokenBlock;
   const int64_t items = tb * p.num_splits;
@@ -35,13 +35,13 @@ int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params&
   // Stage (a): about 4 chunks per thread, at least one item each.
   const int64_t threads = pool.size();
   const int64_t grain_a = std::max<int64_t>(1, items / (4 * threads));
-  pool.parallel_for(items, grain_a, [&](int64_t b, int64_t e) {
+  if (stages & 1) pool.parallel_for(items, grain_a, [&](int64_t b, int64_t e) {
     const int r = k.partial(&p, b, e);
     if (r != HCWARM_MHC_OK) rc.store(r);
   });
   if (rc.load() != HCWARM_MHC_OK) return rc.load();
   const int64_t grain_b = std::max<int64_t>(1, p.num_tokens / (4 * threads));
-  pool.parallel_for(p.num_tokens, grain_b, [&](int64_t b, int64_t e) {
+  if (stages & 2) pool.parallel_for(p.num_tokens, grain_b, [&](int64_t b, int64_t e) {
     const int r = k.finish(&p, b, e);
     if (r != HCWARM_MHC_OK) rc.store(r);
   });

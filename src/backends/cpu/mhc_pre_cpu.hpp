@@ -18,6 +18,8 @@ MhcPreHostKernels mhc_pre_generic_host_kernels(int hc_mult, bool fused_norm);
 
 // Launcher: both stages over the pool. Returns HCWARM_MHC_OK or the first
 // error code an entry point returned (the binding layer turns it into an exception).
-int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool);
+// stages: bit 0 = partial, bit 1 = finish.
+int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool,
+                        int stages = 3);
 
 }  // namespace hcwarm::cpu

@@ -3,15 +3,23 @@
 // a fatbin embedded in libhcwarm; loaded with cuModuleLoadData.
 #include "cuda/mhc_pre.cuh"
 
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_partial_generic(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, true>(p);
+  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic(hcwarm_mhc_pre_params p) {
   hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, false>(p);
 }
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS)
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic_norm(hcwarm_mhc_pre_params p) {
   hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
+    hcwarm_mhc_pre_fused_generic(hcwarm_mhc_pre_params p) {
+  hcwarm_kernels::cuda::mhc_pre_fused<4, 0, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
+    hcwarm_mhc_pre_fused_generic_norm(hcwarm_mhc_pre_params p) {
+  hcwarm_kernels::cuda::mhc_pre_fused<4, 0, true>(p);
 }

@@ -34,7 +34,8 @@ const Nvrtc& nvrtc(const std::string& path) {
     tried = true;
     std::vector<std::string> names;
     if (!path.empty()) names.push_back(path);
-    names.insert(names.end(), {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+    names.insert(names.end(), {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+                               "/usr/local/cuda/lib64/libnvrtc.so"});
     void* h = nullptr;
     for (const auto& n : names) {
       if ((h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;

@@ -10,14 +10,19 @@
 //            entries [0, mix) are the dot products, entry `mix` the sum of squares.
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits)
-// on CUDA (each split of the policy is cut in a few sub-parts so that a launch
-// always has several blocks per multiprocessor).
+// on CUDA: each split of the policy is cut in max(1, 24 / num_splits) sub-parts
+// (about 20-24 K-parts for small split counts), so that a launch has many blocks
+// per multiprocessor and little wave quantization, for about 3 KB of partials per token.
 
-#define HCWARM_MHC_PRE_ABI 1
+#define HCWARM_MHC_PRE_ABI 2
 #define HCWARM_MHC_PARTIAL_STRIDE 32
 #define HCWARM_MHC_TOKENS_PER_TILE 64
-#define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 32 ? 1 : ((s) >= 8 ? 2 : 4))
+#define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 24 ? 1 : 24 / (s))
 #define HCWARM_MHC_CUDA_THREADS 128
+// The CUDA one-pass kernel (num_splits == 1): K-parts of 512 per tile, and the
+// number of tiles between a tile's partial blocks and its finish blocks.
+#define HCWARM_MHC_FUSED_PARTS(k) ((int)(((k) + 511) / 512))
+#define HCWARM_MHC_FUSED_LAG 2
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
@@ -46,5 +51,6 @@ struct hcwarm_mhc_pre_params {
   float norm_eps;
   float post_mult;
   int reserved;
+  unsigned int* counters;             // CUDA one-pass kernel only: (1 + tiles) zeroed words
 };
 }

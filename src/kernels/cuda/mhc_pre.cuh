@@ -71,7 +71,7 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], unsigned int a0, u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool ONE_PASS = false>
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
   static_assert(HC == 4, "the CUDA mHC pre kernels are written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
@@ -81,8 +81,10 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (HIDDEN != 0 && p.hidden != HIDDEN) return false;
   if (NUM_SPLITS != 0 && p.num_splits != NUM_SPLITS) return false;
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > 8192) return false;
-  if (p.num_splits < 1 || p.num_parts != p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits)) return false;
-  return true;
+  if (p.num_splits < 1) return false;
+  const int parts = ONE_PASS ? HCWARM_MHC_FUSED_PARTS((long long)HC * p.hidden)
+                             : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
+  return p.num_parts == parts;
 }
 
 // ---------------------------------------------------------------------------
@@ -94,7 +96,7 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
 // column 8+2q+e <-> k + 8q + 2 + e, second mma: + 4), which leaves the dot
 // products unchanged.
 template <int NUM_SPLITS, int HC, int HIDDEN, bool GEMM_MMA>
-__device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
+__device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;  // the launcher checked; never write garbage
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
@@ -250,8 +252,199 @@ __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) 
   }
 }
 
+// Stage (a), GEMM_SMEM variant: the same mma.sync arithmetic, but fn is read
+// once per block (not once per warp) in chunks of 128 k, split into hi/lo bf16
+// by the whole block and stored in shared memory in B-fragment order
+// (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); residual and fn of the next
+// chunk are loaded into registers while the current one is multiplied.
+template <int HC, int HIDDEN>
+__device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P,
+                                                  unsigned int* done_counter) {
+  constexpr int kMix = HC * (2 + HC);
+  constexpr int kChunk = 128;
+  constexpr int kSteps = kChunk / 32;
+  constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
+  constexpr int kF4PerThread = kMix * kChunk / 4 / kThreads;  // 6
+  static_assert(kMix * kChunk / 4 % kThreads == 0, "fn chunk must split evenly over the block");
+  __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
+
+  const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
+  const long long K = (long long)HC * D;
+  const long long T = p.num_tokens;
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int g = lane >> 2;
+  const int q = lane & 3;
+  const long long t0 = tile * HCWARM_MHC_TOKENS_PER_TILE + warp * 16;
+  const bool active = t0 < T;  // idle warps still help with fn and the barriers
+
+  long long chunk = (K + P - 1) / P;
+  chunk = (chunk + 31) & ~31LL;
+  long long k0 = part * chunk;
+  if (k0 > K) k0 = K;
+  long long k1 = k0 + chunk;
+  if (k1 > K) k1 = K;
+
+  const long long r0 = t0 + g;
+  const long long r1 = t0 + g + 8;
+  const bool v0 = r0 < T;
+  const bool v1 = r1 < T;
+  const unsigned short* x0 = p.residual + (v0 ? r0 : 0) * K + 8 * q;
+  const unsigned short* x1 = p.residual + (v1 ? r1 : 0) * K + 8 * q;
+  const U4 zero = {0u, 0u, 0u, 0u};
+  const F4 zf = {0.f, 0.f, 0.f, 0.f};
+
+  float acc[3][4];
+#pragma unroll
+  for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  float ss0 = 0.f, ss1 = 0.f;
+
+  F4 fr[kF4PerThread];
+  U4 xa[kSteps], xb[kSteps];
+  auto load = [&](long long kc, F4 (&f)[kF4PerThread], U4 (&a)[kSteps], U4 (&b)[kSteps]) {
+#pragma unroll
+    for (int i = 0; i < kF4PerThread; ++i) {
+      const int e = tid + kThreads * i;
+      const int n = e / (kChunk / 4);
+      const long long kk = kc + (e % (kChunk / 4)) * 4;
+      f[i] = kk < k1 ? ldg_f4(p.fn + n * K + kk) : zf;
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const long long k = kc + 32 * u;
+      a[u] = (k < k1 && v0) ? ldg_u4(x0 + k) : zero;
+      b[u] = (k < k1 && v1) ? ldg_u4(x1 + k) : zero;
+    }
+  };
+
+  if (k0 < k1) load(k0, fr, xa, xb);
+  int buf = 0;
+  for (long long kc = k0; kc < k1; kc += kChunk) {
+    // fn chunk -> hi/lo bf16 pairs in fragment order.
+#pragma unroll
+    for (int i = 0; i < kF4PerThread; ++i) {
+      const int e = tid + kThreads * i;
+      const int n = e / (kChunk / 4);
+      const int c = (e % (kChunk / 4)) * 4;  // k offset in the chunk
+      const int u = c >> 5;
+      const int kk = c & 31;
+      const int half = (kk >> 2) & 1;
+      unsigned int h0, l0, h1, l1;
+      split_fn_pair(fr[i].x, fr[i].y, h0, l0);
+      split_fn_pair(fr[i].z, fr[i].w, h1, l1);
+      unsigned int* dst = &sb[buf][u][n >> 3][(n & 7) * 4 + (kk >> 3)][0];
+      dst[half * 2] = h0;
+      dst[half * 2 + 1] = h1;
+      dst[4 + half * 2] = l0;
+      dst[4 + half * 2 + 1] = l1;
+    }
+    __syncthreads();
+    F4 frn[kF4PerThread];
+    U4 xan[kSteps], xbn[kSteps];
+    const long long kn = kc + kChunk;
+    if (kn < k1) load(kn, frn, xan, xbn);
+    if (active) {
+#pragma unroll
+      for (int u = 0; u < kSteps; ++u) {
+        if (kc + 32 * u < k1) {
+          const unsigned int xw0[4] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w};
+          const unsigned int xw1[4] = {xb[u].x, xb[u].y, xb[u].z, xb[u].w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float a = bf16_lo(xw0[e]), b = bf16_hi(xw0[e]);
+            ss0 = fmaf(a, a, ss0);
+            ss0 = fmaf(b, b, ss0);
+            a = bf16_lo(xw1[e]);
+            b = bf16_hi(xw1[e]);
+            ss1 = fmaf(a, a, ss1);
+            ss1 = fmaf(b, b, ss1);
+          }
+#pragma unroll
+          for (int j = 0; j < 3; ++j) {
+            const U4 h = *reinterpret_cast<const U4*>(&sb[buf][u][j][lane][0]);
+            const U4 l = *reinterpret_cast<const U4*>(&sb[buf][u][j][lane][4]);
+            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, h.x, h.y);
+            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, l.x, l.y);
+            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, h.z, h.w);
+            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, l.z, l.w);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kF4PerThread; ++i) fr[i] = frn[i];
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      xa[u] = xan[u];
+      xb[u] = xbn[u];
+    }
+    buf ^= 1;
+  }
+
+  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 1);
+  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 2);
+  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 1);
+  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 2);
+  if (active) {
+    float* out0 = p.partials + (r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    float* out1 = p.partials + (r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      if (v0) {
+        out0[8 * j + 2 * q] = acc[j][0];
+        out0[8 * j + 2 * q + 1] = acc[j][1];
+      }
+      if (v1) {
+        out1[8 * j + 2 * q] = acc[j][2];
+        out1[8 * j + 2 * q + 1] = acc[j][3];
+      }
+    }
+    if (q == 0) {
+      if (v0) out0[kMix] = ss0;
+      if (v1) out1[kMix] = ss1;
+    }
+  }
+  if (done_counter != nullptr) {
+    // Publish: every writer fences, then one arrival per block (release).
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) atomicAdd(done_counter, 1u);
+  }
+}
+
+template <int NUM_SPLITS, int HC, int HIDDEN>
+__device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
+  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
+  const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
+  partial_smem_impl<HC, HIDDEN>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr);
+}
+
+// GEMM: 0 = FFMA (FP32 cores), 1 = mma.sync with fn fragments loaded per warp,
+// 2 = mma.sync with fn staged once per block in shared memory.
+template <int NUM_SPLITS, int HC, int HIDDEN, int GEMM>
+__device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
+  static_assert(GEMM >= 0 && GEMM <= 2, "GEMM must be 0 (ffma), 1 (mma) or 2 (mma_smem)");
+  if (GEMM == 2) {
+    mhc_pre_partial_smem<NUM_SPLITS, HC, HIDDEN>(p);
+  } else {
+    mhc_pre_partial_regs<NUM_SPLITS, HC, HIDDEN, GEMM == 1>(p);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Stage (b): one block of 128 threads per token.
+// IEEE round-to-nearest reciprocal, inline (no division subroutine call).
+__device__ __forceinline__ float rcp_rn(float x) {
+  float r;
+  asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// One thread's 4x4 Sinkhorn. Every normalization multiplies by one correctly
+// rounded reciprocal per row/column (<= 1.5 ulp from a true division), and the
+// rows (columns) of a step are independent, so the latency chain is about one
+// reciprocal per half-iteration.
 template <int HC>
 __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, float eps) {
 #pragma unroll
@@ -262,48 +455,66 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < HC; ++j) s += (c[i][j] = expf(c[i][j] - m));
+    const float inv = rcp_rn(s);
 #pragma unroll
-    for (int j = 0; j < HC; ++j) c[i][j] = c[i][j] / s + eps;
+    for (int j = 0; j < HC; ++j) c[i][j] = fmaf(c[i][j], inv, eps);
   }
   for (int it = 0; it < iters; ++it) {
     if (it > 0) {
+      float inv[HC];
 #pragma unroll
       for (int i = 0; i < HC; ++i) {
         float s = 0.f;
 #pragma unroll
         for (int j = 0; j < HC; ++j) s += c[i][j];
-        s += eps;
+        inv[i] = rcp_rn(s + eps);
+      }
 #pragma unroll
-        for (int j = 0; j < HC; ++j) c[i][j] = c[i][j] / s;
+      for (int i = 0; i < HC; ++i) {
+#pragma unroll
+        for (int j = 0; j < HC; ++j) c[i][j] *= inv[i];
       }
     }
+    float inv[HC];
 #pragma unroll
     for (int j = 0; j < HC; ++j) {
       float s = 0.f;
 #pragma unroll
       for (int i = 0; i < HC; ++i) s += c[i][j];
-      s += eps;
+      inv[j] = rcp_rn(s + eps);
+    }
 #pragma unroll
-      for (int i = 0; i < HC; ++i) c[i][j] = c[i][j] / s;
+    for (int i = 0; i < HC; ++i) {
+#pragma unroll
+      for (int j = 0; j < HC; ++j) c[i][j] *= inv[j];
     }
   }
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM>
-__device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
-  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
-  if (FUSED_NORM && p.norm_weight == nullptr) return;
+__device__ __forceinline__ unsigned int ld_acquire_u32(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ float ldcg_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+// Finish of token t over P parts. With `ready` non-null, first waits until
+// *ready >= ready_target (the parts of t's tile, written by other blocks).
+template <int HC, int HIDDEN, bool FUSED_NORM>
+__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
+                                            const unsigned int* ready, unsigned int ready_target) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
   // 16-byte vectors (8 bf16) per thread and stream.
   constexpr int kVpt = HIDDEN != 0 ? (HIDDEN / 8 + kThreads - 1) / kThreads : (8192 / 8) / kThreads;
-  const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
-  const int P = S * HCWARM_MHC_CUDA_SUBSPLITS(S);
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   const int nvec = D / 8;
   const long long K = (long long)HC * D;
-  const long long t = blockIdx.x;
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
@@ -324,13 +535,22 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
     }
   }
 
-  // 2. Sum the parts: lane = column, warp = every kWarps-th part.
+  if (ready != nullptr) {
+    if (tid == 0) {
+      // Bounded (seconds): a broken schedule shows up as wrong results, never as a hang.
+      for (unsigned int spin = 0; ld_acquire_u32(ready) < ready_target && spin < (1u << 25); ++spin) __nanosleep(64);
+    }
+    __syncthreads();
+  }
+
+  // 2. Sum the parts: lane = column, warp = every kWarps-th part (L2 reads:
+  //    the parts may come from other multiprocessors during this launch).
   {
     const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
     float s = 0.f;
     if (lane <= kMix) {
 #pragma unroll 8
-      for (int pi = warp; pi < P; pi += kWarps) s += part[(long long)pi * HCWARM_MHC_PARTIAL_STRIDE];
+      for (int pi = warp; pi < P; pi += kWarps) s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
     }
     red[warp][lane] = s;
   }
@@ -346,15 +566,15 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
       for (int w = 0; w < kWarps; ++w) s += red[w][m];
       mix[m] = s;
     }
-    const float r = 1.0f / sqrtf(mix[kMix] / (float)K + p.rms_eps);
+    const float r = rcp_rn(sqrtf(mix[kMix] / (float)K + p.rms_eps));
     const float s0 = p.scale[0], s1 = p.scale[1], s2 = p.scale[2];
     float c[HC][HC];
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
       const float a = mix[i] * r * s0 + p.base[i];
-      pre_s[i] = 1.0f / (1.0f + expf(-a)) + p.hc_eps;
+      pre_s[i] = rcp_rn(1.0f + expf(-a)) + p.hc_eps;
       const float b = mix[HC + i] * r * s1 + p.base[HC + i];
-      p.post[t * HC + i] = p.post_mult / (1.0f + expf(-b));
+      p.post[t * HC + i] = p.post_mult * rcp_rn(1.0f + expf(-b));
 #pragma unroll
       for (int j = 0; j < HC; ++j) c[i][j] = mix[2 * HC + i * HC + j] * r * s2 + p.base[2 * HC + i * HC + j];
     }
@@ -418,7 +638,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
     float tot = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) tot += ssq_s[w];
-    const float rn = 1.0f / sqrtf(tot / (float)D + p.norm_eps);
+    const float rn = rcp_rn(sqrtf(tot / (float)D + p.norm_eps));
 #pragma unroll
     for (int v = 0; v < kVpt; ++v) {
       const int idx = tid + v * kThreads;
@@ -434,6 +654,76 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
         stg_u4(y + idx * 8, U4{o[0], o[1], o[2], o[3]});
       }
     }
+  }
+}
+
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM>
+__device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
+  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
+  if (FUSED_NORM && p.norm_weight == nullptr) return;
+  const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
+  // Tokens in reverse launch order: the first blocks find the residual rows the
+  // partial kernel read last still in L2.
+  const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
+  finish_impl<HC, HIDDEN, FUSED_NORM>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr, 0u);
+}
+
+// ---------------------------------------------------------------------------
+// One-pass kernel for num_splits == 1 (large T): partial and finish items of a
+// tile run in one launch, the finish of tile g scheduled HCWARM_MHC_FUSED_LAG
+// tiles after its partials, so its residual rows are re-read from L2 rather
+// than from memory. Blocks take a ticket (their logical index) at start; a
+// finish block only waits for partial blocks with smaller tickets, which never
+// wait themselves, so the launch cannot deadlock. p.counters: [0] ticket,
+// [1 + tile] partial blocks done; zeroed by the host before each launch.
+// Work order: P(0..L-1), then for g >= L: P(g), F(g-L), then F(tiles-L..).
+// Grid: tiles * (fused_parts + 64) blocks of 128 threads.
+template <int HC, int HIDDEN, bool FUSED_NORM>
+__device__ __forceinline__ void mhc_pre_fused(const hcwarm_mhc_pre_params& p) {
+  if (!shape_ok<1, HC, HIDDEN, true>(p)) return;
+  if (FUSED_NORM && p.norm_weight == nullptr) return;
+  if (p.counters == nullptr) return;
+  const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
+  const int FP = HCWARM_MHC_FUSED_PARTS((long long)HC * D);
+  const long long tiles = (p.num_tokens + HCWARM_MHC_TOKENS_PER_TILE - 1) / HCWARM_MHC_TOKENS_PER_TILE;
+  const long long L = tiles < HCWARM_MHC_FUSED_LAG ? tiles : HCWARM_MHC_FUSED_LAG;
+  const long long G = FP + HCWARM_MHC_TOKENS_PER_TILE;
+
+  __shared__ unsigned int ticket_s;
+  if (threadIdx.x == 0) ticket_s = atomicAdd(&p.counters[0], 1u);
+  __syncthreads();
+  const long long id = ticket_s;
+
+  long long tile;
+  long long item;
+  bool is_partial;
+  if (id < L * FP) {
+    is_partial = true;
+    tile = id / FP;
+    item = id % FP;
+  } else {
+    const long long id2 = id - L * FP;
+    const long long nb = (tiles - L) * G;
+    if (id2 < nb) {
+      const long long grp = id2 / G;
+      const long long off = id2 % G;
+      is_partial = off < FP;
+      tile = is_partial ? grp + L : grp;
+      item = is_partial ? off : off - FP;
+    } else {
+      const long long id3 = id2 - nb;
+      is_partial = false;
+      tile = tiles - L + id3 / HCWARM_MHC_TOKENS_PER_TILE;
+      item = id3 % HCWARM_MHC_TOKENS_PER_TILE;
+    }
+  }
+  if (tile >= tiles) return;
+  if (is_partial) {
+    partial_smem_impl<HC, HIDDEN>(p, tile, (int)item, FP, &p.counters[1 + tile]);
+  } else {
+    const long long t = tile * HCWARM_MHC_TOKENS_PER_TILE + item;
+    if (t >= p.num_tokens) return;
+    finish_impl<HC, HIDDEN, FUSED_NORM>(p, t, FP, &p.counters[1 + tile], (unsigned int)FP);
   }
 }
 

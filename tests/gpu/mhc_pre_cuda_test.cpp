@@ -1,0 +1,187 @@
+// CUDA backend of mHC pre against the double-precision reference. Label `gpu`;
+// every test skips cleanly on a machine without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "../backends/mhc_check.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "core/env_config.hpp"
+#include "jit/jit_runtime.hpp"
+
+namespace hcwarm::test {
+namespace {
+
+using mhc::Backend;
+using mhc::HcPreOp;
+using mhc::Variant;
+
+void report(const std::string& what, const Comparison& c) {
+  std::printf(
+      "[numerics] %-36s y: max %lld ulp, %.4f%% bit-exact of %lld, %lld >1ulp, %lld cancel; post %.2e comb %.2e\n",
+      what.c_str(), static_cast<long long>(c.max_ulp), 100.0 * c.exact_share(), static_cast<long long>(c.y_values),
+      static_cast<long long>(c.over_one_ulp), static_cast<long long>(c.cancellation), c.post_max_rel, c.comb_max_rel);
+  std::fflush(stdout);
+}
+
+class MhcPreCuda : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto env = EnvConfig::from_environment();
+    if (!cuda::cuda_device_present(env.cuda_library)) return;
+    device_ = new cuda::CudaDevice(0, env.cuda_library);
+    jit::JitOptions o;
+    o.cache_dir = std::nullopt;
+    o.progress = false;
+    o.nvrtc_library = env.nvrtc_library;
+    jit_ = new jit::JitRuntime(o);
+    jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*device_));
+    std::printf("[gpu] %s, %d SMs, %s\n", device_->name().c_str(), device_->num_sms(), device_->arch().c_str());
+  }
+  static void TearDownTestSuite() {
+    delete jit_;
+    delete device_;
+    jit_ = nullptr;
+    device_ = nullptr;
+  }
+  void SetUp() override {
+    if (device_ == nullptr) GTEST_SKIP() << "no CUDA device";
+  }
+  static cuda::CudaDevice* device_;
+  static jit::JitRuntime* jit_;
+};
+cuda::CudaDevice* MhcPreCuda::device_ = nullptr;
+jit::JitRuntime* MhcPreCuda::jit_ = nullptr;
+
+mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
+
+// Every split count of dsv4-flash/pro on 132 and 148 SMs, specialized (NVRTC) kernels.
+TEST_F(MhcPreCuda, SpecializedEverySplitCount) {
+  for (int hidden : {4096, 7168}) {
+    HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_);
+    const auto splits = dsv4_split_counts(hidden);
+    std::vector<jit::KernelSpec> specs;
+    for (int s : splits) {
+      for (bool norm : {false, true}) specs.push_back(op.kernel_spec(s, norm));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto rep = jit_->build(specs);
+    std::printf("[nvrtc] D=%d: %d keys compiled in %.2f s wall (%d failed)\n", hidden, rep.compiled,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), rep.failed);
+    ASSERT_EQ(rep.failed, 0) << (rep.errors.empty() ? "" : rep.errors.front());
+    Comparison all;
+    int i = 0;
+    for (int s : splits) {
+      const int64_t T = s >= 16 ? 3 : 70;
+      const bool norm = (i++ % 2) == 0;
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 2000 + s, 1.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, norm, s), in, norm);
+      expect_close(c, fmt::format("D={} splits={} T={} norm={}", hidden, s, T, norm));
+      all.merge(c);
+    }
+    report(fmt::format("cuda specialized D={} ({} splits)", hidden, splits.size()), all);
+  }
+}
+
+TEST_F(MhcPreCuda, GenericEverySplitCount) {
+  for (int hidden : {4096, 7168}) {
+    HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, nullptr, *device_, Variant::Generic);
+    Comparison all;
+    int i = 0;
+    for (int s : dsv4_split_counts(hidden)) {
+      const int64_t T = s >= 16 ? 2 : 67;
+      const bool norm = (i++ % 2) == 1;
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 3000 + s, 1.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, norm, s), in, norm);
+      expect_close(c, fmt::format("generic D={} splits={} T={} norm={}", hidden, s, T, norm));
+      all.merge(c);
+    }
+    report(fmt::format("cuda generic D={}", hidden), all);
+  }
+}
+
+// Dispatch through the split policy at the token counts of the issue (incl. bucket edges).
+TEST_F(MhcPreCuda, DispatchTokenCounts) {
+  const int hidden = 7168;
+  HcPreOp op(Backend::Cuda, dims_of(hidden), {}, device_->num_sms(), jit_, *device_);
+  std::vector<int64_t> counts{1, 2, 63, 64, 65, 127, 128, 129, 192, 193, 512, 513, 4097};
+  Comparison all;
+  for (int64_t T : counts) {
+    const bool norm = T != 4097 ? true : true;
+    for (bool n : {false, true}) {
+      if (T == 4097 && !n) continue;  // one large case
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 17 * T + n, 1.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, n), in, n);
+      expect_close(c, fmt::format("T={} norm={} splits={}", T, n, op.num_splits(T)));
+      all.merge(c);
+      (void)norm;
+    }
+  }
+  report("cuda specialized dispatch D=7168", all);
+}
+
+TEST_F(MhcPreCuda, LargeMagnitudeResidual) {
+  Comparison all;
+  for (int hidden : {4096, 7168}) {
+    HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_);
+    for (bool norm : {false, true}) {
+      const auto in = random_hc_pre_inputs(33, 4, hidden, 77 + hidden + norm, 1000.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, norm), in, norm);
+      expect_close(c, fmt::format("N(0,1000) D={} norm={}", hidden, norm));
+      all.merge(c);
+    }
+  }
+  report("cuda residual ~ N(0,1000)", all);
+}
+
+TEST_F(MhcPreCuda, OtherGemmVariants) {
+  for (auto gemm : {mhc::CudaGemm::Ffma, mhc::CudaGemm::Mma}) {
+    Comparison all;
+    HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
+    op.set_cuda_gemm(gemm);
+    for (int64_t T : {1, 100, 600, 2500}) {
+      const auto in = random_hc_pre_inputs(T, 4, 7168, 500 + T, 1.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, T % 2 == 0), in, T % 2 == 0);
+      expect_close(c, fmt::format("{} T={}", mhc::to_string(gemm), T));
+      all.merge(c);
+    }
+    report(fmt::format("cuda specialized {} D=7168", mhc::to_string(gemm)), all);
+  }
+}
+
+// num_splits == 1: the one-pass kernel (default) and the two-kernel path, specialized and generic.
+TEST_F(MhcPreCuda, OnePassLargeT) {
+  struct Case {
+    int hidden;
+    int64_t T;
+    bool norm;
+    Variant variant;
+    bool one_pass;
+  };
+  Comparison one, two;
+  for (const Case& k : {Case{7168, 4225, true, Variant::Specialized, true}, Case{4096, 9001, false, Variant::Specialized, true},
+                        Case{7168, 4300, true, Variant::Generic, true}, Case{7168, 4300, true, Variant::Specialized, false},
+                        Case{4096, 4500, false, Variant::Generic, false}}) {
+    HcPreOp op(Backend::Cuda, dims_of(k.hidden), {}, 132, k.variant == Variant::Generic ? nullptr : jit_, *device_,
+               k.variant);
+    op.set_cuda_one_pass(k.one_pass);
+    ASSERT_EQ(op.num_splits(k.T), 1);
+    const auto in = random_hc_pre_inputs(k.T, 4, k.hidden, 900 + k.T, 1.0f);
+    const auto c = check_against_reference(run_op(op, *device_, in, k.norm), in, k.norm);
+    expect_close(c, fmt::format("{} D={} T={} one_pass={}", mhc::to_string(k.variant), k.hidden, k.T, k.one_pass));
+    (k.one_pass ? one : two).merge(c);
+  }
+  report("cuda num_splits=1 one-pass", one);
+  report("cuda num_splits=1 two-pass", two);
+}
+
+TEST_F(MhcPreCuda, ZeroTokensIsANoOp) {
+  HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
+  mhc::HcPreArgs a;
+  EXPECT_NO_THROW(op.run(a));
+  device_->synchronize();
+}
+
+}  // namespace
+}  // namespace hcwarm::test
