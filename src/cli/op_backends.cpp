@@ -1,17 +1,36 @@
 #include "cli/op_backends.hpp"
 
+#include "backends/cuda/cuda_device.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/hc_pre_op.hpp"
+
 namespace hcwarm::cli {
 
-std::string default_op_backend() { return "reference"; }
+std::string default_op_backend() { return mhc::to_string(mhc::default_backend()); }
 
-mhc::HcPreResult run_op_backend(const CliContext&, const std::string& backend, const model::ModelConfig& model,
-                                const model::ServerArgs&, const HostTensor<bf16>& residual, const HostTensor<float>& fn,
-                                const HostTensor<float>& scale, const HostTensor<float>& base,
-                                const HostTensor<bf16>* norm_weight, const std::string&) {
+mhc::HcPreResult run_op_backend(const CliContext& ctx, const std::string& backend, const model::ModelConfig& model,
+                                const model::ServerArgs& server, const HostTensor<bf16>& residual,
+                                const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                const HostTensor<float>& base, const HostTensor<bf16>* norm_weight,
+                                const std::string& cache_dir) {
   HCWARM_CHECK_ARG(backend == "reference" || backend == "cpu" || backend == "cuda",
                    "--backend {:?} is not one of reference, cpu, cuda", backend);
-  HCWARM_CHECK_ARG(backend == "reference", "--backend {} is not built yet", backend);
-  return mhc::hc_pre_reference(residual, fn, scale, base, norm_weight, model.mhc_constants());
+  if (backend == "reference") return mhc::hc_pre_reference(residual, fn, scale, base, norm_weight, model.mhc_constants());
+  // The fast path: the JIT-specialized kernel of this T's split bucket (cached like warmup's).
+  jit::JitOptions jo = jit::JitOptions::from_env(ctx.env);
+  if (!cache_dir.empty()) jo.cache_dir = cache_dir;
+  jo.progress = false;
+  jit::JitRuntime rt(jo);
+  std::unique_ptr<Device> dev;
+  if (backend == "cuda") {
+    auto cd = std::make_unique<cuda::CudaDevice>(0, ctx.env.cuda_library);
+    rt.set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cd));
+    dev = std::move(cd);
+  } else {
+    dev = std::make_unique<CpuDevice>();
+  }
+  mhc::HcPreOp op(mhc::parse_backend(backend), model.mhc_dims(), model.mhc_constants(), server.num_sms, &rt, *dev);
+  return mhc::run_hc_pre_host(op, *dev, residual, fn, scale, base, norm_weight);
 }
 
 }  // namespace hcwarm::cli

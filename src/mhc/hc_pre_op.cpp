@@ -270,4 +270,48 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), k.cuda, p, dev.stream(), stages));
 }
 
+HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
+                            const HostTensor<float>& fn, const HostTensor<float>& scale,
+                            const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
+  check_hc_pre_shapes(residual, fn, scale, base, norm_weight);
+  const int64_t T = residual.dim(0);
+  const int64_t hc = residual.dim(1);
+  const int64_t D = residual.dim(2);
+  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && D == op.dims().hidden,
+                   "residual {} does not match the op's hc_mult {} and hidden {}", shape_string(residual.shape()),
+                   op.dims().hc_mult, op.dims().hidden);
+  HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
+                  norm_weight != nullptr};
+  if (T == 0) return out;
+  auto upload = [&](const void* src, size_t bytes) {
+    DeviceBuffer b(device, bytes);
+    device.copy_from_host(b.get(), src, bytes);
+    return b;
+  };
+  DeviceBuffer r = upload(residual.data(), residual.numel() * sizeof(bf16));
+  DeviceBuffer f = upload(fn.data(), fn.numel() * sizeof(float));
+  DeviceBuffer s = upload(scale.data(), scale.numel() * sizeof(float));
+  DeviceBuffer b = upload(base.data(), base.numel() * sizeof(float));
+  DeviceBuffer w;
+  if (norm_weight != nullptr) w = upload(norm_weight->data(), norm_weight->numel() * sizeof(bf16));
+  DeviceBuffer y(device, out.y.numel() * sizeof(bf16)), post(device, out.post.numel() * sizeof(float)),
+      comb(device, out.comb.numel() * sizeof(float));
+  HcPreArgs a;
+  a.num_tokens = T;
+  a.residual = r.as<bf16>();
+  a.fn = f.as<float>();
+  a.scale = s.as<float>();
+  a.base = b.as<float>();
+  a.norm_weight = norm_weight != nullptr ? w.as<bf16>() : nullptr;
+  a.y = y.as<bf16>();
+  a.post = post.as<float>();
+  a.comb = comb.as<float>();
+  op.run(a);
+  device.synchronize();
+  device.copy_to_host(out.y.data(), y.get(), out.y.numel() * sizeof(bf16));
+  device.copy_to_host(out.post.data(), post.get(), out.post.numel() * sizeof(float));
+  device.copy_to_host(out.comb.data(), comb.get(), out.comb.numel() * sizeof(float));
+  return out;
+}
+
 }  // namespace hcwarm::mhc

@@ -20,10 +20,12 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/tensor.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
 #include "mhc/codegen.hpp"
 #include "mhc/mhc_types.hpp"
+#include "mhc/reference.hpp"
 
 namespace hcwarm::jit {
 class JitRuntime;
@@ -82,7 +84,8 @@ class HcPreOp {
   // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
-  // Cuda, num_splits == 1 (large T): the one-pass kernel (default) or the two kernels.
+  // Cuda, num_splits == 1 (large T): the one-pass kernel, or the two kernels (default:
+  // measured faster on H200 while the finish blocks are latency-bound, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
   bool cuda_one_pass() const { return one_pass_; }
   std::string cuda_arch() const;
@@ -101,7 +104,7 @@ class HcPreOp {
   Device* device_;
   Variant variant_;
   CudaGemm gemm_ = CudaGemm::MmaSmem;
-  bool one_pass_ = true;
+  bool one_pass_ = false;
 
   std::mutex mu_;
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;
@@ -110,5 +113,11 @@ class HcPreOp {
   struct Pool;
   std::unique_ptr<Pool> pool_;
 };
+
+// Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and
+// copies the outputs back (for the CLI and tests). Shapes are checked first.
+HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
+                            const HostTensor<float>& fn, const HostTensor<float>& scale,
+                            const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
 
 }  // namespace hcwarm::mhc
