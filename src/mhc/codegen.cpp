@@ -32,7 +32,7 @@ std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_no
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
 }
 
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm) {
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   return fmt::format(
@@ -44,7 +44,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
       "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}>(p);\n}}\n{9}",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
       HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
-      num_splits != 1 ? std::string()
+      num_splits != 1 || !one_pass ? std::string()
                       : fmt::format("extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(hcwarm_mhc_pre_params p) "
                                     "{{\n  hcwarm_kernels::cuda::mhc_pre_fused<{2}, {3}, {4}>(p);\n}}\n",
                                     HCWARM_MHC_CUDA_THREADS, kCudaFusedSymbol, hc, hidden,

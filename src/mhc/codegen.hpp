@@ -13,7 +13,7 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 // CUDA kernels: __global__ void fn(hcwarm_mhc_pre_params).
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
-// Only in num_splits == 1 modules: the one-pass kernel (partial + finish in one launch).
+// Only in num_splits == 1 modules built with one_pass: the one-pass kernel (partial + finish in one launch).
 inline constexpr const char* kCudaFusedSymbol = "hcwarm_mhc_pre_fused";
 
 // Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
@@ -21,6 +21,8 @@ enum class CudaGemm { Mma, Ffma, MmaSmem };
 const char* to_string(CudaGemm g);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem);
+// one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaFusedSymbol).
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
+                                bool one_pass = false);
 
 }  // namespace hcwarm::mhc

@@ -121,7 +121,9 @@ jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda_arch();
     s.params.emplace_back("gemm", to_string(gemm_));
-    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_);
+    const bool one_pass = one_pass_ && splits == 1;
+    if (one_pass) s.params.emplace_back("one_pass", "1");
+    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_, one_pass);
   }
   return s;
 }
@@ -143,7 +145,8 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
 
 const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
   // Generic kernels do not depend on the split count: one entry per norm flag.
-  const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm, static_cast<int>(gemm_));
+  const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm,
+                                  static_cast<int>(gemm_) * 2 + (one_pass_ ? 1 : 0));
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
   if (backend_ == Backend::Cpu) {
@@ -178,7 +181,9 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->module = modules_(kernel_spec(splits, fused_norm));
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
-      if (splits == 1) k->cuda.fused = static_cast<cuda::CUfunction>(k->module->function(kCudaFusedSymbol));
+      if (splits == 1 && one_pass_) {
+        k->cuda.fused = static_cast<cuda::CUfunction>(k->module->function(kCudaFusedSymbol));
+      }
     }
   }
   return *kernels_.emplace(id, std::move(k)).first->second;

@@ -224,7 +224,7 @@ TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {
   jit::KernelSpec s;
   s.family = "mhc_pre";
   s.params = {{"num_splits", "1"}, {"hc", "4"}, {"hidden", "7168"}, {"norm", "1"}};
-  s.source = mhc::mhc_pre_cuda_source(1, 4, 7168, true);
+  s.source = mhc::mhc_pre_cuda_source(1, 4, 7168, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true);
   s.target = jit::TargetKind::Cuda;
   s.arch = "sm_90a";
   const auto rep = rt.build(std::span<const jit::KernelSpec>(&s, 1), jit::BuildMode::CompileOnly);
