@@ -18,12 +18,16 @@ cat "$OUT/machine.txt"
 timeout 180 ./hcwarm_tests_gpu --gtest_output=json:"$OUT/gpu_tests.json" >"$OUT/gpu_tests.log" 2>&1
 echo "gpu tests rc=$?"
 grep -E "^\[(numerics|nvrtc|gpu)\]|Failure|Expected|actual|FAILED|PASSED|SKIPPED" "$OUT/gpu_tests.log" | head -60
-timeout 200 ./hcwarm bench op --backend cuda --stages --json-out "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
+timeout 180 ./hcwarm bench op --backend cuda --stages --json-out "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 for gemm in mma ffma; do
-  timeout 40 ./hcwarm bench op --backend cuda --gemm $gemm --variant specialized --hidden 7168 \
+  timeout 30 ./hcwarm bench op --backend cuda --gemm $gemm --variant specialized --hidden 7168 \
     --tokens 1,64,512,2048 --min-seconds 0.1 >"$OUT/bench_$gemm.txt" 2>&1
   echo "bench $gemm rc=$?"
   tail -6 "$OUT/bench_$gemm.txt"
 done
+timeout 60 ./hcwarm bench op --backend cuda --fast-finish --stages --variant specialized --hidden 7168 \
+  --tokens 1,64,512,2048,8192 --min-seconds 0.1 >"$OUT/bench_fast_finish.txt" 2>&1
+echo "bench fast-finish rc=$?"
+tail -6 "$OUT/bench_fast_finish.txt"
 cat "$OUT/bench.txt"

@@ -32,23 +32,25 @@ std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_no
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
 }
 
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass) {
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
+                                bool fast_finish) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   return fmt::format(
-      "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7}\n"
+      "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"
       "#include \"cuda/mhc_pre.cuh\"\n"
       "extern \"C\" __global__ void __launch_bounds__({6}, 3) {4}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({6}, 3) {5}(hcwarm_mhc_pre_params p) {{\n"
-      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}>(p);\n}}\n{9}",
+      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}, {10}>(p);\n}}\n{9}",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
       HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
       num_splits != 1 || !one_pass ? std::string()
                       : fmt::format("extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(hcwarm_mhc_pre_params p) "
-                                    "{{\n  hcwarm_kernels::cuda::mhc_pre_fused<{2}, {3}, {4}>(p);\n}}\n",
+                                    "{{\n  hcwarm_kernels::cuda::mhc_pre_fused<{2}, {3}, {4}, {5}>(p);\n}}\n",
                                     HCWARM_MHC_CUDA_THREADS, kCudaFusedSymbol, hc, hidden,
-                                    fused_norm ? "true" : "false"));
+                                    fused_norm ? "true" : "false", fast_finish ? "true" : "false"),
+      fast_finish ? "true" : "false");
 }
 
 }  // namespace hcwarm::mhc

@@ -22,7 +22,8 @@ const char* to_string(CudaGemm g);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
 // one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaFusedSymbol).
+// fast_finish: branch-free reciprocals in the finish's scalar part (opt-in).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
-                                bool one_pass = false);
+                                bool one_pass = false, bool fast_finish = false);
 
 }  // namespace hcwarm::mhc

@@ -123,7 +123,8 @@ jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
     s.params.emplace_back("gemm", to_string(gemm_));
     const bool one_pass = one_pass_ && splits == 1;
     if (one_pass) s.params.emplace_back("one_pass", "1");
-    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_, one_pass);
+    if (fast_finish_) s.params.emplace_back("finish", "fast");
+    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_, one_pass, fast_finish_);
   }
   return s;
 }
@@ -146,7 +147,7 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
 const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
   // Generic kernels do not depend on the split count: one entry per norm flag.
   const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm,
-                                  static_cast<int>(gemm_) * 2 + (one_pass_ ? 1 : 0));
+                                  static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0));
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
   if (backend_ == Backend::Cpu) {

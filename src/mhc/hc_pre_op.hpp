@@ -87,6 +87,10 @@ class HcPreOp {
   // Cuda, num_splits == 1 (large T): the one-pass kernel, or the two kernels (default:
   // measured faster on H200 while the finish blocks are latency-bound, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
+  // Cuda specialized: branch-free reciprocals in the finish kernel's scalar part
+  // (opt-in: compiled and CPU-tested, not yet measured on a GPU; docs/BENCHMARKS.md).
+  void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
+  bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
   std::string cuda_arch() const;
 
@@ -105,6 +109,7 @@ class HcPreOp {
   Variant variant_;
   CudaGemm gemm_ = CudaGemm::MmaSmem;
   bool one_pass_ = false;
+  bool fast_finish_ = false;
 
   std::mutex mu_;
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;

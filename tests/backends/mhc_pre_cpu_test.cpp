@@ -213,6 +213,11 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
     std::printf("[nvrtc] mhc_pre num_splits=16 hidden=7168 norm gemm=%s: %.3f s, cubin %zu bytes\n",
                 mhc::to_string(gemm), r.seconds, r.cubin.size());
   }
+  // The opt-in variants: one-pass kernel and branch-free finish.
+  const auto r = cuda::nvrtc_compile(
+      mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true, /*fast_finish=*/true),
+      "sm_90a");
+  EXPECT_GT(r.cubin.size(), 1000u);
 }
 
 // The same through the JIT runtime's NVRTC compiler (what warmup and `cache build` use).

@@ -441,11 +441,24 @@ __device__ __forceinline__ float rcp_rn(float x) {
   return r;
 }
 
+// Branch-free reciprocal for positive normal x: MUFU.RCP plus one Newton step
+// (<= ~1 ulp). rcp.rn expands to a range check and a slow-path call per use,
+// which serializes the single-thread Sinkhorn (REFERENCE.md section 1).
+__device__ __forceinline__ float rcp_fast(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return fmaf(r, fmaf(-x, r, 1.0f), r);
+}
+template <bool FAST>
+__device__ __forceinline__ float rcp_sel(float x) {
+  return FAST ? rcp_fast(x) : rcp_rn(x);
+}
+
 // One thread's 4x4 Sinkhorn. Every normalization multiplies by one correctly
 // rounded reciprocal per row/column (<= 1.5 ulp from a true division), and the
 // rows (columns) of a step are independent, so the latency chain is about one
 // reciprocal per half-iteration.
-template <int HC>
+template <int HC, bool FAST>
 __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, float eps) {
 #pragma unroll
   for (int i = 0; i < HC; ++i) {
@@ -455,7 +468,7 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < HC; ++j) s += (c[i][j] = expf(c[i][j] - m));
-    const float inv = rcp_rn(s);
+    const float inv = rcp_sel<FAST>(s);
 #pragma unroll
     for (int j = 0; j < HC; ++j) c[i][j] = fmaf(c[i][j], inv, eps);
   }
@@ -467,7 +480,7 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
         float s = 0.f;
 #pragma unroll
         for (int j = 0; j < HC; ++j) s += c[i][j];
-        inv[i] = rcp_rn(s + eps);
+        inv[i] = rcp_sel<FAST>(s + eps);
       }
 #pragma unroll
       for (int i = 0; i < HC; ++i) {
@@ -481,7 +494,7 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
       float s = 0.f;
 #pragma unroll
       for (int i = 0; i < HC; ++i) s += c[i][j];
-      inv[j] = rcp_rn(s + eps);
+      inv[j] = rcp_sel<FAST>(s + eps);
     }
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
@@ -504,7 +517,7 @@ __device__ __forceinline__ float ldcg_f32(const float* p) {
 
 // Finish of token t over P parts. With `ready` non-null, first waits until
 // *ready >= ready_target (the parts of t's tile, written by other blocks).
-template <int HC, int HIDDEN, bool FUSED_NORM>
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
                                             const unsigned int* ready, unsigned int ready_target) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
@@ -566,19 +579,19 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       for (int w = 0; w < kWarps; ++w) s += red[w][m];
       mix[m] = s;
     }
-    const float r = rcp_rn(sqrtf(mix[kMix] / (float)K + p.rms_eps));
+    const float r = rcp_sel<FAST>(sqrtf(mix[kMix] / (float)K + p.rms_eps));
     const float s0 = p.scale[0], s1 = p.scale[1], s2 = p.scale[2];
     float c[HC][HC];
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
       const float a = mix[i] * r * s0 + p.base[i];
-      pre_s[i] = rcp_rn(1.0f + expf(-a)) + p.hc_eps;
+      pre_s[i] = rcp_sel<FAST>(1.0f + expf(-a)) + p.hc_eps;
       const float b = mix[HC + i] * r * s1 + p.base[HC + i];
-      p.post[t * HC + i] = p.post_mult * rcp_rn(1.0f + expf(-b));
+      p.post[t * HC + i] = p.post_mult * rcp_sel<FAST>(1.0f + expf(-b));
 #pragma unroll
       for (int j = 0; j < HC; ++j) c[i][j] = mix[2 * HC + i * HC + j] * r * s2 + p.base[2 * HC + i * HC + j];
     }
-    sinkhorn_f32<HC>(c, p.sinkhorn_iters, p.hc_eps);
+    sinkhorn_f32<HC, FAST>(c, p.sinkhorn_iters, p.hc_eps);
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
 #pragma unroll
@@ -638,7 +651,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     float tot = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) tot += ssq_s[w];
-    const float rn = rcp_rn(sqrtf(tot / (float)D + p.norm_eps));
+    const float rn = rcp_sel<FAST>(sqrtf(tot / (float)D + p.norm_eps));
 #pragma unroll
     for (int v = 0; v < kVpt; ++v) {
       const int idx = tid + v * kThreads;
@@ -657,7 +670,8 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   }
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM>
+// FAST: branch-free reciprocals in the scalar part (opt-in, see rcp_fast).
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
@@ -665,7 +679,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
-  finish_impl<HC, HIDDEN, FUSED_NORM>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr, 0u);
+  finish_impl<HC, HIDDEN, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr, 0u);
 }
 
 // ---------------------------------------------------------------------------
@@ -678,7 +692,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 // [1 + tile] partial blocks done; zeroed by the host before each launch.
 // Work order: P(0..L-1), then for g >= L: P(g), F(g-L), then F(tiles-L..).
 // Grid: tiles * (fused_parts + 64) blocks of 128 threads.
-template <int HC, int HIDDEN, bool FUSED_NORM>
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false>
 __device__ __forceinline__ void mhc_pre_fused(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<1, HC, HIDDEN, true>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
@@ -723,7 +737,7 @@ __device__ __forceinline__ void mhc_pre_fused(const hcwarm_mhc_pre_params& p) {
   } else {
     const long long t = tile * HCWARM_MHC_TOKENS_PER_TILE + item;
     if (t >= p.num_tokens) return;
-    finish_impl<HC, HIDDEN, FUSED_NORM>(p, t, FP, &p.counters[1 + tile], (unsigned int)FP);
+    finish_impl<HC, HIDDEN, FUSED_NORM, FAST>(p, t, FP, &p.counters[1 + tile], (unsigned int)FP);
   }
 }
 
