@@ -8,6 +8,7 @@ void register_all(CLI::App& app, CliContext& ctx) {
   register_plan(app, ctx);
   register_op(app, ctx);
   register_cache(app, ctx);
+  register_cache_build(app.get_subcommand("cache"), ctx);
   register_warm(app, ctx);
   register_replay(app, ctx);
   register_demo(app, ctx);

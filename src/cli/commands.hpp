@@ -18,6 +18,7 @@ void register_all(CLI::App& app, CliContext& ctx);
 void register_plan(CLI::App& app, CliContext& ctx);
 void register_op(CLI::App& app, CliContext& ctx);
 void register_cache(CLI::App& app, CliContext& ctx);
+void register_cache_build(CLI::App* cache, CliContext& ctx);  // `cache build`, under `cache`
 void register_warm(CLI::App& app, CliContext& ctx);
 void register_replay(CLI::App& app, CliContext& ctx);
 void register_demo(CLI::App& app, CliContext& ctx);

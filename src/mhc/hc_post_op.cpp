@@ -21,25 +21,25 @@ HcPostOp::HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::stri
   }
 }
 
-jit::KernelSpec HcPostOp::cuda_spec() const {
+jit::KernelSpec HcPostOp::cuda_spec(MhcDims dims, const std::string& arch) {
   jit::KernelSpec s;
   s.family = "mhc_post";
-  s.params = {{"hc", std::to_string(dims_.hc_mult)}, {"hidden", std::to_string(dims_.hidden)}};
+  s.params = {{"hc", std::to_string(dims.hc_mult)}, {"hidden", std::to_string(dims.hidden)}};
   s.target = jit::TargetKind::Cuda;
-  s.arch = cuda_arch_;
+  s.arch = arch;
   s.source = fmt::format(
       "#include \"cuda/mhc_post.cuh\"\n"
       "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_mhc_post(long long t, const unsigned short* out,\n"
       "    const unsigned short* r_in, const float* post, const float* comb, unsigned short* r_out) {{\n"
       "  hcwarm_post::mhc_post<{}, {}>(t, out, r_in, post, comb, r_out);\n"
       "}}\n",
-      dims_.hc_mult, dims_.hidden);
+      dims.hc_mult, dims.hidden);
   return s;
 }
 
 std::vector<jit::KernelSpec> HcPostOp::planned_specs() const {
   if (device_.kind() != DeviceKind::Cuda) return {};
-  return {cuda_spec()};
+  return {cuda_spec(dims_, cuda_arch_)};
 }
 
 void HcPostOp::run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post,
@@ -85,7 +85,7 @@ void HcPostOp::run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual
 
 void HcPostOp::run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post,
                         const float* comb, bf16* residual_out) {
-  std::call_once(module_once_, [&] { module_ = jit_->get(cuda_spec()); });
+  std::call_once(module_once_, [&] { module_ = jit_->get(cuda_spec(dims_, cuda_arch_)); });
   auto& dev = static_cast<cuda::CudaDevice&>(device_);
   auto fn = static_cast<cuda::CUfunction>(module_->function("hcwarm_mhc_post"));
   long long t = num_tokens;

@@ -29,13 +29,14 @@ class HcPostOp {
 
   // The JIT kernels this op will ask for (none on the CPU).
   std::vector<jit::KernelSpec> planned_specs() const;
+  // The CUDA kernel's spec for these dims and architecture (no device needed).
+  static jit::KernelSpec cuda_spec(MhcDims dims, const std::string& arch);
 
   // residual_out may alias residual_in. Pointers are on the device; T = 0 is a no-op.
   void run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
            bf16* residual_out);
 
  private:
-  jit::KernelSpec cuda_spec() const;
   void run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
                bf16* residual_out);
   void run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,

@@ -96,7 +96,7 @@ HcPreOp::~HcPreOp() {
   }
 }
 
-bool HcPreOp::uses_fast_path() const { return backend_ != Backend::Reference && variant_ == Variant::Specialized; }
+bool HcPreOp::uses_fast_path() const { return uses_fast_path(backend_, variant_); }
 
 int HcPreOp::num_splits(int64_t num_tokens) const { return mhc::num_splits(num_tokens, dims_.k(), num_sms_); }
 
@@ -105,39 +105,51 @@ std::string HcPreOp::cuda_arch() const {
   return "sm_90a";
 }
 
-jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
-  HCWARM_CHECK_ARG(backend_ != Backend::Reference, "the reference backend has no kernels");
+jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
+                                   const CudaKernelOptions& cuda) {
+  HCWARM_CHECK_ARG(backend != Backend::Reference, "the reference backend has no kernels");
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   jit::KernelSpec s;
   s.family = "mhc_pre";
   s.params = {{"num_splits", std::to_string(splits)},
-              {"hc", std::to_string(dims_.hc_mult)},
-              {"hidden", std::to_string(dims_.hidden)},
+              {"hc", std::to_string(dims.hc_mult)},
+              {"hidden", std::to_string(dims.hidden)},
               {"norm", fused_norm ? "1" : "0"}};
-  if (backend_ == Backend::Cpu) {
+  if (backend == Backend::Cpu) {
     s.target = jit::TargetKind::Host;
-    s.source = mhc_pre_cpu_source(splits, dims_.hc_mult, dims_.hidden, fused_norm);
+    s.source = mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm);
   } else {
     s.target = jit::TargetKind::Cuda;
-    s.arch = cuda_arch();
-    s.params.emplace_back("gemm", to_string(gemm_));
-    const bool one_pass = one_pass_ && splits == 1;
+    s.arch = cuda.arch;
+    s.params.emplace_back("gemm", to_string(cuda.gemm));
+    const bool one_pass = cuda.one_pass && splits == 1;
     if (one_pass) s.params.emplace_back("one_pass", "1");
-    if (fast_finish_) s.params.emplace_back("finish", "fast");
-    s.source = mhc_pre_cuda_source(splits, dims_.hc_mult, dims_.hidden, fused_norm, gemm_, one_pass, fast_finish_);
+    if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
+    s.source = mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
+                                   cuda.fast_finish);
   }
   return s;
 }
 
-std::vector<jit::KernelSpec> HcPreOp::planned_specs(int64_t max_num_tokens, bool fused_norm) const {
+std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
+                                                  bool fused_norm, const CudaKernelOptions& cuda) {
   std::vector<jit::KernelSpec> out;
-  if (!uses_fast_path()) return out;
-  // The same two functions run() uses: num_splits (via the buckets) and kernel_spec.
-  for (const SplitBucket& b : split_buckets(max_num_tokens, dims_.k(), num_sms_)) {
-    HCWARM_ASSERT(num_splits(b.representative()) == b.num_splits, "split bucket disagrees with num_splits");
-    out.push_back(kernel_spec(b.num_splits, fused_norm));
+  // The same two functions run() uses: num_splits (via the buckets) and the spec.
+  for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
+    HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,
+                  "split bucket disagrees with num_splits");
+    out.push_back(hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda));
   }
   return out;
+}
+
+jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
+  return hc_pre_kernel_spec(backend_, dims_, splits, fused_norm, cuda_options());
+}
+
+std::vector<jit::KernelSpec> HcPreOp::planned_specs(int64_t max_num_tokens, bool fused_norm) const {
+  if (!uses_fast_path()) return {};
+  return hc_pre_planned_specs(backend_, dims_, num_sms_, max_num_tokens, fused_norm, cuda_options());
 }
 
 std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {

@@ -47,8 +47,30 @@ const char* to_string(Variant v);
 // Where Specialized kernels come from: normally JitRuntime::get.
 using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(const jit::KernelSpec&)>;
 
+// How the CUDA specialized kernels are built: part of every CUDA key.
+struct CudaKernelOptions {
+  std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
+  CudaGemm gemm = CudaGemm::MmaSmem;
+  bool one_pass = false;            // num_splits == 1 only
+  bool fast_finish = true;          // warp-parallel Sinkhorn, branch-free reciprocals
+};
+
+// The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
+// asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
+jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
+                                   const CudaKernelOptions& cuda = {});
+// Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket.
+std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
+                                                  bool fused_norm, const CudaKernelOptions& cuda = {});
+
 class HcPreOp {
  public:
+  // Whether an op of this backend and variant runs JIT-specialized kernels (the
+  // keys warmup must compile); the instance method answers for this op.
+  static bool uses_fast_path(Backend backend, Variant variant) {
+    return backend != Backend::Reference && variant == Variant::Specialized;
+  }
+
   // jit may be null for Reference and for Generic. device: where args' pointers
   // live (a CpuDevice for Reference/Cpu, a cuda::CudaDevice for Cuda).
   HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit, Device& device,
@@ -87,12 +109,13 @@ class HcPreOp {
   // Cuda, num_splits == 1 (large T): the one-pass kernel, or the two kernels (default:
   // measured faster on H200 while the finish blocks are latency-bound, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
-  // Cuda specialized: branch-free reciprocals in the finish kernel's scalar part
-  // (opt-in: compiled and CPU-tested, not yet measured on a GPU; docs/BENCHMARKS.md).
+  // Cuda specialized: the finish kernel's scalar part on one warp with
+  // branch-free reciprocals (default), or on one thread with IEEE ones.
   void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
   bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
   std::string cuda_arch() const;
+  CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_}; }
 
  private:
   struct Kernels;
@@ -109,7 +132,7 @@ class HcPreOp {
   Variant variant_;
   CudaGemm gemm_ = CudaGemm::MmaSmem;
   bool one_pass_ = false;
-  bool fast_finish_ = false;
+  bool fast_finish_ = CudaKernelOptions{}.fast_finish;
 
   std::mutex mu_;
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;

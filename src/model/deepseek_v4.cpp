@@ -7,9 +7,9 @@
 
 namespace hcwarm::model {
 
-std::string mhc_prewarm_skip_reason(const ModelConfig& config, const mhc::HcPreOp& hc_pre, const EnvConfig& env) {
+std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env) {
   if (!env.mhc_prewarm) return "disabled by HCWARM_MHC_PREWARM=0";
-  if (!hc_pre.uses_fast_path()) return "hc_pre does not use the fast (JIT-specialized) path";
+  if (!fast_path) return "hc_pre does not use the fast (JIT-specialized) path";
   if (!config.is_hybrid_swa()) return "the model does not use hybrid sliding-window attention";
   return {};
 }
@@ -46,7 +46,7 @@ std::vector<int64_t> DeepseekV4ForCausalLM::prewarm_mhc_token_count_buckets(int6
 
 void DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
   warmed_.clear();
-  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre, runner.env()); !why.empty()) {
+  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
     spdlog::info("DeepSeek V4 mHC prewarm skipped: {}", why);
     return;
   }

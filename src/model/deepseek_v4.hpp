@@ -22,7 +22,8 @@ struct ModelBuildOptions {
 // Why the mHC prewarm would not run: the answer comes from the dispatch (is the
 // fast path the one hc_pre uses), the config (hybrid sliding-window attention)
 // and HCWARM_MHC_PREWARM. Empty when it should run.
-std::string mhc_prewarm_skip_reason(const ModelConfig& config, const mhc::HcPreOp& hc_pre, const EnvConfig& env);
+// fast_path: HcPreOp::uses_fast_path() of the op hc_pre runs on.
+std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env);
 
 class DeepseekV4ForCausalLM final : public CausalLM, public KernelWarmupHook {
  public:

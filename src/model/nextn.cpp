@@ -32,7 +32,7 @@ size_t DeepseekV4ForCausalLMNextN::workspace_bytes(int64_t num_tokens) const {
 
 void DeepseekV4ForCausalLMNextN::kernel_warmup(RunnerView& runner) {
   warmed_.clear();
-  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre, runner.env()); !why.empty()) {
+  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
     spdlog::info("DeepSeek V4 NextN mHC prewarm skipped: {}", why);
     return;
   }

@@ -19,7 +19,7 @@ struct KernelPlanInput {
   EnvConfig env;
   mhc::Backend backend = mhc::Backend::Cpu;
   mhc::Variant variant = mhc::Variant::Specialized;
-  std::string cuda_arch = "sm_90a";  // the GPU's, for the CUDA backend
+  mhc::CudaKernelOptions cuda;       // how CUDA kernels are built; cuda.arch = the GPU's
   int mlp_width = 256;               // the shipped SwiGLU sublayer's width
 };
 

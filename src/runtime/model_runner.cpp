@@ -1,5 +1,7 @@
 #include "runtime/model_runner.hpp"
 
+#include "runtime/kernel_plan.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -53,7 +55,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
         mc.hidden_size, config_.mlp_width, seed * 7919u + static_cast<uint64_t>(layer) * 2u + (path == "ffn")));
     std::unique_ptr<model::SwigluBackend> backend;
     if (auto* cd = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
-      backend = std::make_unique<cuda::CudaSwigluBackend>(weights, *cd, *jit_);
+      backend = std::make_unique<cuda::CudaSwigluBackend>(weights, *cd, *jit_, server_.max_num_tokens());
     } else {
       backend = model::make_cpu_swiglu_backend(weights, pool_);
     }
@@ -66,19 +68,18 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     model_ = std::make_unique<model::DeepseekV4ForCausalLM>(mc, config_.build, ops, make_sublayer);
   }
 
-  // Kernel families and the keys they will ask for, from their own dispatch code.
+  // Kernel families and the keys they will ask for: the same plan `hcwarm cache
+  // build` compiles ahead of time, with this op's own CUDA build options.
+  KernelPlanInput plan;
+  plan.model = mc;
+  plan.server = server_;
+  plan.env = config_.env;
+  plan.backend = config_.backend;
+  plan.variant = hc_pre_->variant();
+  plan.cuda = hc_pre_->cuda_options();
+  plan.mlp_width = config_.mlp_width;
+  registry_ = make_kernel_registry(plan);
   const int64_t max_tokens = server_.max_num_tokens();
-  // The mHC family is planned under the same conditions as the model's hook
-  // (one function answers both), so HCWARM_MHC_PREWARM=0 or a model without
-  // hybrid sliding-window attention warms nothing of it.
-  registry_.add(
-      "mhc_pre",
-      [this, max_tokens]() -> std::vector<jit::KernelSpec> {
-        if (!model::mhc_prewarm_skip_reason(config_.model, *hc_pre_, config_.env).empty()) return {};
-        return hc_pre_->planned_specs(max_tokens, /*fused_norm=*/true);
-      },
-      /*mhc_prewarm=*/true);
-  registry_.add("mhc_post", [this] { return hc_post_->planned_specs(); });
 
   // The batch's residual, filled once with N(0, 1) bf16: every forward reuses it.
   const size_t residual_bytes = static_cast<size_t>(max_tokens) * mc.hc_hidden_size() * sizeof(bf16);
@@ -128,6 +129,9 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
       }
     }
   }
+  // llama.cpp's habit: one minimal forward through every path (T = 1), so the
+  // first served batch meets no lazy module load or first-launch cost either.
+  if (prewarm) model_->forward(residual_.as<bf16>(), 1, scratch_.get());
   device_->synchronize();
   r.model_hook_seconds = seconds_since(t1);
   const MemoryStats mem = device_->memory_stats();

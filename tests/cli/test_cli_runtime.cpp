@@ -1,6 +1,7 @@
 // hcwarm warm / replay / demo as a user runs them (CPU backend, real compiles).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.hpp"
@@ -98,6 +99,53 @@ TEST(CliDemo, RunsThreeStartUpsSideBySide) {
   EXPECT_EQ(j["runs"][2]["warmup"]["compiled"], 0);  // the restart loads from the disk cache
   EXPECT_GT(j["runs"][2]["warmup"]["loaded_from_disk"].get<int>(), 0);
   EXPECT_NE(test::read_file(dir / "demo.svg").find("<svg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcwarm
+
+namespace hcwarm {
+namespace {
+
+TEST(CliCacheBuild, AheadOfTimeCacheServesWarmupWithZeroCompiles) {
+  TempDir dir;
+  auto args = tiny_model_args(dir);  // --backend cpu, cache at dir/cache
+  const auto build = run_cli(cat({"cache", "build", "--json"}, args));
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  const auto b = nlohmann::json::parse(build.out);
+  EXPECT_EQ(b["keys"], 3);
+  EXPECT_EQ(b["compiled"], 3);
+  EXPECT_EQ(b["failed"], 0);
+  // A later start-up on that cache compiles nothing.
+  const auto warm = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, args)).out);
+  EXPECT_EQ(warm["compiled"], 0);
+  EXPECT_EQ(warm["loaded_from_disk"], 3);
+  // Building again finds everything cached.
+  const auto again = nlohmann::json::parse(run_cli(cat({"cache", "build", "--json"}, args)).out);
+  EXPECT_EQ(again["compiled"], 0);
+  EXPECT_EQ(again["already_cached"], 3);
+}
+
+TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
+  TempDir dir;
+  auto args = tiny_model_args(dir);
+  *std::find(args.begin(), args.end(), std::string("cpu")) = "cuda";
+  args.insert(args.end(), {"--arch", "sm_90a"});
+  const auto r = run_cli(cat({"cache", "build", "--json"}, args), {"HCWARM_CUDA_LIBRARY=/nonexistent/libcuda.so.1"});
+  if (r.exit_code != 0 && r.err.find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC here: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["keys"], 5);  // three mhc_pre buckets, mhc_post, swiglu_mlp
+  EXPECT_EQ(j["compiled"], 5);
+  const auto verify = run_cli({"cache", "verify", "--cache-dir", (dir / "cache").string()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST(CliCacheBuild, RejectsBadInput) {
+  TempDir dir;
+  EXPECT_EQ(run_cli(cat({"cache", "build"}, {"--model", "nope", "--cache-dir", (dir / "c").string()})).exit_code, 2);
+  EXPECT_EQ(run_cli({"cache", "build", "--backend", "reference", "--cache-dir", (dir / "c").string()}).exit_code, 2);
+  EXPECT_EQ(run_cli({"cache", "build", "--backend", "tpu", "--cache-dir", (dir / "c").string()}).exit_code, 2);
 }
 
 }  // namespace

@@ -176,26 +176,27 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
   report("cuda num_splits=1 two-pass", two);
 }
 
-// The opt-in finish with branch-free reciprocals: every split count (D 7168) and the one-pass kernel.
-TEST_F(MhcPreCuda, FastFinish) {
+// The other finish (one thread, IEEE reciprocals; the default is the warp-parallel
+// fast one): every split count (D 7168) and the one-pass kernel.
+TEST_F(MhcPreCuda, PreciseFinish) {
   Comparison all;
   HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
-  op.set_cuda_fast_finish(true);
+  op.set_cuda_fast_finish(false);
   int i = 0;
   for (int s : dsv4_split_counts(7168)) {
     const int64_t T = s >= 16 ? 3 : 70;
     const bool norm = (i++ % 2) == 0;
     const auto in = random_hc_pre_inputs(T, 4, 7168, 4000 + s, 1.0f);
     const auto c = check_against_reference(run_op(op, *device_, in, norm, s), in, norm);
-    expect_close(c, fmt::format("fast finish splits={} T={} norm={}", s, T, norm));
+    expect_close(c, fmt::format("precise finish splits={} T={} norm={}", s, T, norm));
     all.merge(c);
   }
   op.set_cuda_one_pass(true);
   const auto in = random_hc_pre_inputs(4300, 4, 7168, 4300, 1000.0f);
   const auto c = check_against_reference(run_op(op, *device_, in, true), in, true);
-  expect_close(c, "fast finish one-pass T=4300 N(0,1000)");
+  expect_close(c, "precise finish one-pass T=4300 N(0,1000)");
   all.merge(c);
-  report("cuda fast finish D=7168", all);
+  report("cuda precise finish D=7168", all);
 }
 
 TEST_F(MhcPreCuda, ZeroTokensIsANoOp) {

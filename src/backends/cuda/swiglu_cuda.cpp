@@ -18,9 +18,11 @@ constexpr int kTile = 64;  // kTileM == kTileN in cuda/gemm_nt.cuh
 }  // namespace
 
 CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device,
-                                     jit::JitRuntime& jit)
+                                     jit::JitRuntime& jit, int64_t max_tokens)
     : weights_(std::move(weights)), device_(device), jit_(jit) {
   weights_->validate();
+  HCWARM_CHECK_ARG(max_tokens >= 1, "swiglu_mlp: max_tokens must be >= 1, got {}", max_tokens);
+  hidden_act_ = DeviceBuffer(device_, static_cast<size_t>(max_tokens) * weights_->width * sizeof(bf16));
   gate_ = upload(weights_->gate, device_);
   up_ = upload(weights_->up, device_);
   down_ = upload(weights_->down, device_);
@@ -53,8 +55,9 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   const int hidden = weights_->hidden;
   const int width = weights_->width;
   std::call_once(module_once_, [&] { module_ = jit_.get(kernel_spec(hidden, width, device_.arch())); });
-  const size_t h_bytes = static_cast<size_t>(T) * width * sizeof(bf16);
-  if (hidden_act_.bytes() < h_bytes) hidden_act_ = DeviceBuffer(device_, h_bytes);
+  HCWARM_CHECK_ARG(static_cast<size_t>(T) * width * sizeof(bf16) <= hidden_act_.bytes(),
+                   "swiglu_mlp: {} tokens exceed the {} it was built for", T,
+                   hidden_act_.bytes() / (width * sizeof(bf16)));
 
   const CudaDriver& drv = device_.driver();
   int t = static_cast<int>(T);

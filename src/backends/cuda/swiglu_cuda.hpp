@@ -17,7 +17,10 @@ namespace hcwarm::cuda {
 
 class CudaSwigluBackend final : public model::SwigluBackend {
  public:
-  CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device, jit::JitRuntime& jit);
+  // max_tokens: the largest batch; the activation buffer is allocated for it up
+  // front, so serving never allocates device memory in a forward.
+  CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device, jit::JitRuntime& jit,
+                    int64_t max_tokens);
 
   static jit::KernelSpec kernel_spec(int hidden, int width, const std::string& arch);
 
@@ -30,7 +33,7 @@ class CudaSwigluBackend final : public model::SwigluBackend {
   CudaDevice& device_;
   jit::JitRuntime& jit_;
   DeviceBuffer gate_, up_, down_;
-  DeviceBuffer hidden_act_;  // (T, width) bf16, grown on demand
+  DeviceBuffer hidden_act_;  // (max_tokens, width) bf16
   std::once_flag module_once_;
   std::shared_ptr<const jit::LoadedModule> module_;
 };

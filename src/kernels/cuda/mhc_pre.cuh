@@ -515,6 +515,50 @@ __device__ __forceinline__ float ldcg_f32(const float* p) {
   return v;
 }
 
+// Stage (b) step 3 for hc 4 on one warp (see finish_impl). red[w][m]: warp w's
+// partial sum of mix column m (m = 24: the sum of squares).
+template <int kWarps>
+__device__ __forceinline__ void sinkhorn_warp_hc4(const hcwarm_mhc_pre_params& p, long long t,
+                                                  const float (&red)[kWarps][32], float* pre_s, int lane, float K) {
+  constexpr int HC = 4;
+  constexpr int kMix = HC * (2 + HC);
+  constexpr unsigned kAll = 0xffffffffu;
+  float mix = 0.f;
+  if (lane <= kMix) {
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mix += red[w][lane];
+  }
+  const float r = rcp_fast(sqrtf(__shfl_sync(kAll, mix, kMix) / K + p.rms_eps));
+  if (lane < HC) {
+    pre_s[lane] = rcp_fast(1.0f + expf(-(mix * r * p.scale[0] + p.base[lane]))) + p.hc_eps;
+  } else if (lane < 2 * HC) {
+    p.post[t * HC + (lane - HC)] = p.post_mult * rcp_fast(1.0f + expf(-(mix * r * p.scale[1] + p.base[lane])));
+  }
+  // Lanes 16-31 take mix 8..23 (the logits); lanes 0-15 compute along unused.
+  const int k = lane & 15;
+  const float logit = __shfl_sync(kAll, mix, 2 * HC + k);
+  const float eps = p.hc_eps;
+  float v = lane >= 16 ? logit * r * p.scale[2] + p.base[2 * HC + k] : 0.f;
+  float m = fmaxf(v, __shfl_xor_sync(kAll, v, 1));
+  m = fmaxf(m, __shfl_xor_sync(kAll, m, 2));
+  v = expf(v - m);
+  float rs = v + __shfl_xor_sync(kAll, v, 1);
+  rs += __shfl_xor_sync(kAll, rs, 2);
+  v = fmaf(v, rcp_fast(rs), eps);
+  float cs = v + __shfl_xor_sync(kAll, v, 4);
+  cs += __shfl_xor_sync(kAll, cs, 8);
+  v *= rcp_fast(cs + eps);
+  for (int it = 1; it < p.sinkhorn_iters; ++it) {
+    rs = v + __shfl_xor_sync(kAll, v, 1);
+    rs += __shfl_xor_sync(kAll, rs, 2);
+    v *= rcp_fast(rs + eps);
+    cs = v + __shfl_xor_sync(kAll, v, 4);
+    cs += __shfl_xor_sync(kAll, cs, 8);
+    v *= rcp_fast(cs + eps);
+  }
+  if (lane >= 16) p.comb[t * HC * HC + k] = v;
+}
+
 // Finish of token t over P parts. With `ready` non-null, first waits until
 // *ready >= ready_target (the parts of t's tile, written by other blocks).
 template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
@@ -569,8 +613,14 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   }
   __syncthreads();
 
-  // 3. One thread: rsqrt, sigmoids, Sinkhorn; writes post and comb.
-  if (tid == 0) {
+  // 3. rsqrt, sigmoids, Sinkhorn; writes post and comb.
+  if constexpr (FAST && HC == 4) {
+    // Warp 0, all lanes at once: lane m holds mix m; lanes 0-3 the pre
+    // sigmoids, 4-7 the post ones; lanes 16-31 the 4x4 matrix (i = bits 2-3,
+    // j = bits 0-1 of lane - 16), row sums by shuffles over lane bits 0-1,
+    // column sums over bits 2-3. No thread runs the 20 iterations alone.
+    if (warp == 0) sinkhorn_warp_hc4(p, t, red, pre_s, lane, (float)K);
+  } else if (tid == 0) {
     float mix[kMix + 1];
 #pragma unroll
     for (int m = 0; m <= kMix; ++m) {

@@ -1,0 +1,35 @@
+#include "runtime/kernel_plan.hpp"
+
+#include "backends/cuda/swiglu_cuda.hpp"
+#include "mhc/hc_post_op.hpp"
+#include "model/deepseek_v4.hpp"
+
+namespace hcwarm::runtime {
+
+KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
+  KernelRegistry r;
+  const mhc::MhcDims dims = in.model.mhc_dims();
+  const bool cuda = in.backend == mhc::Backend::Cuda;
+  r.add(
+      "mhc_pre",
+      [in, dims]() -> std::vector<jit::KernelSpec> {
+        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
+        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        // Every layer fuses its sublayer's RMSNorm into hc_pre.
+        return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
+                                         /*fused_norm=*/true, in.cuda);
+      },
+      /*mhc_prewarm=*/true);
+  r.add("mhc_post", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
+    if (!cuda) return {};
+    return {mhc::HcPostOp::cuda_spec(dims, arch)};
+  });
+  r.add("swiglu_mlp", [cuda, hidden = in.model.hidden_size, width = in.mlp_width, arch = in.cuda.arch]()
+                          -> std::vector<jit::KernelSpec> {
+    if (!cuda) return {};
+    return {cuda::CudaSwigluBackend::kernel_spec(hidden, width, arch)};
+  });
+  return r;
+}
+
+}  // namespace hcwarm::runtime
