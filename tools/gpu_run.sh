@@ -1,33 +1,31 @@
 #!/usr/bin/env bash
-# One device call: GPU tests + `hcwarm bench op --backend cuda`, from binaries
-# built on the dev machine and carried in .devcarry/ (see tools/gpu_pack.sh).
-# Everything lands in $OUT; the last lines printed are the bench table.
+# One device call (H200): GPU tests, `hcwarm bench op`, and `hcwarm bench serve`
+# (dsv4-pro, 61 layers, 2000 requests, four start-up configurations), from the
+# binaries and the ahead-of-time cache that tools/gpu_pack.sh put in .devcarry/.
+# Everything lands in $OUT; the last lines printed are the summary tables.
 set -u
 cd "$(dirname "$0")/../.devcarry" || exit 1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if ! ./hcwarm --version >/dev/null 2>&1; then
-  export LD_LIBRARY_PATH="$PWD/lib-fallback:$LD_LIBRARY_PATH"
-fi
+./hcwarm --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="$PWD/lib-fallback:$LD_LIBRARY_PATH"
+export HCWARM_CACHE_DIR=/tmp/hcwarm-cache
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv
-  ls /usr/local/cuda/lib64/libnvrtc* 2>/dev/null
-} >"$OUT/machine.txt" 2>&1
-cat "$OUT/machine.txt"
-timeout 180 ./hcwarm_tests_gpu --gtest_output=json:"$OUT/gpu_tests.json" >"$OUT/gpu_tests.log" 2>&1
+  ls -l /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null; nproc
+} >"$OUT/run.log" 2>&1
+cat "$OUT/run.log"
+timeout 200 ./hcwarm_tests_gpu >>"$OUT/run.log" 2>&1
 echo "gpu tests rc=$?"
-grep -E "^\[(numerics|nvrtc|gpu)\]|Failure|Expected|actual|FAILED|PASSED|SKIPPED" "$OUT/gpu_tests.log" | head -60
-timeout 180 ./hcwarm bench op --backend cuda --stages --json-out "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
-echo "bench rc=$?"
-for gemm in mma ffma; do
-  timeout 30 ./hcwarm bench op --backend cuda --gemm $gemm --variant specialized --hidden 7168 \
-    --tokens 1,64,512,2048 --min-seconds 0.1 >"$OUT/bench_$gemm.txt" 2>&1
-  echo "bench $gemm rc=$?"
-  tail -6 "$OUT/bench_$gemm.txt"
-done
-timeout 60 ./hcwarm bench op --backend cuda --fast-finish --stages --variant specialized --hidden 7168 \
-  --tokens 1,64,512,2048,8192 --min-seconds 0.1 >"$OUT/bench_fast_finish.txt" 2>&1
-echo "bench fast-finish rc=$?"
-tail -6 "$OUT/bench_fast_finish.txt"
-cat "$OUT/bench.txt"
+grep -E "^\[(numerics|nvrtc|gpu)\]|Failure|Expected|actual|FAILED|PASSED|SKIPPED" "$OUT/run.log" | head -40
+timeout 150 ./hcwarm bench op --backend cuda --stages --json-out "$OUT/bench_op.json" >"$OUT/bench_op.txt" 2>&1
+echo "bench op rc=$?"
+timeout 420 ./hcwarm bench serve --backend cuda --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 \
+  --mlp-width 64 --trace "synthetic:n=2000,rate=100" --max-running 256 --aot-cache aot-cache \
+  --out /tmp/serve >"$OUT/serve.txt" 2>&1
+echo "bench serve rc=$?"
+# $OUT takes at most 8 files: the caches stay behind, the per-forward records travel as one archive.
+cp /tmp/serve/serve.json /tmp/serve/serve.svg "$OUT/" 2>/dev/null
+tar -C /tmp/serve -czf "$OUT/serve_configs.tar.gz" config1.json config2.json config3.json config4.json 2>/dev/null
+cat "$OUT/bench_op.txt" | grep -v "^\[" | tail -30
+tail -40 "$OUT/serve.txt"

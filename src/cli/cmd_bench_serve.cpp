@@ -45,7 +45,6 @@ std::vector<std::string> shared_args(const ServeOptions& o, std::string_view bac
     a.insert(a.end(), {"--chunked-prefill-size", std::to_string(*o.model.chunked_prefill_size)});
   }
   if (o.model.enable_dp_attention) a.push_back("--enable-dp-attention");
-  if (o.layers > 0) a.insert(a.end(), {"--layers", std::to_string(o.layers)});
   return a;
 }
 
@@ -103,6 +102,7 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                                   "--cache-dir", (out / c.cache).string(), "--json", "--report", report.string()};
     if (o.max_requests) argv.insert(argv.end(), {"--max-requests", std::to_string(*o.max_requests)});
     if (!c.prewarm) argv.push_back("--no-prewarm");
+    if (o.layers > 0) argv.insert(argv.end(), {"--layers", std::to_string(o.layers)});
     argv.insert(argv.end(), shared.begin(), shared.end());
     run_child(argv, fmt::format("configuration {} in a fresh process", c.name));
     std::ifstream f(report);

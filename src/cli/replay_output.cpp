@@ -25,9 +25,19 @@ void print_replay_results(std::ostream& os, const std::vector<runtime::RunReport
   }
   for (const auto& r : runs) {
     const runtime::LatencySummary s = runtime::summarize(r.records);
-    if (s.stalls.empty()) continue;
-    os << fmt::format("\nstalls of \"{}\":\n", r.name);
-    for (const auto& st : s.stalls) os << "  " << st.describe() << "\n";
+    if (!s.stalls.empty()) {
+      os << fmt::format("\nstalls of \"{}\":\n", r.name);
+      for (const auto& st : s.stalls) os << "  " << st.describe() << "\n";
+    }
+    // Every compile after ready, stall or not: these are the forwards warmup should have covered.
+    if (s.compiles_during_forwards > 0) {
+      os << fmt::format("\nforwards that compiled a kernel while serving in \"{}\":\n", r.name);
+      for (const auto& f : r.records) {
+        if (f.compiles_during == 0) continue;
+        os << fmt::format("  forward {}: {} tokens, {} splits, {:.1f} ms, {} compile{}\n", f.index, f.num_tokens,
+                          f.num_splits, f.seconds * 1e3, f.compiles_during, f.compiles_during == 1 ? "" : "s");
+      }
+    }
   }
 }
 
