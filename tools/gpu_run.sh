@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One device call (H200): GPU tests, `hcwarm bench op`, and `hcwarm bench serve`
-# (dsv4-pro, 61 layers, 2000 requests, four start-up configurations), from the
-# binaries and the ahead-of-time cache that tools/gpu_pack.sh put in .devcarry/.
-# Everything lands in $OUT; the last lines printed are the summary tables.
+# One device call (H200): the GPU tests (all, or those matching $GPU_TESTS),
+# `hcwarm bench op`, and `hcwarm bench serve` (dsv4-pro, 61 layers, 2000
+# requests, four start-up configurations), from the binaries and the
+# ahead-of-time cache that tools/gpu_pack.sh put in .devcarry/.
+# Everything lands in $OUT (at most 8 files); the last lines printed are the tables.
 set -u
 cd "$(dirname "$0")/../.devcarry" || exit 1
 OUT=${OUT:-/tmp/out}
@@ -15,17 +16,18 @@ export HCWARM_CACHE_DIR=/tmp/hcwarm-cache
   ls -l /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null; nproc
 } >"$OUT/run.log" 2>&1
 cat "$OUT/run.log"
-timeout 200 ./hcwarm_tests_gpu >>"$OUT/run.log" 2>&1
+timeout 200 ./hcwarm_tests_gpu --gtest_filter="${GPU_TESTS:-*}" >>"$OUT/run.log" 2>&1
 echo "gpu tests rc=$?"
 grep -E "^\[(numerics|nvrtc|gpu)\]|Failure|Expected|actual|FAILED|PASSED|SKIPPED" "$OUT/run.log" | head -40
-timeout 150 ./hcwarm bench op --backend cuda --stages --json-out "$OUT/bench_op.json" >"$OUT/bench_op.txt" 2>&1
+timeout 150 ./hcwarm bench op --backend cuda --stages --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
+  >"$OUT/bench_op.txt" 2>&1
 echo "bench op rc=$?"
-timeout 420 ./hcwarm bench serve --backend cuda --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 \
-  --mlp-width 64 --trace "synthetic:n=2000,rate=100" --max-running 256 --aot-cache aot-cache \
-  --out /tmp/serve >"$OUT/serve.txt" 2>&1
+timeout 330 ./hcwarm bench serve --backend cuda --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 \
+  --mlp-width 64 --trace "${SERVE_TRACE:-synthetic:n=2000,rate=100,prompt_median=200,output_mean=64}" \
+  --max-running 256 --aot-cache aot-cache --out /tmp/serve >"$OUT/serve.txt" 2>&1
 echo "bench serve rc=$?"
-# $OUT takes at most 8 files: the caches stay behind, the per-forward records travel as one archive.
+# The caches stay behind; the per-forward records travel as one archive.
 cp /tmp/serve/serve.json /tmp/serve/serve.svg "$OUT/" 2>/dev/null
-tar -C /tmp/serve -czf "$OUT/serve_configs.tar.gz" config1.json config2.json config3.json config4.json 2>/dev/null
-cat "$OUT/bench_op.txt" | grep -v "^\[" | tail -30
-tail -40 "$OUT/serve.txt"
+(cd /tmp/serve && tar -czf "$OUT/serve_configs.tar.gz" config*.json) 2>/dev/null
+grep -v "^\[" "$OUT/bench_op.txt" | tail -22
+grep -v "^\[" "$OUT/serve.txt" | tail -45

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "jit/jit_runtime.hpp"
 
 namespace hcwarm::cuda {
@@ -23,6 +25,7 @@ CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights>
   weights_->validate();
   HCWARM_CHECK_ARG(max_tokens >= 1, "swiglu_mlp: max_tokens must be >= 1, got {}", max_tokens);
   hidden_act_ = DeviceBuffer(device_, static_cast<size_t>(max_tokens) * weights_->width * sizeof(bf16));
+  gate_up_ = DeviceBuffer(device_, static_cast<size_t>(max_tokens) * 2 * weights_->width * sizeof(float));
   gate_ = upload(weights_->gate, device_);
   up_ = upload(weights_->up, device_);
   down_ = upload(weights_->down, device_);
@@ -36,16 +39,20 @@ jit::KernelSpec CudaSwigluBackend::kernel_spec(int hidden, int width, const std:
   s.arch = arch;
   s.source = fmt::format(
       "#include \"cuda/gemm_nt.cuh\"\n"
-      "// hidden={} width={}\n"
-      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_up(int t, const unsigned short* x,\n"
-      "    const unsigned short* gate, const unsigned short* up, unsigned short* h) {{\n"
-      "  hcwarm_gemm::gemm_nt<true>(t, {}, {}, x, gate, up, h);\n"
+      "// hidden={0} width={1}\n"
+      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_gate_up(int t, int k_per_split,\n"
+      "    const unsigned short* x, const unsigned short* gate, const unsigned short* up, float* c32) {{\n"
+      "  hcwarm_gemm::gemm_nt_gate_up_splitk(t, {1}, {0}, k_per_split, x, gate, up, c32);\n"
+      "}}\n"
+      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_act(long long count, const float* c32,\n"
+      "    unsigned short* h) {{\n"
+      "  hcwarm_gemm::swiglu_activation(count, {1}, c32, h);\n"
       "}}\n"
       "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_down(int t, const unsigned short* h,\n"
       "    const unsigned short* down, unsigned short* out) {{\n"
-      "  hcwarm_gemm::gemm_nt<false>(t, {}, {}, h, down, nullptr, out);\n"
+      "  hcwarm_gemm::gemm_nt(t, {0}, {1}, h, down, out);\n"
       "}}\n",
-      hidden, width, width, hidden, hidden, width);
+      hidden, width);
   return s;
 }
 
@@ -60,23 +67,40 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
                    hidden_act_.bytes() / (width * sizeof(bf16)));
 
   const CudaDriver& drv = device_.driver();
+  const CUstream stream = device_.stream();
   int t = static_cast<int>(T);
+  const unsigned tiles_m = static_cast<unsigned>((T + kTile - 1) / kTile);
+  const unsigned tiles_n = static_cast<unsigned>((width + kTile - 1) / kTile);
+  // Split K so that about two blocks per multiprocessor run even for one token.
+  constexpr int kTileK = 32;  // hcwarm_gemm::kTileK
+  const int k_tiles = (hidden + kTileK - 1) / kTileK;
+  const int want = std::max(1, static_cast<int>((2 * device_.num_sms() + tiles_m * tiles_n - 1) / (tiles_m * tiles_n)));
+  const int splits = std::min(k_tiles, want);
+  int k_per_split = (k_tiles + splits - 1) / splits * kTileK;
+  const unsigned grid_z = static_cast<unsigned>((hidden + k_per_split - 1) / k_per_split);
+
+  HCWARM_CHECK_CU(drv, drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(gate_up_.get()), 0,
+                                           static_cast<size_t>(T) * 2 * width * sizeof(float), stream));
   const void* xp = x;
   const void* gp = gate_.get();
   const void* upp = up_.get();
+  void* c32 = gate_up_.get();
+  void* gate_up_params[] = {&t, &k_per_split, &xp, &gp, &upp, &c32};
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_gate_up")), tiles_n,
+                                          tiles_m, grid_z, 256, 1, 1, 0, stream, gate_up_params, nullptr));
+  long long count = T * width;
   void* hp = hidden_act_.get();
-  void* up_params[] = {&t, &xp, &gp, &upp, &hp};
-  auto up_fn = static_cast<CUfunction>(module_->function("hcwarm_swiglu_up"));
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(up_fn, (width + kTile - 1) / kTile, static_cast<unsigned>((T + kTile - 1) / kTile),
-                                          1, 256, 1, 1, 0, device_.stream(), up_params, nullptr));
+  void* act_params[] = {&count, &c32, &hp};
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_act")),
+                                          static_cast<unsigned>((count + 255) / 256), 1, 1, 256, 1, 1, 0, stream,
+                                          act_params, nullptr));
   const void* hcp = hidden_act_.get();
   const void* dp = down_.get();
   void* op = out;
   void* down_params[] = {&t, &hcp, &dp, &op};
-  auto down_fn = static_cast<CUfunction>(module_->function("hcwarm_swiglu_down"));
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(down_fn, (hidden + kTile - 1) / kTile,
-                                          static_cast<unsigned>((T + kTile - 1) / kTile), 1, 256, 1, 1, 0,
-                                          device_.stream(), down_params, nullptr));
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_down")),
+                                          (hidden + kTile - 1) / kTile, tiles_m, 1, 256, 1, 1, 0, stream, down_params,
+                                          nullptr));
 }
 
 }  // namespace hcwarm::cuda

@@ -33,6 +33,7 @@ class CudaSwigluBackend final : public model::SwigluBackend {
   CudaDevice& device_;
   jit::JitRuntime& jit_;
   DeviceBuffer gate_, up_, down_;
+  DeviceBuffer gate_up_;     // (max_tokens, 2 * width) f32: the split-K sums
   DeviceBuffer hidden_act_;  // (max_tokens, width) bf16
   std::once_flag module_once_;
   std::shared_ptr<const jit::LoadedModule> module_;
