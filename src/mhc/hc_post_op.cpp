@@ -6,12 +6,12 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "jit/jit_runtime.hpp"
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 
 namespace hcwarm::mhc {
 
 HcPostOp::HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::string cuda_arch,
-                   std::shared_ptr<model::CpuWorkerPool> pool)
+                   std::shared_ptr<ThreadPool> pool)
     : dims_(dims), device_(device), jit_(jit), cuda_arch_(std::move(cuda_arch)), pool_(std::move(pool)) {
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "hc_post: bad dims hc={} hidden={}", dims.hc_mult,
                    dims.hidden);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/thread_pool.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
 #include "mhc/mhc_types.hpp"
@@ -15,17 +16,13 @@
 namespace hcwarm::jit {
 class JitRuntime;
 }
-namespace hcwarm::model {
-class CpuWorkerPool;
-}
-
 namespace hcwarm::mhc {
 
 class HcPostOp {
  public:
   // cuda_arch: the NVRTC target of `device` when it is a CUDA device.
   HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::string cuda_arch,
-           std::shared_ptr<model::CpuWorkerPool> pool);
+           std::shared_ptr<ThreadPool> pool);
 
   // The JIT kernels this op will ask for (none on the CPU).
   std::vector<jit::KernelSpec> planned_specs() const;
@@ -46,7 +43,7 @@ class HcPostOp {
   Device& device_;
   jit::JitRuntime* jit_;
   std::string cuda_arch_;
-  std::shared_ptr<model::CpuWorkerPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::once_flag module_once_;
   std::shared_ptr<const jit::LoadedModule> module_;  // the CUDA kernel, fetched once
 };

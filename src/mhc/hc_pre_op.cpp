@@ -47,9 +47,6 @@ struct HcPreOp::Kernels {
   cuda::MhcPreCudaKernels cuda;
 };
 
-struct HcPreOp::Pool {
-  cpu::ThreadPool pool;
-};
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
@@ -73,7 +70,7 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
   if (backend == Backend::Cpu) {
     HCWARM_CHECK_ARG(device.kind() == DeviceKind::Cpu, "the cpu backend needs a CPU device, got {}", device.name());
     HCWARM_CHECK_ARG(dims.hidden % 16 == 0, "the cpu backend needs hidden % 16 == 0, got {}", dims.hidden);
-    pool_ = std::make_unique<Pool>();
+    pool_ = std::make_shared<ThreadPool>();
   }
   if (backend == Backend::Cuda) {
     HCWARM_CHECK_ARG(dynamic_cast<cuda::CudaDevice*>(&device) != nullptr,
@@ -277,7 +274,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.counters = one_pass ? reinterpret_cast<unsigned*>(workspace_.as<char>() + partial_bytes) : nullptr;
 
   if (backend_ == Backend::Cpu) {
-    const int rc = cpu::launch_mhc_pre_host(k.host, p, pool_->pool, stages);
+    const int rc = cpu::launch_mhc_pre_host(k.host, p, *pool_, stages);
     if (rc != HCWARM_MHC_OK) {
       HCWARM_THROW(ErrorKind::Internal, "mhc_pre cpu kernel (num_splits {}) returned error {}", splits, rc);
     }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/thread_pool.hpp"
 #include "core/tensor.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
@@ -114,6 +115,9 @@ class HcPreOp {
   void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
   bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
+  // Cpu backend: run on the caller's pool instead of the op's own (one set of threads per process).
+  void set_cpu_pool(std::shared_ptr<ThreadPool> pool) { pool_ = std::move(pool); }
+
   std::string cuda_arch() const;
   CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_}; }
 
@@ -138,8 +142,7 @@ class HcPreOp {
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;
   std::shared_ptr<const jit::LoadedModule> generic_module_;
   DeviceBuffer workspace_;
-  struct Pool;
-  std::unique_ptr<Pool> pool_;
+  std::shared_ptr<ThreadPool> pool_;  // Cpu backend: its own, or one shared with the caller
 };
 
 // Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and

@@ -44,16 +44,24 @@ std::vector<int64_t> DeepseekV4ForCausalLM::prewarm_mhc_token_count_buckets(int6
   return layers_.front()->prewarm_mhc_token_count_buckets(max_num_tokens, device);
 }
 
-void DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
-  warmed_.clear();
-  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
-    spdlog::info("DeepSeek V4 mHC prewarm skipped: {}", why);
-    return;
+std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const ModelConfig& config,
+                                          const mhc::HcPreOp& hc_pre, RunnerView& runner,
+                                          const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm) {
+  if (const std::string why = mhc_prewarm_skip_reason(config, hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
+    spdlog::info("{} mHC prewarm skipped: {}", model_name, why);
+    return {};
   }
   const int64_t max_num_tokens = runner.server_args().max_num_tokens();
-  warmed_ = prewarm_mhc_token_count_buckets(max_num_tokens, runner.device());
-  spdlog::info("DeepSeek V4 mHC prewarm done for max_num_tokens={}: token counts {}", max_num_tokens,
-               fmt::join(warmed_, ", "));
+  std::vector<int64_t> warmed = prewarm(max_num_tokens, runner.device());
+  spdlog::info("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
+               fmt::join(warmed, ", "));
+  return warmed;
+}
+
+void DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
+  warmed_ = run_mhc_prewarm_hook("DeepSeek V4", config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
+    return prewarm_mhc_token_count_buckets(m, d);
+  });
 }
 
 }  // namespace hcwarm::model

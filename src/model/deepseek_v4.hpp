@@ -3,6 +3,7 @@
 // hook of the upstream change. Embeddings, attention, MoE and the LM head are
 // the host engine's; what is here is what the mHC warmup story needs, end to end.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct ModelBuildOptions {
 // and HCWARM_MHC_PREWARM. Empty when it should run.
 // fast_path: HcPreOp::uses_fast_path() of the op hc_pre runs on.
 std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env);
+
+// The body of both models' kernel_warmup(): the conditions above, then
+// prewarm(max_num_tokens, device) with max_num_tokens from the server arguments
+// (chunked_prefill_size, already per DP rank), and a log line of what it warmed.
+std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const ModelConfig& config,
+                                          const mhc::HcPreOp& hc_pre, RunnerView& runner,
+                                          const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm);
 
 class DeepseekV4ForCausalLM final : public CausalLM, public KernelWarmupHook {
  public:

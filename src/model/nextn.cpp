@@ -1,8 +1,5 @@
 #include "model/nextn.hpp"
 
-#include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
-
 #include "model/safetensors.hpp"
 
 namespace hcwarm::model {
@@ -31,15 +28,9 @@ size_t DeepseekV4ForCausalLMNextN::workspace_bytes(int64_t num_tokens) const {
 }
 
 void DeepseekV4ForCausalLMNextN::kernel_warmup(RunnerView& runner) {
-  warmed_.clear();
-  if (const std::string why = mhc_prewarm_skip_reason(config_, ops_.hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
-    spdlog::info("DeepSeek V4 NextN mHC prewarm skipped: {}", why);
-    return;
-  }
-  const int64_t max_num_tokens = runner.server_args().max_num_tokens();
-  warmed_ = layers_.front()->prewarm_mhc_token_count_buckets(max_num_tokens, runner.device());
-  spdlog::info("DeepSeek V4 NextN mHC prewarm done for max_num_tokens={}: token counts {}", max_num_tokens,
-               fmt::join(warmed_, ", "));
+  warmed_ = run_mhc_prewarm_hook("DeepSeek V4 NextN", config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
+    return layers_.front()->prewarm_mhc_token_count_buckets(m, d);
+  });
 }
 
 }  // namespace hcwarm::model

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "model/swiglu_mlp.hpp"
 
 // The 32-byte vectors only pass between inline functions of this file, so the
@@ -69,7 +69,7 @@ void dot_rows(int tb, const bf16* w, const float* x, int64_t ld, int64_t n, floa
 
 class CpuSwigluBackend final : public SwigluBackend {
  public:
-  CpuSwigluBackend(std::shared_ptr<const SwigluWeights> w, std::shared_ptr<CpuWorkerPool> pool)
+  CpuSwigluBackend(std::shared_ptr<const SwigluWeights> w, std::shared_ptr<ThreadPool> pool)
       : w_(std::move(w)), pool_(std::move(pool)) {
     HCWARM_CHECK_ARG(w_ != nullptr && pool_ != nullptr, "cpu swiglu backend: weights and pool are required");
     w_->validate();
@@ -106,13 +106,13 @@ class CpuSwigluBackend final : public SwigluBackend {
   }
 
   std::shared_ptr<const SwigluWeights> w_;
-  std::shared_ptr<CpuWorkerPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
 };
 
 }  // namespace
 
 std::unique_ptr<SwigluBackend> make_cpu_swiglu_backend(std::shared_ptr<const SwigluWeights> weights,
-                                                       std::shared_ptr<CpuWorkerPool> pool) {
+                                                       std::shared_ptr<ThreadPool> pool) {
   return std::make_unique<CpuSwigluBackend>(std::move(weights), std::move(pool));
 }
 

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/error.hpp"
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "model/safetensors.hpp"
 
 namespace hcwarm::model {
@@ -70,7 +70,7 @@ SwigluMlp::SwigluMlp(std::shared_ptr<const SwigluWeights> weights, std::unique_p
 
 std::unique_ptr<SwigluMlp> SwigluMlp::cpu(SwigluWeights weights, int threads) {
   auto w = std::make_shared<const SwigluWeights>(std::move(weights));
-  auto backend = make_cpu_swiglu_backend(w, std::make_shared<CpuWorkerPool>(threads));
+  auto backend = make_cpu_swiglu_backend(w, std::make_shared<ThreadPool>(threads));
   return std::make_unique<SwigluMlp>(std::move(w), std::move(backend));
 }
 

@@ -11,12 +11,12 @@
 
 #include "core/bf16.hpp"
 #include "core/device.hpp"
+#include "core/thread_pool.hpp"
 #include "core/tensor.hpp"
 #include "model/sublayer.hpp"
 
 namespace hcwarm::model {
 
-class CpuWorkerPool;
 class SafetensorsFile;
 class SafetensorsWriter;
 
@@ -54,7 +54,7 @@ class SwigluBackend {
 // threads). The intermediate silu(g) * u is rounded to bf16 before down_proj,
 // as a bf16 model's activations are.
 std::unique_ptr<SwigluBackend> make_cpu_swiglu_backend(std::shared_ptr<const SwigluWeights> weights,
-                                                       std::shared_ptr<CpuWorkerPool> pool);
+                                                       std::shared_ptr<ThreadPool> pool);
 
 class SwigluMlp final : public Sublayer {
  public:

@@ -9,7 +9,7 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/swiglu_cuda.hpp"
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "model/nextn.hpp"
 #include "model/swiglu_mlp.hpp"
 
@@ -41,9 +41,10 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
       jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cuda_dev));
     }
   }
-  pool_ = std::make_shared<model::CpuWorkerPool>(config_.cpu_threads);
+  pool_ = std::make_shared<ThreadPool>(config_.cpu_threads);
   hc_pre_ = std::make_unique<mhc::HcPreOp>(config_.backend, mc.mhc_dims(), mc.mhc_constants(),
                                            server_.num_sms, jit_.get(), *device_);
+  if (config_.backend == mhc::Backend::Cpu) hc_pre_->set_cpu_pool(pool_);
   const auto* cuda_dev = dynamic_cast<const cuda::CudaDevice*>(device_.get());
   hc_post_ = std::make_unique<mhc::HcPostOp>(mc.mhc_dims(), *device_, jit_.get(),
                                              cuda_dev ? cuda_dev->arch() : std::string(), pool_);

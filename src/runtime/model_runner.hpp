@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/thread_pool.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_post_op.hpp"
@@ -20,10 +21,6 @@
 #include "model/runner_view.hpp"
 #include "model/server_args.hpp"
 #include "runtime/kernel_registry.hpp"
-
-namespace hcwarm::model {
-class CpuWorkerPool;
-}
 
 namespace hcwarm::runtime {
 
@@ -85,7 +82,7 @@ class ModelRunner final : public model::RunnerView {
   std::unique_ptr<Device> device_;
   model::ServerArgs server_;
   std::unique_ptr<jit::JitRuntime> jit_;
-  std::shared_ptr<model::CpuWorkerPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<mhc::HcPreOp> hc_pre_;
   std::unique_ptr<mhc::HcPostOp> hc_post_;
   std::unique_ptr<model::CausalLM> model_;

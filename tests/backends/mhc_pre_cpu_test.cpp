@@ -5,9 +5,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backends/cpu/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/nvrtc_compile.hpp"
+#include "core/embedded_kernels.hpp"
+#include "jit/compiler.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/codegen.hpp"
 #include "mhc_check.hpp"
@@ -36,7 +37,7 @@ void report(const std::string& what, const Comparison& c) {
 }
 
 TEST(ThreadPool, CoversEveryIndexOnceAndRethrows) {
-  cpu::ThreadPool pool(3);
+  ThreadPool pool(3);
   for (int round = 0; round < 20; ++round) {
     std::vector<std::atomic<int>> hits(1000);
     pool.parallel_for(1000, 7, [&](int64_t b, int64_t e) {
@@ -204,34 +205,47 @@ TEST(MhcPreOp, BackendNamesAndDefault) {
   }
 }
 
-// The CUDA kernels compile under NVRTC with only the embedded headers (no GPU needed).
-TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
-  if (!cuda::nvrtc_available()) GTEST_SKIP() << "no libnvrtc on this machine";
-  for (auto gemm : {mhc::CudaGemm::MmaSmem, mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
-    const auto r = cuda::nvrtc_compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm), "sm_90a");
-    EXPECT_GT(r.cubin.size(), 1000u);
-    std::printf("[nvrtc] mhc_pre num_splits=16 hidden=7168 norm gemm=%s: %.3f s, cubin %zu bytes\n",
-                mhc::to_string(gemm), r.seconds, r.cubin.size());
+// NVRTC, or a skip naming why there is none on this machine.
+std::unique_ptr<jit::NvrtcCompiler> nvrtc_or_null(std::string* why) {
+  try {
+    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
+  } catch (const Error& e) {
+    *why = e.message();
+    return nullptr;
   }
-  // The opt-in variants: one-pass kernel and branch-free finish.
-  const auto r = cuda::nvrtc_compile(
-      mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true, /*fast_finish=*/true),
-      "sm_90a");
-  EXPECT_GT(r.cubin.size(), 1000u);
 }
 
-// The same through the JIT runtime's NVRTC compiler (what warmup and `cache build` use).
+// The CUDA kernels compile under NVRTC with only the embedded headers (no GPU needed).
+TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
+  std::string why;
+  const auto nvrtc = nvrtc_or_null(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  test::TempDir work;
+  auto compile = [&](const std::string& source) {
+    return nvrtc->compile(source, kernels::embedded_files(), work.path()).binary.size();
+  };
+  for (auto gemm : {mhc::CudaGemm::MmaSmem, mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
+    for (bool fast_finish : {true, false}) {
+      EXPECT_GT(compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm, false, fast_finish)), 1000u)
+          << mhc::to_string(gemm) << " fast_finish=" << fast_finish;
+    }
+  }
+  // The one-pass kernel.
+  EXPECT_GT(compile(mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true,
+                                             /*fast_finish=*/true)),
+            1000u);
+}
+
+// Through the JIT runtime, from the device-free spec builder that warmup and
+// `cache build` use: a CUDA kernel built on a machine without a GPU.
 TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {
-  if (!cuda::nvrtc_available()) GTEST_SKIP() << "no libnvrtc on this machine";
-  CpuDevice dev;
+  std::string why;
+  if (!nvrtc_or_null(&why)) GTEST_SKIP() << why;
   jit::JitRuntime rt(memory_only_jit());
-  // A Cuda op needs a CUDA device; the spec itself does not: build it by hand.
-  jit::KernelSpec s;
-  s.family = "mhc_pre";
-  s.params = {{"num_splits", "1"}, {"hc", "4"}, {"hidden", "7168"}, {"norm", "1"}};
-  s.source = mhc::mhc_pre_cuda_source(1, 4, 7168, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true);
-  s.target = jit::TargetKind::Cuda;
-  s.arch = "sm_90a";
+  mhc::CudaKernelOptions cuda;
+  cuda.one_pass = true;
+  const jit::KernelSpec s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, 7168}, 1, true, cuda);
+  EXPECT_EQ(s.arch, "sm_90a");
   const auto rep = rt.build(std::span<const jit::KernelSpec>(&s, 1), jit::BuildMode::CompileOnly);
   EXPECT_EQ(rep.failed, 0) << (rep.errors.empty() ? "" : rep.errors.front());
   EXPECT_EQ(rep.compiled, 1);

@@ -7,7 +7,7 @@
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "model/safetensors.hpp"
 
 namespace hcwarm::model {
@@ -91,7 +91,7 @@ TEST(SwigluMlpTest, ThreadCountDoesNotChangeBits) {
 }
 
 TEST(SwigluMlpTest, SharedPoolAndWeightsAcrossSublayers) {
-  auto pool = std::make_shared<CpuWorkerPool>(2);
+  auto pool = std::make_shared<ThreadPool>(2);
   auto w = std::make_shared<const SwigluWeights>(SwigluWeights::random(32, 16, 1));
   SwigluMlp attn(w, make_cpu_swiglu_backend(w, pool));
   SwigluMlp ffn(w, make_cpu_swiglu_backend(w, pool));

@@ -1,7 +1,7 @@
 #pragma once
 // The CPU side of mHC pre: the host entry points (JIT-compiled per split bucket,
 // or the generic ones compiled into the library) run over a ThreadPool.
-#include "backends/cpu/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "kernels/common/mhc_params.hpp"
 
 namespace hcwarm::cpu {

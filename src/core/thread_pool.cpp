@@ -1,8 +1,8 @@
-#include "backends/cpu/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <algorithm>
 
-namespace hcwarm::cpu {
+namespace hcwarm {
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -88,4 +88,4 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (err) std::rethrow_exception(err);
 }
 
-}  // namespace hcwarm::cpu
+}  // namespace hcwarm

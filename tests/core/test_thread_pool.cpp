@@ -1,4 +1,4 @@
-#include "model/cpu_worker_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 namespace hcwarm::model {
 namespace {
 
-TEST(CpuWorkerPoolTest, CoversEveryIndexOnce) {
-  CpuWorkerPool pool(4);
+TEST(ThreadPoolTest, CoversEveryIndexOnce) {
+  ThreadPool pool(4);
   EXPECT_EQ(pool.size(), 4);
   for (int64_t n : {0, 1, 7, 16, 1000}) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
@@ -21,8 +21,8 @@ TEST(CpuWorkerPoolTest, CoversEveryIndexOnce) {
   }
 }
 
-TEST(CpuWorkerPoolTest, ReusableManyTimes) {
-  CpuWorkerPool pool(3);
+TEST(ThreadPoolTest, ReusableManyTimes) {
+  ThreadPool pool(3);
   std::atomic<int64_t> sum{0};
   for (int rep = 0; rep < 500; ++rep) {
     pool.parallel_for(64, 4, [&](int64_t b, int64_t e) {
@@ -32,8 +32,8 @@ TEST(CpuWorkerPoolTest, ReusableManyTimes) {
   EXPECT_EQ(sum.load(), 500 * (63 * 64 / 2));
 }
 
-TEST(CpuWorkerPoolTest, RethrowsAndRecovers) {
-  CpuWorkerPool pool(3);
+TEST(ThreadPoolTest, RethrowsAndRecovers) {
+  ThreadPool pool(3);
   EXPECT_THROW(pool.parallel_for(100, 1,
                                  [](int64_t b, int64_t) {
                                    if (b == 42) throw std::runtime_error("chunk 42");
@@ -44,14 +44,14 @@ TEST(CpuWorkerPoolTest, RethrowsAndRecovers) {
   EXPECT_EQ(n.load(), 10);
 }
 
-TEST(CpuWorkerPoolTest, SingleThreadAndConcurrentCallers) {
-  CpuWorkerPool one(1);
+TEST(ThreadPoolTest, SingleThreadAndConcurrentCallers) {
+  ThreadPool one(1);
   EXPECT_EQ(one.size(), 1);
   int calls = 0;
   one.parallel_for(10, 3, [&](int64_t, int64_t) { ++calls; });
   EXPECT_EQ(calls, 1);  // runs inline, one call for the whole range
 
-  CpuWorkerPool pool(2);
+  ThreadPool pool(2);
   std::atomic<int64_t> total{0};
   auto submit = [&] {
     for (int rep = 0; rep < 100; ++rep) {

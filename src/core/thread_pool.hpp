@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace hcwarm::cpu {
+namespace hcwarm {
 
 class ThreadPool {
  public:
@@ -45,4 +45,4 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
-}  // namespace hcwarm::cpu
+}  // namespace hcwarm
