@@ -17,7 +17,9 @@ std::string num(double v) { return fmt::format("{:.1f}", v); }
 std::string short_value(double v) { return fmt::format("{:.3g}", v); }
 // Axis labels: whole numbers as such (1000, not 1e+03), small ones as short decimals.
 std::string tick_value(double v) {
-  if (std::abs(v) >= 1 && std::abs(v) < 1e7) return fmt::format("{:.0f}", v);
+  // Whole numbers print plainly (no exponent up to 1e7); others keep their
+  // digits, so a 1.5 tick never reads "2".
+  if (std::abs(v) >= 1 && std::abs(v) < 1e7 && v == std::round(v)) return fmt::format("{:.0f}", v);
   return fmt::format("{:g}", v);
 }
 

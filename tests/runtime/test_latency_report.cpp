@@ -164,3 +164,19 @@ TEST(LatencyReportTest, WritesFiles) {
 
 }  // namespace
 }  // namespace hcwarm::runtime
+
+namespace hcwarm::runtime {
+namespace {
+
+TEST(LatencyReportTest, WarmupAxisLabelsKeepTheirFractions) {
+  RunReport run;
+  run.name = "prewarm";
+  run.warmup_seconds = 1.53;  // ticks every 0.5: the 1.5 one used to read "2"
+  run.records.push_back({0, 0.0, 8, 64, 0.01, 0});
+  const std::string svg = render_report_svg({run}, "t");
+  EXPECT_NE(svg.find(">1.5</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">0.5</text>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcwarm::runtime
