@@ -34,6 +34,7 @@ struct ServeOptions {
   std::string arch = "sm_90a";
   std::string aot_cache;  // a cache built elsewhere to copy for configuration 4
   std::string out = "bench-serve";
+  bool render_only = false;  // redraw from the config*.json an earlier run left in `out`
 };
 
 // The options every child process gets: the same model, server and workload.
@@ -71,11 +72,15 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                                                       : o.model.backend;
   const fs::path out(o.out);
   fs::create_directories(out);
-  for (const char* d : {"cache-1", "cache-2", "cache-4", "cache-aot"}) fs::remove_all(out / d);
+  if (!o.render_only) {
+    for (const char* d : {"cache-1", "cache-2", "cache-4", "cache-aot"}) fs::remove_all(out / d);
+  }
   const auto shared = shared_args(o, backend);
 
   // Configuration 4's cache: built with no GPU visible to the building process.
-  if (o.aot_cache.empty()) {
+  if (o.render_only) {
+    // nothing to build
+  } else if (o.aot_cache.empty()) {
     std::vector<std::string> argv{"env", "HCWARM_CUDA_LIBRARY=/hcwarm-no-gpu/libcuda.so.1", self, "cache", "build",
                                   "--cache-dir", (out / "cache-aot").string(), "--arch", o.arch};
     argv.insert(argv.end(), shared.begin(), shared.end());
@@ -104,7 +109,8 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
     if (!c.prewarm) argv.push_back("--no-prewarm");
     if (o.layers > 0) argv.insert(argv.end(), {"--layers", std::to_string(o.layers)});
     argv.insert(argv.end(), shared.begin(), shared.end());
-    run_child(argv, fmt::format("configuration {} in a fresh process", c.name));
+    if (!o.render_only) run_child(argv, fmt::format("configuration {} in a fresh process", c.name));
+    HCWARM_CHECK_ARG(fs::exists(report), "{} is missing", report.string());
     std::ifstream f(report);
     const nlohmann::json j = nlohmann::json::parse(f);
     runtime::RunReport run = runtime::run_report_from_json(j.at("runs").at(0), report.string());
@@ -147,6 +153,8 @@ void register_bench_serve(CLI::App* bench, CliContext& ctx) {
   cmd->add_option("--aot-cache", o->aot_cache,
                   "Use this cache (built elsewhere by `hcwarm cache build`) for configuration 4 instead of building one");
   cmd->add_option("--out", o->out, "Output directory")->capture_default_str();
+  cmd->add_flag("--render-only", o->render_only,
+                "Run nothing: redraw OUT/serve.json and OUT/serve.svg from the config{1..4}.json of an earlier run");
   cmd->callback([&ctx, o] { run_serve(ctx, *o); });
 }
 
