@@ -58,10 +58,11 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
   return warmed;
 }
 
-void DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
+std::vector<int64_t> DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
   warmed_ = run_mhc_prewarm_hook("DeepSeek V4", config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
     return prewarm_mhc_token_count_buckets(m, d);
   });
+  return warmed_;
 }
 
 }  // namespace hcwarm::model

@@ -46,7 +46,7 @@ class DeepseekV4ForCausalLM final : public CausalLM, public KernelWarmupHook {
   // The model-specific warmup: prewarms every mHC split bucket up to the server's
   // max_num_tokens (chunked_prefill_size, already per DP rank) through the first
   // decoder layer, when mhc_prewarm_skip_reason() is empty.
-  void kernel_warmup(RunnerView& runner) override;
+  std::vector<int64_t> kernel_warmup(RunnerView& runner) override;
   std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device);
 
   DeepseekV4DecoderLayer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }

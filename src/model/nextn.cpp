@@ -27,10 +27,11 @@ size_t DeepseekV4ForCausalLMNextN::workspace_bytes(int64_t num_tokens) const {
   return layers_.front()->decoder().workspace_bytes(num_tokens);
 }
 
-void DeepseekV4ForCausalLMNextN::kernel_warmup(RunnerView& runner) {
+std::vector<int64_t> DeepseekV4ForCausalLMNextN::kernel_warmup(RunnerView& runner) {
   warmed_ = run_mhc_prewarm_hook("DeepSeek V4 NextN", config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
     return layers_.front()->prewarm_mhc_token_count_buckets(m, d);
   });
+  return warmed_;
 }
 
 }  // namespace hcwarm::model

@@ -34,7 +34,7 @@ class DeepseekV4ForCausalLMNextN final : public CausalLM, public KernelWarmupHoo
   const ModelConfig& config() const override { return config_; }
   int num_layers() const override { return static_cast<int>(layers_.size()); }
 
-  void kernel_warmup(RunnerView& runner) override;
+  std::vector<int64_t> kernel_warmup(RunnerView& runner) override;
   const std::vector<int64_t>& warmed_token_counts() const { return warmed_; }
   DeepseekV4NextnDecoderLayer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
 

@@ -1,6 +1,9 @@
 #pragma once
 // What a model's warmup hook may ask of the model runner that calls it. The
 // runner implements it; the model knows nothing else about the runner.
+#include <cstdint>
+#include <vector>
+
 #include "core/device.hpp"
 #include "core/env_config.hpp"
 #include "model/server_args.hpp"
@@ -20,7 +23,8 @@ class RunnerView {
 class KernelWarmupHook {
  public:
   virtual ~KernelWarmupHook() = default;
-  virtual void kernel_warmup(RunnerView& runner) = 0;
+  // Returns the token counts it prewarmed (empty when it skipped), for reports.
+  virtual std::vector<int64_t> kernel_warmup(RunnerView& runner) = 0;
 };
 
 }  // namespace hcwarm::model

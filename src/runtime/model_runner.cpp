@@ -82,15 +82,21 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   registry_ = make_kernel_registry(plan);
   const int64_t max_tokens = server_.max_num_tokens();
 
-  // The batch's residual, filled once with N(0, 1) bf16: every forward reuses it.
-  const size_t residual_bytes = static_cast<size_t>(max_tokens) * mc.hc_hidden_size() * sizeof(bf16);
-  residual_ = DeviceBuffer(*device_, residual_bytes);
+  // The batch's residual, N(0, 1) bf16 written once (one 64-token block drawn
+  // and repeated, so that start-up does not draw max_tokens * hc * D numbers).
+  const size_t row = static_cast<size_t>(mc.hc_hidden_size());
+  residual_ = DeviceBuffer(*device_, static_cast<size_t>(max_tokens) * row * sizeof(bf16));
   {
-    std::vector<bf16> host(static_cast<size_t>(max_tokens) * mc.hc_hidden_size());
+    const int64_t block_tokens = std::min<int64_t>(max_tokens, 64);
+    std::vector<bf16> block(static_cast<size_t>(block_tokens) * row);
     std::mt19937_64 rng(seed + 17);
     std::normal_distribution<float> n01(0.0f, 1.0f);
-    for (auto& v : host) v = bf16::from_float(n01(rng));
-    device_->copy_from_host(residual_.get(), host.data(), residual_bytes);
+    for (auto& v : block) v = bf16::from_float(n01(rng));
+    for (int64_t t = 0; t < max_tokens; t += block_tokens) {
+      const int64_t n = std::min(block_tokens, max_tokens - t);
+      device_->copy_from_host(residual_.as<bf16>() + static_cast<size_t>(t) * row, block.data(),
+                              static_cast<size_t>(n) * row * sizeof(bf16));
+    }
   }
   scratch_ = DeviceBuffer(*device_, model_->workspace_bytes(max_tokens));
   device_->synchronize();
@@ -122,13 +128,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   // The model's own hook, when it has one: the runner holds no model-specific code.
   const auto t1 = std::chrono::steady_clock::now();
   if (prewarm) {
-    if (auto* hook = dynamic_cast<model::KernelWarmupHook*>(model_.get())) {
-      hook->kernel_warmup(*this);
-      if (auto* m = dynamic_cast<model::DeepseekV4ForCausalLM*>(model_.get())) r.token_counts = m->warmed_token_counts();
-      if (auto* m = dynamic_cast<model::DeepseekV4ForCausalLMNextN*>(model_.get())) {
-        r.token_counts = m->warmed_token_counts();
-      }
-    }
+    if (auto* hook = dynamic_cast<model::KernelWarmupHook*>(model_.get())) r.token_counts = hook->kernel_warmup(*this);
   }
   // llama.cpp's habit: one minimal forward through every path (T = 1), so the
   // first served batch meets no lazy module load or first-launch cost either.
