@@ -1,5 +1,7 @@
 #include "cli/model_options.hpp"
 
+#include "backends/cuda/cuda_driver.hpp"
+
 namespace hcwarm::cli {
 
 void add_model_options(CLI::App* cmd, ModelOptions& o, ModelOptionSet set) {
@@ -24,6 +26,13 @@ ModelOptions::Resolved ModelOptions::resolve(const CliContext& ctx) const {
   in.dp_size = dp_size;
   in.enable_dp_attention = enable_dp_attention;
   in.num_sms = num_sms;
+  // Plan for the GPU of this machine, when there is one and nothing overrides it.
+  if (!num_sms || !chunked_prefill_size) {
+    if (const auto gpu = cuda::query_device(0, ctx.env.cuda_library)) {
+      in.device_num_sms = gpu->num_sms;
+      if (gpu->total_memory_gb > 0) in.device_memory_gb = gpu->total_memory_gb;
+    }
+  }
   return Resolved{model::resolve_model(model), model::ServerArgs::process(in, ctx.env.num_sms)};
 }
 

@@ -33,6 +33,9 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   model::ServerArgsInput server_input = config_.server_input;
   if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) {
     server_input.device_num_sms = cd->num_sms();
+    if (const auto gpu = cuda::query_device(cd->ordinal(), config_.env.cuda_library); gpu && gpu->total_memory_gb > 0) {
+      server_input.device_memory_gb = gpu->total_memory_gb;
+    }
   }
   server_ = model::ServerArgs::process(server_input, config_.env.num_sms);
   if (config_.backend != mhc::Backend::Reference) {

@@ -253,3 +253,14 @@ TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {
 
 }  // namespace
 }  // namespace hcwarm::test
+
+namespace hcwarm {
+namespace {
+
+TEST(CudaDeviceQuery, NothingWithoutADriver) {
+  EXPECT_FALSE(cuda::query_device(0, "/nonexistent/libcuda.so.1").has_value());
+  EXPECT_FALSE(cuda::query_device(-1).has_value());
+}
+
+}  // namespace
+}  // namespace hcwarm

@@ -58,5 +58,16 @@ TEST(SwigluCuda, MatchesTheCpuSublayer) {
   }
 }
 
+// Planning reads the GPU's SM count and memory without a context.
+TEST(CudaDeviceQuery, MatchesTheDevice) {
+  const EnvConfig env = EnvConfig::from_environment();
+  if (!cuda::cuda_device_present(env.cuda_library)) GTEST_SKIP() << "no CUDA device";
+  cuda::CudaDevice device(0, env.cuda_library);
+  const auto info = cuda::query_device(0, env.cuda_library);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->num_sms, device.num_sms());
+  EXPECT_GT(info->total_memory_gb, 1.0);
+}
+
 }  // namespace
 }  // namespace hcwarm

@@ -33,6 +33,7 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuDeviceGet, "cuDeviceGet");
   bind(h, d->cuDeviceGetAttribute, "cuDeviceGetAttribute");
   bind(h, d->cuDeviceGetName, "cuDeviceGetName");
+  d->cuDeviceTotalMem = reinterpret_cast<decltype(d->cuDeviceTotalMem)>(dlsym(h, "cuDeviceTotalMem_v2"));
   bind(h, d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   bind(h, d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
   bind(h, d->cuCtxSetCurrent, "cuCtxSetCurrent");
@@ -102,6 +103,30 @@ bool cuda_device_present(const std::string& library_path) {
     return d->cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0;
   } catch (...) {
     return false;
+  }
+}
+
+std::optional<DeviceInfo> query_device(int ordinal, const std::string& library_path) {
+  try {
+    auto d = open_cuda_driver(library_path);
+    int n = 0;
+    if (d->cuDeviceGetCount(&n) != CUDA_SUCCESS || ordinal < 0 || ordinal >= n) return std::nullopt;
+    CUdevice dev = 0;
+    if (d->cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) return std::nullopt;
+    DeviceInfo info;
+    if (d->cuDeviceGetAttribute(&info.num_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
+        info.num_sms <= 0) {
+      return std::nullopt;
+    }
+    size_t bytes = 0;
+    if (d->cuDeviceTotalMem != nullptr && d->cuDeviceTotalMem(&bytes, dev) == CUDA_SUCCESS) {
+      info.total_memory_gb = static_cast<double>(bytes) / 1e9;
+    }
+    char name[256] = {};
+    if (d->cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS) info.name = name;
+    return info;
+  } catch (...) {
+    return std::nullopt;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -37,6 +38,7 @@ struct CudaDriver {
   CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;  // optional: null when the driver lacks it
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
@@ -74,6 +76,15 @@ struct CudaDriver {
 // cuInit(0). Throws ErrorKind::Unavailable naming the library and the dlerror or
 // the cuInit error when there is no usable driver.
 std::shared_ptr<const CudaDriver> open_cuda_driver(const std::string& library_path = {});
+
+// What planning needs to know of a GPU, read without creating a context.
+struct DeviceInfo {
+  int num_sms = 0;
+  double total_memory_gb = 0;  // 0 when the driver does not say
+  std::string name;
+};
+// Device `ordinal`'s info, or nullopt when there is no driver or no such device. Never throws.
+std::optional<DeviceInfo> query_device(int ordinal = 0, const std::string& library_path = {});
 
 // True when a driver loads, initializes and reports at least one device. Never
 // throws and never crashes on a machine without CUDA.
