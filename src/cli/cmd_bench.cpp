@@ -310,7 +310,8 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
 }  // namespace
 
 void register_bench(CLI::App& app, CliContext& ctx) {
-  auto* bench = app.add_subcommand("bench", "Benchmarks");
+  auto* bench = app.add_subcommand(
+      "bench", "Benchmarks: op (hc_pre speed, specialized vs generic), serve (the four start-up configurations)");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchOptions>();
   auto* op = bench->add_subcommand("op", "Time hc_pre: us per call, GB/s, fraction of copy bandwidth, specialized vs generic");

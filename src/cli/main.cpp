@@ -16,6 +16,15 @@ int main(int argc, char** argv) {
       "Plans the split buckets, prewarms them at start-up from a persistent kernel cache,\n"
       "and reports any compile that still happens after the server is ready."};
   app.require_subcommand(1);
+  app.footer(
+      "\nExamples:\n"
+      "  hcwarm demo                                          the main job, on the embedded default model\n"
+      "  hcwarm plan --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384\n"
+      "  hcwarm cache build --model dsv4-pro --num-sms 132 --arch sm_90a --cache-dir bundle/\n"
+      "  HCWARM_CACHE_DIR=bundle/ hcwarm warm --model dsv4-pro --json\n"
+      "  hcwarm replay --trace azure.csv --model dsv4-pro --report latency.svg\n"
+      "Environment: HCWARM_CACHE_DIR, HCWARM_STRICT_WARMUP, HCWARM_MHC_PREWARM, HCWARM_JOBS, ... (README.md)\n"
+      "Exit codes: 0 ok, 1 failure, 2 bad input (the message names the file, line or field).");
   app.set_version_flag("--version", std::string("hcwarm ") + HCWARM_VERSION);
   hcwarm::cli::CliContext ctx;
   try {
