@@ -143,7 +143,7 @@ void register_bench_serve(CLI::App* bench, CliContext& ctx) {
       "The proof: replay one workload in four fresh processes (no prewarm + empty cache; prewarm + empty cache;\n"
       "prewarm + warm cache; prewarm + a cache built ahead of time with no GPU visible and copied) and write\n"
       "OUT/serve.json and OUT/serve.svg");
-  add_model_options(cmd, o->model, ModelOptionSet::Run);
+  add_model_options(cmd, o->model);
   cmd->add_option("--layers", o->layers, "Decoder layers (default: the model's)");
   cmd->add_option("--mlp-width", o->mlp_width, "Width of the SwiGLU MLP sublayers")->capture_default_str();
   cmd->add_option("--trace", o->trace, "Workload (as for `hcwarm replay`)")->capture_default_str();

@@ -81,7 +81,7 @@ void register_cache_build(CLI::App* cache, CliContext& ctx) {
       "(--backend defaults to cuda here)\n"
       "(e.g. --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 --arch sm_90a); copy the\n"
       "directory to the serving machines and point HCWARM_CACHE_DIR at it");
-  add_model_options(cmd, o->model, ModelOptionSet::Run);
+  add_model_options(cmd, o->model);
   cmd->add_option("--arch", o->arch, "GPU architecture to compile for (CUDA backend)")->capture_default_str();
   cmd->add_option("--mlp-width", o->mlp_width, "Width of the shipped SwiGLU sublayer (its CUDA kernel is planned too)")
       ->capture_default_str();

@@ -97,7 +97,7 @@ void register_op(CLI::App& app, CliContext& ctx) {
       "mHC pre step. Reads DIR/residual.npy (T, hc, D) float32 (rounded to bf16 on load), fn.npy (hc*(2+hc), hc*D),\n"
       "scale.npy (3,), base.npy (hc*(2+hc),) and, when present, norm_weight.npy (D,) (rounded to bf16).\n"
       "Writes OUT/y.npy (T, D) float32 holding bf16 values, post.npy (T, hc) and comb.npy (T, hc, hc).");
-  add_model_options(cmd, opts->model, ModelOptionSet::Run);
+  add_model_options(cmd, opts->model);
   cmd->add_option("--in", opts->in_dir, "Input directory")->required();
   cmd->add_option("--out", opts->out_dir, "Output directory (created; files appear only when all are written)")
       ->required();

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_options.hpp"
+#include "mhc/hc_pre_op.hpp"
 #include "mhc/split_policy.hpp"
 
 namespace hcwarm::cli {
@@ -22,6 +23,10 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
   const int64_t k = r.model.hc_hidden_size();
   const int64_t max_tokens = r.server.max_num_tokens();
   const auto buckets = mhc::split_buckets(max_tokens, k, r.server.num_sms);
+  // The buckets are the GPU's; the backend only says whether they become JIT kernels.
+  const std::string backend =
+      o.model.backend.empty() ? mhc::to_string(mhc::default_backend(ctx.env.cuda_library)) : o.model.backend;
+  const bool jit_kernels = mhc::HcPreOp::uses_fast_path(mhc::parse_backend(backend), mhc::Variant::Specialized);
   std::vector<int64_t> reps;
   for (const auto& b : buckets) reps.push_back(b.representative());
 
@@ -38,6 +43,7 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
     j["dp_size"] = r.server.dp_size;
     j["enable_dp_attention"] = r.server.enable_dp_attention;
     j["max_num_tokens"] = max_tokens;
+    j["backend"] = backend;
     j["representatives"] = reps;
     j["buckets"] = nlohmann::json::array();
     for (const auto& b : buckets) {
@@ -55,7 +61,9 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
                            r.server.num_sms_source, max_tokens, r.server.chunked_prefill_size,
                            r.server.enable_dp_attention ? fmt::format(", per rank of dp_size {}", r.server.dp_size)
                                                         : std::string());
-  std::cout << fmt::format("{} split buckets, one kernel specialization each:\n\n", buckets.size());
+  std::cout << fmt::format("{} split buckets{}:\n\n", buckets.size(),
+                           jit_kernels ? fmt::format(", one {} kernel specialization each", backend)
+                                       : std::string(" (the reference backend compiles no kernels)"));
   std::cout << fmt::format("  {:>3}  {:>10}  {:>17}  {:>14}\n", "#", "num_splits", "token range", "representative");
   int i = 0;
   for (const auto& b : buckets) {
@@ -71,7 +79,7 @@ void register_plan(CLI::App& app, CliContext& ctx) {
   auto opts = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand(
       "plan", "Show the mHC pre split buckets for a model and GPU, and the token count warmup runs for each");
-  add_model_options(cmd, opts->model, ModelOptionSet::Plan);
+  add_model_options(cmd, opts->model);
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([&ctx, opts] { run_plan(ctx, *opts); });
 }

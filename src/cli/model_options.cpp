@@ -4,7 +4,7 @@
 
 namespace hcwarm::cli {
 
-void add_model_options(CLI::App* cmd, ModelOptions& o, ModelOptionSet set) {
+void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--model", o.model, "Preset (dsv4-flash, dsv4-pro) or path to a config.json")
       ->capture_default_str();
   cmd->add_option("--num-sms", o.num_sms,
@@ -14,10 +14,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, ModelOptionSet set) {
   cmd->add_option("--dp-size", o.dp_size, "Data-parallel size")->capture_default_str();
   cmd->add_flag("--enable-dp-attention", o.enable_dp_attention,
                 "Data-parallel attention: chunked_prefill_size is divided by --dp-size, once");
-  if (set == ModelOptionSet::Run) {
-    cmd->add_option("--backend", o.backend, "reference | cpu | cuda (default: cuda when a GPU is present, else cpu)");
-    cmd->add_option("--cache-dir", o.cache_dir, "Kernel cache directory (default: HCWARM_CACHE_DIR or ~/.cache/hcwarm)");
-  }
+  cmd->add_option("--backend", o.backend, "reference | cpu | cuda (default: cuda when a GPU is present, else cpu)");
+  cmd->add_option("--cache-dir", o.cache_dir, "Kernel cache directory (default: HCWARM_CACHE_DIR or ~/.cache/hcwarm)");
 }
 
 ModelOptions::Resolved ModelOptions::resolve(const CliContext& ctx) const {

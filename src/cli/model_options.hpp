@@ -28,8 +28,8 @@ struct ModelOptions {
   Resolved resolve(const CliContext& ctx) const;
 };
 
-enum class ModelOptionSet { Plan, Run };  // Run adds --backend and --cache-dir
-
-void add_model_options(CLI::App* cmd, ModelOptions& opts, ModelOptionSet set);
+// Every command that plans or runs a model takes all of them, so one command
+// line can move between plan, warm, replay, cache build and bench.
+void add_model_options(CLI::App* cmd, ModelOptions& opts);
 
 }  // namespace hcwarm::cli

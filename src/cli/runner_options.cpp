@@ -4,7 +4,7 @@
 namespace hcwarm::cli {
 
 void add_runner_options(CLI::App* cmd, RunnerOptions& o) {
-  add_model_options(cmd, o.model, ModelOptionSet::Run);
+  add_model_options(cmd, o.model);
   cmd->add_option("--layers", o.layers, "Decoder layers to build (default: the model's num_hidden_layers)");
   cmd->add_option("--mlp-width", o.mlp_width,
                   "Width of the SwiGLU MLP that stands in for attention and MoE on both paths")
