@@ -16,7 +16,7 @@ std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, c
 
 DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options,
                                              LayerOps ops, const SublayerFactory& make_sublayer)
-    : config_(config), ops_(ops) {
+    : DeepseekV4LayerStack("DeepSeek V4", config, ops) {
   const int n = options.num_layers > 0 ? options.num_layers : config.num_hidden_layers;
   HCWARM_CHECK_ARG(n <= config.num_hidden_layers, "--layers {} exceeds the model's num_hidden_layers {}", n,
                    config.num_hidden_layers);
@@ -28,20 +28,6 @@ DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const Mo
     layers_.push_back(std::make_unique<DeepseekV4DecoderLayer>(i, config, std::move(w), make_sublayer(i, "attn"),
                                                                make_sublayer(i, "ffn"), ops));
   }
-}
-
-void DeepseekV4ForCausalLM::forward(bf16* residual, int64_t num_tokens, void* scratch) {
-  for (auto& layer : layers_) layer->forward(residual, num_tokens, scratch);
-}
-
-size_t DeepseekV4ForCausalLM::workspace_bytes(int64_t num_tokens) const {
-  return layers_.empty() ? 0 : layers_.front()->workspace_bytes(num_tokens);
-}
-
-std::vector<int64_t> DeepseekV4ForCausalLM::prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device) {
-  HCWARM_ASSERT(!layers_.empty(), "the model has no decoder layer to prewarm");
-  // Every layer shares the kernels, so the first one warms them all.
-  return layers_.front()->prewarm_mhc_token_count_buckets(max_num_tokens, device);
 }
 
 std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const ModelConfig& config,
@@ -56,13 +42,6 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
   spdlog::info("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
                fmt::join(warmed, ", "));
   return warmed;
-}
-
-std::vector<int64_t> DeepseekV4ForCausalLM::kernel_warmup(RunnerView& runner) {
-  warmed_ = run_mhc_prewarm_hook("DeepSeek V4", config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
-    return prewarm_mhc_token_count_buckets(m, d);
-  });
-  return warmed_;
 }
 
 }  // namespace hcwarm::model

@@ -33,31 +33,51 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
                                           const mhc::HcPreOp& hc_pre, RunnerView& runner,
                                           const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm);
 
-class DeepseekV4ForCausalLM final : public CausalLM, public KernelWarmupHook {
+// What the main model and the NextN draft model share: a stack of decoder
+// layers (Layer: DeepseekV4DecoderLayer or the NextN wrapper) and the
+// model-level kernel warmup hook, which prewarms every mHC split bucket up to the
+// server's max_num_tokens through the first layer (every layer shares the
+// kernels), when mhc_prewarm_skip_reason() is empty.
+template <class Layer>
+class DeepseekV4LayerStack : public CausalLM, public KernelWarmupHook {
  public:
-  DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops,
-                        const SublayerFactory& make_sublayer);
-
-  void forward(bf16* residual, int64_t num_tokens, void* scratch) override;
-  size_t workspace_bytes(int64_t num_tokens) const override;
+  void forward(bf16* residual, int64_t num_tokens, void* scratch) override {
+    for (auto& layer : layers_) layer->forward(residual, num_tokens, scratch);
+  }
+  size_t workspace_bytes(int64_t num_tokens) const override { return layers_.front()->workspace_bytes(num_tokens); }
   const ModelConfig& config() const override { return config_; }
   int num_layers() const override { return static_cast<int>(layers_.size()); }
 
-  // The model-specific warmup: prewarms every mHC split bucket up to the server's
-  // max_num_tokens (chunked_prefill_size, already per DP rank) through the first
-  // decoder layer, when mhc_prewarm_skip_reason() is empty.
-  std::vector<int64_t> kernel_warmup(RunnerView& runner) override;
-  std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device);
+  std::vector<int64_t> kernel_warmup(RunnerView& runner) override {
+    warmed_ = run_mhc_prewarm_hook(name_, config_, ops_.hc_pre, runner, [this](int64_t m, Device& d) {
+      return prewarm_mhc_token_count_buckets(m, d);
+    });
+    return warmed_;
+  }
+  std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device) {
+    return layers_.front()->prewarm_mhc_token_count_buckets(max_num_tokens, device);
+  }
 
-  DeepseekV4DecoderLayer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
+  Layer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
   // What the last kernel_warmup prewarmed (empty if it skipped).
   const std::vector<int64_t>& warmed_token_counts() const { return warmed_; }
 
- private:
+ protected:
+  DeepseekV4LayerStack(std::string name, const ModelConfig& config, LayerOps ops)
+      : name_(std::move(name)), config_(config), ops_(ops) {}
+
+  std::string name_;  // for logs
   ModelConfig config_;
   LayerOps ops_;
-  std::vector<std::unique_ptr<DeepseekV4DecoderLayer>> layers_;
+  std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> warmed_;
+};
+
+class DeepseekV4ForCausalLM final : public DeepseekV4LayerStack<DeepseekV4DecoderLayer> {
+ public:
+  // options.num_layers of the config's layers (all by default).
+  DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops,
+                        const SublayerFactory& make_sublayer);
 };
 
 }  // namespace hcwarm::model

@@ -16,33 +16,19 @@ class DeepseekV4NextnDecoderLayer {
   }
   // The draft's embedding/projection steps are the host engine's; the decoder runs here.
   void forward(bf16* residual, int64_t num_tokens, void* scratch) { decoder_->forward(residual, num_tokens, scratch); }
+  size_t workspace_bytes(int64_t num_tokens) const { return decoder_->workspace_bytes(num_tokens); }
   DeepseekV4DecoderLayer& decoder() { return *decoder_; }
 
  private:
   std::unique_ptr<DeepseekV4DecoderLayer> decoder_;
 };
 
-class DeepseekV4ForCausalLMNextN final : public CausalLM, public KernelWarmupHook {
+class DeepseekV4ForCausalLMNextN final : public DeepseekV4LayerStack<DeepseekV4NextnDecoderLayer> {
  public:
   // One draft layer per num_nextn_predict_layers (at least one); its tensors are
   // "model.layers.{num_hidden_layers + i}.*" in a weights file, as upstream numbers them.
   DeepseekV4ForCausalLMNextN(const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops,
                              const SublayerFactory& make_sublayer);
-
-  void forward(bf16* residual, int64_t num_tokens, void* scratch) override;
-  size_t workspace_bytes(int64_t num_tokens) const override;
-  const ModelConfig& config() const override { return config_; }
-  int num_layers() const override { return static_cast<int>(layers_.size()); }
-
-  std::vector<int64_t> kernel_warmup(RunnerView& runner) override;
-  const std::vector<int64_t>& warmed_token_counts() const { return warmed_; }
-  DeepseekV4NextnDecoderLayer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
-
- private:
-  ModelConfig config_;
-  LayerOps ops_;
-  std::vector<std::unique_ptr<DeepseekV4NextnDecoderLayer>> layers_;
-  std::vector<int64_t> warmed_;
 };
 
 }  // namespace hcwarm::model
