@@ -24,6 +24,8 @@ def main():
     failures = 0
     rng = np.random.default_rng(2026)
     with tempfile.TemporaryDirectory() as tmp:
+        # A private kernel cache: the fast backends compile into it, nothing outside is touched.
+        os.environ["HCWARM_CACHE_DIR"] = os.path.join(tmp, "cache")
         for tokens in (1, 37, 65):
             for with_norm in (False, True):
                 case = f"T={tokens} norm={'yes' if with_norm else 'no'}"

@@ -19,6 +19,8 @@ if(NOT HCWARM_NUMPY_PYTHON)
                       "or configure with -DHCWARM_BUILD_TESTS=OFF")
 endif()
 
-add_test(NAME tools.op_hc_pre_vs_numpy.reference
-         COMMAND ${HCWARM_NUMPY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_op_hc_pre.py $<TARGET_FILE:hcwarm> reference)
-set_tests_properties(tools.op_hc_pre_vs_numpy.reference PROPERTIES LABELS cli)
+foreach(backend reference cpu)
+  add_test(NAME tools.op_hc_pre_vs_numpy.${backend}
+           COMMAND ${HCWARM_NUMPY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_op_hc_pre.py $<TARGET_FILE:hcwarm> ${backend})
+  set_tests_properties(tools.op_hc_pre_vs_numpy.${backend} PROPERTIES LABELS cli)
+endforeach()
