@@ -75,7 +75,7 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
   runs.push_back(run_one(ctx, o, requests, "prewarm, warm cache (restart)", root.path() / "warm", true));
   print_replay_results(std::cout, runs, o.json);
   if (!o.report.empty()) {
-    write_replay_report(o.report, runs, "hcwarm demo: forward latency over time, three start-ups");
+    write_replay_report(o.report, runs, "hcwarm demo, three start-ups");
     if (!o.json) std::cout << fmt::format("\nchart: {}\n", o.report);
   }
 }
