@@ -150,3 +150,31 @@ TEST(CliCacheBuild, RejectsBadInput) {
 
 }  // namespace
 }  // namespace hcwarm
+
+namespace hcwarm {
+namespace {
+
+TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
+  TempDir dir;
+  auto args = tiny_model_args(dir);
+  // bench serve manages its own caches under --out: drop --cache-dir.
+  const auto it = std::find(args.begin(), args.end(), std::string("--cache-dir"));
+  args.erase(it, it + 2);
+  const auto r = run_cli(cat({"bench", "serve", "--layers", "1", "--trace", "synthetic:n=12", "--out",
+                              (dir / "serve").string()},
+                             args));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir / "serve" / "serve.json"));
+  const auto& c = j["configurations"];
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0]["compiles_after_ready"], 3);  // each bucket compiles at its first forward
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(c[i]["compiles_after_ready"], 0) << c[i]["name"];
+  EXPECT_EQ(c[1]["warmup"]["compiled"], 3);        // prewarm on an empty cache
+  EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 3);  // the restart
+  EXPECT_EQ(c[3]["warmup"]["compiled"], 0);        // the cache built ahead of time, copied
+  EXPECT_EQ(c[3]["warmup"]["loaded_from_disk"], 3);
+  EXPECT_NE(test::read_file(dir / "serve" / "serve.svg").find("<svg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcwarm
