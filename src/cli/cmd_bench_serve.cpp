@@ -68,8 +68,7 @@ void copy_tree(const fs::path& from, const fs::path& to) {
 
 void run_serve(const CliContext& ctx, const ServeOptions& o) {
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const std::string backend = o.model.backend.empty() ? mhc::to_string(mhc::default_backend(ctx.env.cuda_library))
-                                                      : o.model.backend;
+  const std::string backend = mhc::to_string(o.model.backend_or_default(ctx));
   const fs::path out(o.out);
   fs::create_directories(out);
   if (!o.render_only) {

@@ -75,7 +75,7 @@ void run_hc_pre(const CliContext& ctx, const OpOptions& o) {
                    r.model.hidden_size);
   mhc::check_hc_pre_shapes(residual, fn, scale, base, norm ? &*norm : nullptr);
 
-  const std::string backend = o.model.backend.empty() ? default_op_backend() : o.model.backend;
+  const std::string backend = mhc::to_string(o.model.backend_or_default(ctx));
   const int splits = mhc::num_splits(residual.dim(0), r.model.hc_hidden_size(), r.server.num_sms);
   const mhc::HcPreResult res = run_op_backend(ctx, backend, r.model, r.server, residual, fn, scale, base,
                                               norm ? &*norm : nullptr, o.model.cache_dir);

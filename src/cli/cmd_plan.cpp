@@ -24,9 +24,8 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
   const int64_t max_tokens = r.server.max_num_tokens();
   const auto buckets = mhc::split_buckets(max_tokens, k, r.server.num_sms);
   // The buckets are the GPU's; the backend only says whether they become JIT kernels.
-  const std::string backend =
-      o.model.backend.empty() ? mhc::to_string(mhc::default_backend(ctx.env.cuda_library)) : o.model.backend;
-  const bool jit_kernels = mhc::HcPreOp::uses_fast_path(mhc::parse_backend(backend), mhc::Variant::Specialized);
+  const mhc::Backend backend = o.model.backend_or_default(ctx);
+  const bool jit_kernels = mhc::HcPreOp::uses_fast_path(backend, mhc::Variant::Specialized);
   std::vector<int64_t> reps;
   for (const auto& b : buckets) reps.push_back(b.representative());
 
@@ -43,7 +42,7 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
     j["dp_size"] = r.server.dp_size;
     j["enable_dp_attention"] = r.server.enable_dp_attention;
     j["max_num_tokens"] = max_tokens;
-    j["backend"] = backend;
+    j["backend"] = mhc::to_string(backend);
     j["representatives"] = reps;
     j["buckets"] = nlohmann::json::array();
     for (const auto& b : buckets) {
@@ -62,7 +61,7 @@ void run_plan(const CliContext& ctx, const PlanOptions& o) {
                            r.server.enable_dp_attention ? fmt::format(", per rank of dp_size {}", r.server.dp_size)
                                                         : std::string());
   std::cout << fmt::format("{} split buckets{}:\n\n", buckets.size(),
-                           jit_kernels ? fmt::format(", one {} kernel specialization each", backend)
+                           jit_kernels ? fmt::format(", one {} kernel specialization each", mhc::to_string(backend))
                                        : std::string(" (the reference backend compiles no kernels)"));
   std::cout << fmt::format("  {:>3}  {:>10}  {:>17}  {:>14}\n", "#", "num_splits", "token range", "representative");
   int i = 0;

@@ -18,6 +18,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--cache-dir", o.cache_dir, "Kernel cache directory (default: HCWARM_CACHE_DIR or ~/.cache/hcwarm)");
 }
 
+mhc::Backend ModelOptions::backend_or_default(const CliContext& ctx) const {
+  return backend.empty() ? mhc::default_backend(ctx.env.cuda_library) : mhc::parse_backend(backend);
+}
+
 ModelOptions::Resolved ModelOptions::resolve(const CliContext& ctx) const {
   model::ServerArgsInput in;
   in.chunked_prefill_size = chunked_prefill_size;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "mhc/hc_pre_op.hpp"
 #include "model/model_config.hpp"
 #include "model/server_args.hpp"
 
@@ -26,6 +27,8 @@ struct ModelOptions {
     model::ServerArgs server;
   };
   Resolved resolve(const CliContext& ctx) const;
+  // --backend, or the fastest this machine has (cuda with a GPU, else cpu); a bad name is an error.
+  mhc::Backend backend_or_default(const CliContext& ctx) const;
 };
 
 // Every command that plans or runs a model takes all of them, so one command

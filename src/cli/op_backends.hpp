@@ -10,9 +10,6 @@
 
 namespace hcwarm::cli {
 
-// The fastest backend this machine has: "cuda" with a GPU, else "cpu".
-std::string default_op_backend();
-
 mhc::HcPreResult run_op_backend(const CliContext& ctx, const std::string& backend, const model::ModelConfig& model,
                                 const model::ServerArgs& server, const HostTensor<bf16>& residual,
                                 const HostTensor<float>& fn, const HostTensor<float>& scale,

@@ -17,7 +17,7 @@ runtime::RunnerConfig make_runner_config(const CliContext& ctx, const RunnerOpti
   runtime::RunnerConfig c;
   c.env = ctx.env;
   c.model = model::resolve_model(o.model.model);
-  c.backend = o.model.backend.empty() ? mhc::default_backend(ctx.env.cuda_library) : mhc::parse_backend(o.model.backend);
+  c.backend = o.model.backend_or_default(ctx);
 
   c.server_input.chunked_prefill_size = o.model.chunked_prefill_size;
   c.server_input.dp_size = o.model.dp_size;
