@@ -10,6 +10,13 @@ const char* to_string(TargetKind kind) {
   return "?";
 }
 
+std::string_view KernelSpec::param(std::string_view name) const {
+  for (const auto& [k, v] : params) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
 std::string KernelSpec::describe() const {
   std::string s = family + "[";
   for (size_t i = 0; i < params.size(); ++i) {

@@ -4,6 +4,7 @@
 // compiler identity, flags, target and the text of every included header),
 // then compiles or loads it exactly once.
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct KernelSpec {
   TargetKind target = TargetKind::Host;
   std::string arch;        // Cuda: "sm_90a"; Host: empty means the runtime's host ISA
 
+  // The value of parameter `name`, or "" when the spec has none.
+  std::string_view param(std::string_view name) const;
   // "mhc_pre[num_splits=16,hc=4,hidden=7168,norm=1]@sm_90a": for logs and reports.
   std::string describe() const;
 };

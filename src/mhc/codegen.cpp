@@ -45,11 +45,12 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
       "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}, {10}>(p);\n}}\n{9}",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
       HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
-      num_splits != 1 || !one_pass ? std::string()
-                      : fmt::format("extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(hcwarm_mhc_pre_params p) "
-                                    "{{\n  hcwarm_kernels::cuda::mhc_pre_fused<{2}, {3}, {4}, {5}>(p);\n}}\n",
-                                    HCWARM_MHC_CUDA_THREADS, kCudaFusedSymbol, hc, hidden,
-                                    fused_norm ? "true" : "false", fast_finish ? "true" : "false"),
+      num_splits != 1 || !one_pass
+          ? std::string()
+          : fmt::format("extern \"C\" __global__ void __launch_bounds__(256, 1) {0}(hcwarm_mhc_pre_params p) "
+                        "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{1}, {2}, {3}, {4}>(p);\n}}\n",
+                        kCudaOnePassSymbol, hc, hidden, fused_norm ? "true" : "false",
+                        fast_finish ? "true" : "false"),
       fast_finish ? "true" : "false");
 }
 

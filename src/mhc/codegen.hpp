@@ -13,15 +13,16 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 // CUDA kernels: __global__ void fn(hcwarm_mhc_pre_params).
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
-// Only in num_splits == 1 modules built with one_pass: the one-pass kernel (partial + finish in one launch).
-inline constexpr const char* kCudaFusedSymbol = "hcwarm_mhc_pre_fused";
+// Only in num_splits == 1 modules built with one_pass: the one-pass cluster
+// kernel (partial + finish in one launch, sm_90+; see mhc_pre_cluster).
+inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
 // Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
 enum class CudaGemm { Mma, Ffma, MmaSmem };
 const char* to_string(CudaGemm g);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
-// one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaFusedSymbol).
+// one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaOnePassSymbol).
 // fast_finish: branch-free reciprocals in the finish's scalar part (opt-in).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
                                 bool one_pass = false, bool fast_finish = false);

@@ -102,6 +102,15 @@ std::string HcPreOp::cuda_arch() const {
   return "sm_90a";
 }
 
+namespace {
+// "sm_90a" -> 9, "sm_100a" -> 10, "sm_80" -> 8; 0 when unreadable.
+int arch_major(std::string_view arch) {
+  int v = 0;
+  for (size_t i = arch.rfind('_') + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
+  return v / 10;
+}
+}  // namespace
+
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
                                    const CudaKernelOptions& cuda) {
   HCWARM_CHECK_ARG(backend != Backend::Reference, "the reference backend has no kernels");
@@ -119,7 +128,8 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
     s.params.emplace_back("gemm", to_string(cuda.gemm));
-    const bool one_pass = cuda.one_pass && splits == 1;
+    const bool one_pass = cuda.one_pass && splits == 1 &&
+                          cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
     s.source = mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
@@ -185,14 +195,23 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(cuda::kGenericPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(
           k->module->function(fused_norm ? cuda::kGenericFinishNormSymbol : cuda::kGenericFinishSymbol));
-      k->cuda.fused = static_cast<cuda::CUfunction>(
-          k->module->function(fused_norm ? cuda::kGenericFusedNormSymbol : cuda::kGenericFusedSymbol));
+      if (one_pass_ && cuda::one_pass_supported(dims_.hc_mult, static_cast<int>(dims_.hidden), dev.cc_major())) {
+        HCWARM_CHECK_CU(dev.driver(), cuda::prepare_one_pass(dev.driver(),
+                                                             static_cast<cuda::CUfunction>(k->module->function(
+                                                                 fused_norm ? cuda::kGenericOnePassNormSymbol
+                                                                            : cuda::kGenericOnePassSymbol)),
+                                                             static_cast<int>(dims_.hidden), k->cuda));
+      }
     } else {
-      k->module = modules_(kernel_spec(splits, fused_norm));
+      const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
+      k->module = modules_(spec);
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
-      if (splits == 1 && one_pass_) {
-        k->cuda.fused = static_cast<cuda::CUfunction>(k->module->function(kCudaFusedSymbol));
+      if (spec.param("one_pass") == "1") {
+        HCWARM_CHECK_CU(dev.driver(),
+                        cuda::prepare_one_pass(dev.driver(),
+                                               static_cast<cuda::CUfunction>(k->module->function(kCudaOnePassSymbol)),
+                                               static_cast<int>(dims_.hidden), k->cuda));
       }
     }
   }
@@ -242,10 +261,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   }
   const bool norm = a.norm_weight != nullptr;
   const Kernels& k = kernels_for(splits, norm);
-  const bool one_pass = backend_ == Backend::Cuda && one_pass_ && splits == 1 && k.cuda.fused != nullptr && stages == 3;
-  const int parts = backend_ == Backend::Cpu  ? splits
-                    : one_pass                ? cuda::cuda_fused_parts(dims_.k())
-                                              : cuda::cuda_num_parts(splits);
+  // The one-pass kernel (when the module has it and the device runs it) needs no partials.
+  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
+  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CLUSTER_CTAS : cuda::cuda_num_parts(splits);
 
   hcwarm_mhc_pre_params p{};
   p.num_tokens = a.num_tokens;
@@ -266,12 +284,10 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  const size_t partial_bytes =
-      (static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float) + 255) / 256 * 256;
-  const size_t tiles = static_cast<size_t>((a.num_tokens + HCWARM_MHC_TOKENS_PER_TILE - 1) / HCWARM_MHC_TOKENS_PER_TILE);
-  ensure_workspace(partial_bytes + (one_pass ? (1 + tiles) * sizeof(unsigned) : 0));
-  p.partials = workspace_.as<float>();
-  p.counters = one_pass ? reinterpret_cast<unsigned*>(workspace_.as<char>() + partial_bytes) : nullptr;
+  if (!one_pass) {
+    ensure_workspace(static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
+    p.partials = workspace_.as<float>();
+  }
 
   if (backend_ == Backend::Cpu) {
     const int rc = cpu::launch_mhc_pre_host(k.host, p, *pool_, stages);
@@ -282,7 +298,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   }
   auto& dev = static_cast<cuda::CudaDevice&>(*device_);
   dev.make_current();
-  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), k.cuda, p, dev.stream(), stages));
+  cuda::MhcPreCudaKernels launch = k.cuda;
+  if (!one_pass) launch.one_pass = nullptr;  // generic modules serve every split count
+  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), launch, p, dev.stream(), stages));
 }
 
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,

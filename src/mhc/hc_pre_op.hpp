@@ -52,8 +52,8 @@ using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(cons
 struct CudaKernelOptions {
   std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
   CudaGemm gemm = CudaGemm::MmaSmem;
-  bool one_pass = false;            // num_splits == 1 only
-  bool fast_finish = true;          // warp-parallel Sinkhorn, branch-free reciprocals
+  bool one_pass = false;            // num_splits == 1, sm_90+, hidden % 1024 == 0: the cluster kernel
+  bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
 };
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
@@ -107,11 +107,12 @@ class HcPreOp {
   // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
-  // Cuda, num_splits == 1 (large T): the one-pass kernel, or the two kernels (default:
-  // measured faster on H200 while the finish blocks are latency-bound, docs/BENCHMARKS.md).
+  // Cuda, num_splits == 1 (large T): the one-pass cluster kernel where the shape
+  // and device allow it, or the two kernels (default: measured faster on the
+  // H200, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
-  // Cuda specialized: the finish kernel's scalar part on one warp with
-  // branch-free reciprocals (default), or on one thread with IEEE ones.
+  // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
+  // reciprocals (default), or with IEEE ones.
   void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
   bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
@@ -135,7 +136,7 @@ class HcPreOp {
   Device* device_;
   Variant variant_;
   CudaGemm gemm_ = CudaGemm::MmaSmem;
-  bool one_pass_ = false;
+  bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
 
   std::mutex mu_;

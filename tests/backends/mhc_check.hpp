@@ -176,7 +176,8 @@ inline Comparison compare(const mhc::HcPreResult& got, const mhc::HcPreResult& r
 // With the fused norm the reference rounds y to bf16 before scaling it: where
 // the kernel's y sits on the other side of a rounding boundary (a legitimate
 // 1-ulp difference there), the scaled output may differ by 2 ulps. Those are
-// allowed for at most kNormTwoUlpShare of the elements.
+// allowed for at most kNormTwoUlpShare of the elements, rounded up (one such
+// element in a single token's 7168 values is a chance event, not a bug).
 inline constexpr double kPostRelTol = 2e-5;
 inline constexpr double kCombRelTol = 5e-5;
 inline constexpr double kNormTwoUlpShare = 1e-4;
@@ -185,7 +186,8 @@ inline void expect_close(const Comparison& c, const std::string& what) {
   EXPECT_EQ(c.non_finite, 0) << what << ": unwritten or non-finite outputs";
   if (c.norm) {
     EXPECT_LE(c.max_ulp, 2) << what;
-    EXPECT_LE(static_cast<double>(c.over_one_ulp), kNormTwoUlpShare * std::max<int64_t>(c.y_values, 1)) << what;
+    EXPECT_LE(static_cast<double>(c.over_one_ulp), std::ceil(kNormTwoUlpShare * static_cast<double>(c.y_values)))
+        << what;
   } else {
     EXPECT_LE(c.max_ulp, 1) << what;
   }

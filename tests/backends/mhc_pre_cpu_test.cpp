@@ -236,6 +236,27 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
             1000u);
 }
 
+// The one-pass kernel is part of a num_splits 1 key only where it can run:
+// sm_90 or newer (clusters) and a hidden size that is a multiple of 1024.
+TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
+  mhc::CudaKernelOptions cuda;
+  cuda.one_pass = true;
+  auto has = [&](int splits, int64_t hidden, const char* arch) {
+    cuda.arch = arch;
+    const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, splits, true, cuda);
+    const bool in_source = s.source.find(mhc::kCudaOnePassSymbol) != std::string::npos;
+    EXPECT_EQ(in_source, s.param("one_pass") == "1") << splits << " " << hidden << " " << arch;
+    return in_source;
+  };
+  EXPECT_TRUE(has(1, 7168, "sm_90a"));
+  EXPECT_TRUE(has(1, 4096, "sm_100a"));
+  EXPECT_FALSE(has(2, 7168, "sm_90a"));   // only the num_splits 1 bucket
+  EXPECT_FALSE(has(1, 7168, "sm_80"));    // no thread-block clusters
+  EXPECT_FALSE(has(1, 1000, "sm_90a"));   // hidden not a multiple of 1024
+  cuda.one_pass = false;
+  EXPECT_FALSE(has(1, 7168, "sm_90a"));
+}
+
 // Through the JIT runtime, from the device-free spec builder that warmup and
 // `cache build` use: a CUDA kernel built on a machine without a GPU.
 TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {

@@ -150,7 +150,7 @@ TEST_F(MhcPreCuda, OtherGemmVariants) {
   }
 }
 
-// num_splits == 1: the one-pass kernel (default) and the two-kernel path, specialized and generic.
+// num_splits == 1: the one-pass cluster kernel and the two-kernel path (default), specialized and generic.
 TEST_F(MhcPreCuda, OnePassLargeT) {
   struct Case {
     int hidden;
@@ -172,12 +172,24 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
     expect_close(c, fmt::format("{} D={} T={} one_pass={}", mhc::to_string(k.variant), k.hidden, k.T, k.one_pass));
     (k.one_pass ? one : two).merge(c);
   }
+  // Tiles the persistent grid does not cover evenly, and tails: T = 1, 37 and
+  // 1000 forced onto num_splits 1 (fewer tiles than clusters), with and without the norm.
+  HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
+  op.set_cuda_one_pass(true);
+  for (int64_t T : {1, 37, 1000}) {
+    for (bool norm : {true, false}) {
+      const auto in = random_hc_pre_inputs(T, 4, 7168, 950 + T, 1.0f);
+      const auto c = check_against_reference(run_op(op, *device_, in, norm, 1), in, norm);
+      expect_close(c, fmt::format("one-pass forced T={} norm={}", T, norm));
+      one.merge(c);
+    }
+  }
   report("cuda num_splits=1 one-pass", one);
   report("cuda num_splits=1 two-pass", two);
 }
 
-// The other finish (one thread, IEEE reciprocals; the default is the warp-parallel
-// fast one): every split count (D 7168) and the one-pass kernel.
+// The other scalar part (IEEE reciprocals; the default has branch-free fast
+// ones): every split count (D 7168) and the one-pass kernel.
 TEST_F(MhcPreCuda, PreciseFinish) {
   Comparison all;
   HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);

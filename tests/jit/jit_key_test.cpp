@@ -148,5 +148,13 @@ TEST_F(JitKey, DoesNotDependOnWhereThingsLive) {
   EXPECT_EQ(hcwarm::test::read_file(ea[0].dir / c.artifact_name()), hcwarm::test::read_file(eb[0].dir / c.artifact_name()));
 }
 
+TEST(KernelSpec, ParamLooksUpByName) {
+  KernelSpec s;
+  s.params = {{"num_splits", "16"}, {"one_pass", "1"}};
+  EXPECT_EQ(s.param("num_splits"), "16");
+  EXPECT_EQ(s.param("one_pass"), "1");
+  EXPECT_EQ(s.param("missing"), "");
+}
+
 }  // namespace
 }  // namespace hcwarm::jit::test

@@ -48,6 +48,10 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuModuleUnload, "cuModuleUnload");
   bind(h, d->cuModuleGetFunction, "cuModuleGetFunction");
   bind(h, d->cuLaunchKernel, "cuLaunchKernel");
+  d->cuLaunchKernelEx = reinterpret_cast<decltype(d->cuLaunchKernelEx)>(dlsym(h, "cuLaunchKernelEx"));
+  d->cuFuncSetAttribute = reinterpret_cast<decltype(d->cuFuncSetAttribute)>(dlsym(h, "cuFuncSetAttribute"));
+  d->cuOccupancyMaxActiveClusters =
+      reinterpret_cast<decltype(d->cuOccupancyMaxActiveClusters)>(dlsym(h, "cuOccupancyMaxActiveClusters"));
   bind(h, d->cuStreamCreate, "cuStreamCreate");
   bind(h, d->cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
   bind(h, d->cuStreamSynchronize, "cuStreamSynchronize");

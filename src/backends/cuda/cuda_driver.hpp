@@ -30,6 +30,34 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+inline constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+inline constexpr int CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+
+// cuLaunchKernelEx's arguments (CUDA 12+), laid out as in cuda.h.
+struct CUlaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union alignas(8) Value {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+    int programmaticStreamSerializationAllowed;
+  } value{};
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute must match cuda.h");
+struct CUlaunchConfig {
+  unsigned gridDimX = 1, gridDimY = 1, gridDimZ = 1;
+  unsigned blockDimX = 1, blockDimY = 1, blockDimZ = 1;
+  unsigned sharedMemBytes = 0;
+  CUstream hStream = nullptr;
+  CUlaunchAttribute* attrs = nullptr;
+  unsigned numAttrs = 0;
+};
+static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig must match cuda.h");
 
 struct CudaDriver {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -54,6 +82,11 @@ struct CudaDriver {
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
+  // Optional (null on drivers before CUDA 12): clusters and programmatic
+  // dependent launch; without them hcwarm launches the plain two-kernel path.
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
+  CUresult (*cuOccupancyMaxActiveClusters)(int*, CUfunction, const CUlaunchConfig*) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;

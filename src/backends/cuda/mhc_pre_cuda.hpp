@@ -1,6 +1,6 @@
 #pragma once
-// The CUDA side of mHC pre: launching the two kernels of a module (NVRTC
-// specialization or the library's generic nvcc fatbin) with cuLaunchKernel.
+// The CUDA side of mHC pre: launching the kernels of a module (NVRTC
+// specialization or the library's generic nvcc fatbin) through the driver API.
 #include <cstddef>
 #include <span>
 
@@ -12,20 +12,35 @@ namespace hcwarm::cuda {
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
-  CUfunction fused = nullptr;  // one-pass kernel (num_splits == 1 modules), or null
+  // The one-pass cluster kernel (num_splits == 1 modules, sm_90+), or null.
+  // Set up by prepare_one_pass, which also fills the launch geometry.
+  CUfunction one_pass = nullptr;
+  unsigned one_pass_threads = 0;
+  unsigned one_pass_smem = 0;      // dynamic shared memory per block, bytes
+  unsigned one_pass_clusters = 0;  // clusters that fit on the device at once (the persistent grid)
 };
 
-// Launcher: queues both kernels on `stream`; returns the first driver error
+// Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
-// With k.fused set, p.counters set and stages == 3, runs the one-pass kernel
-// instead (p.num_parts must then be HCWARM_MHC_FUSED_PARTS(K)).
+// With k.one_pass set and stages == 3, runs the one-pass kernel instead (its
+// K-parts are the cluster's blocks: the launcher sets p.num_parts itself).
+// Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
+// dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages = 3);
 
+// Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
+// of 1024 up to 8192) on a target: sm_90 or newer (thread-block clusters).
+bool one_pass_supported(int hc_mult, int hidden, int cc_major);
+// Gives `f` (a one-pass kernel for `hidden`) its shared memory and cluster-size
+// attributes and asks the driver how many 16-block clusters fit at once. On
+// success fills k.one_pass and its geometry and returns CUDA_SUCCESS; otherwise
+// leaves k.one_pass null (the caller falls back to the two-kernel path).
+CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, MhcPreCudaKernels& k);
+
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).
 inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits); }
-inline int cuda_fused_parts(long long k) { return HCWARM_MHC_FUSED_PARTS(k); }
 
 // The generic kernels built ahead of time by nvcc (sm_90a SASS + compute_90 PTX),
 // embedded in the library; empty when the library was built without nvcc.
@@ -33,7 +48,7 @@ std::span<const std::byte> mhc_pre_generic_fatbin();
 inline constexpr const char* kGenericPartialSymbol = "hcwarm_mhc_pre_partial_generic";
 inline constexpr const char* kGenericFinishSymbol = "hcwarm_mhc_pre_finish_generic";
 inline constexpr const char* kGenericFinishNormSymbol = "hcwarm_mhc_pre_finish_generic_norm";
-inline constexpr const char* kGenericFusedSymbol = "hcwarm_mhc_pre_fused_generic";
-inline constexpr const char* kGenericFusedNormSymbol = "hcwarm_mhc_pre_fused_generic_norm";
+inline constexpr const char* kGenericOnePassSymbol = "hcwarm_mhc_pre_one_pass_generic";
+inline constexpr const char* kGenericOnePassNormSymbol = "hcwarm_mhc_pre_one_pass_generic_norm";
 
 }  // namespace hcwarm::cuda

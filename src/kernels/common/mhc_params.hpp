@@ -10,19 +10,33 @@
 //            entries [0, mix) are the dot products, entry `mix` the sum of squares.
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits)
-// on CUDA: each split of the policy is cut in max(1, 24 / num_splits) sub-parts
-// (about 20-24 K-parts for small split counts), so that a launch has many blocks
-// per multiprocessor and little wave quantization, for about 3 KB of partials per token.
+// on CUDA. The policy's grid is ceil(T / 64) tiles and its split count about
+// sms / tiles, so the CUDA partial launch has num_parts * tiles blocks:
+//   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
+//   8 <= num_splits < 64:        3 sub-parts, about 3 blocks per multiprocessor
+//                                (one block of 4 warps per SM cannot keep enough
+//                                loads in flight);
+//   num_splits < 8 (large T):    ceil(24 / num_splits), 24-28 parts per tile.
+// Partials cost num_parts * 128 bytes per token (at most 24 KB, against 57 KB of
+// residual for hidden 7168), read once by the finish kernel.
 
-#define HCWARM_MHC_PRE_ABI 2
+#define HCWARM_MHC_PRE_ABI 3
 #define HCWARM_MHC_PARTIAL_STRIDE 32
 #define HCWARM_MHC_TOKENS_PER_TILE 64
-#define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 24 ? 1 : 24 / (s))
+#define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
 #define HCWARM_MHC_CUDA_THREADS 128
-// The CUDA one-pass kernel (num_splits == 1): K-parts of 512 per tile, and the
-// number of tiles between a tile's partial blocks and its finish blocks.
-#define HCWARM_MHC_FUSED_PARTS(k) ((int)(((k) + 511) / 512))
-#define HCWARM_MHC_FUSED_LAG 2
+// The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
+// HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
+// block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),
+// each of its warps HCWARM_MHC_CLUSTER_WARP_D columns of the slice.
+// Block size: hidden / (CLUSTER_CTAS * CLUSTER_WARP_D) warps; hidden must be a
+// multiple of CLUSTER_CTAS * CLUSTER_WARP_D (1024) and at most 8192.
+#define HCWARM_MHC_CLUSTER_CTAS 16
+#define HCWARM_MHC_CLUSTER_TILE 16
+#define HCWARM_MHC_CLUSTER_WARP_D 64
+// Its dynamic shared memory: per warp, fn of 8 k-steps x 3 n-tiles x 32 lanes x
+// (4 hi + 4 lo) bf16-pair words (24 KB; hc 4).
+#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (8 * 3 * 32 * 8)
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
@@ -51,6 +65,5 @@ struct hcwarm_mhc_pre_params {
   float norm_eps;
   float post_mult;
   int reserved;
-  unsigned int* counters;             // CUDA one-pass kernel only: (1 + tiles) zeroed words
 };
 }

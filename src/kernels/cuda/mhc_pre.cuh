@@ -13,8 +13,11 @@
 //   accumulation. GEMM_MMA = false computes the same on the FP32 cores (FFMA).
 //   The sum of squares of x is accumulated in f32 on the CUDA cores.
 // Stage (b) finish, grid T, 128 threads: sums the parts (f32), rsqrt, sigmoids
-//   and Sinkhorn in f32 (IEEE division and sqrt, accurate expf), y in f32,
-//   rounded once to bf16; the fused norm takes its mean over the bf16 y.
+//   and Sinkhorn in f32 (accurate expf; IEEE division and sqrt, or with FAST
+//   one-Newton-step reciprocals), y in f32, rounded once to bf16; the fused norm
+//   takes its mean over the bf16 y. Launched as a programmatic dependent of (a).
+// One-pass (num_splits == 1, sm_90): both stages in one persistent launch of
+//   16-block clusters that read the residual once (mhc_pre_cluster, below).
 #include "common/mhc_params.hpp"
 
 namespace hcwarm_kernels {
@@ -46,6 +49,20 @@ __device__ __forceinline__ void stg_u4(void* p, U4 v) {
                : "memory");
 }
 
+// Programmatic dependent launch (sm_90): the partial kernel lets the finish
+// kernel start early; the finish waits for the partial grid's memory before
+// reading the partials. Both are no-ops when the launch did not ask for it.
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // bf16 pairs <-> floats. The low half of a 32-bit word is the element with the lower index.
 __device__ __forceinline__ float bf16_lo(unsigned int w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
@@ -71,6 +88,32 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], unsigned int a0, u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Adds the squares of 8 bf16 values to ss (f32 FMA).
+__device__ __forceinline__ void add_squares8(U4 x, float& ss) {
+  const unsigned int w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float a = bf16_lo(w[e]), b = bf16_hi(w[e]);
+    ss = fmaf(a, a, ss);
+    ss = fmaf(b, b, ss);
+  }
+}
+
+// One 32-k step of a warp's GEMM: rows g / g + 8 hold xa / xb (k + 8q + [0, 8),
+// see mhc_pre_partial_regs), B fragments of the 3 n-tiles come from shared
+// memory as frag[(n-tile * 32 + lane) * 8 + (hi 0..3 | lo 4..7)].
+__device__ __forceinline__ void mma_step_smem(float (&acc)[3][4], U4 xa, U4 xb, const unsigned int* frag, int lane) {
+#pragma unroll
+  for (int j = 0; j < 3; ++j) {
+    const U4 h = *reinterpret_cast<const U4*>(frag + (j * 32 + lane) * 8);
+    const U4 l = *reinterpret_cast<const U4*>(frag + (j * 32 + lane) * 8 + 4);
+    mma_bf16_16816(acc[j], xa.x, xb.x, xa.y, xb.y, h.x, h.y);
+    mma_bf16_16816(acc[j], xa.x, xb.x, xa.y, xb.y, l.x, l.y);
+    mma_bf16_16816(acc[j], xa.z, xb.z, xa.w, xb.w, h.z, h.w);
+    mma_bf16_16816(acc[j], xa.z, xb.z, xa.w, xb.w, l.z, l.w);
+  }
+}
+
 template <int NUM_SPLITS, int HC, int HIDDEN, bool ONE_PASS = false>
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
@@ -82,8 +125,7 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (NUM_SPLITS != 0 && p.num_splits != NUM_SPLITS) return false;
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > 8192) return false;
   if (p.num_splits < 1) return false;
-  const int parts = ONE_PASS ? HCWARM_MHC_FUSED_PARTS((long long)HC * p.hidden)
-                             : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
+  const int parts = ONE_PASS ? HCWARM_MHC_CLUSTER_CTAS : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
   return p.num_parts == parts;
 }
 
@@ -154,18 +196,8 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       if (k < k1) {
-        const unsigned int xw0[4] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w};
-        const unsigned int xw1[4] = {xb[u].x, xb[u].y, xb[u].z, xb[u].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float a = bf16_lo(xw0[e]), b = bf16_hi(xw0[e]);
-          ss0 = fmaf(a, a, ss0);
-          ss0 = fmaf(b, b, ss0);
-          a = bf16_lo(xw1[e]);
-          b = bf16_hi(xw1[e]);
-          ss1 = fmaf(a, a, ss1);
-          ss1 = fmaf(b, b, ss1);
-        }
+        add_squares8(xa[u], ss0);
+        add_squares8(xb[u], ss1);
         if (GEMM_MMA) {
 #pragma unroll
           for (int j = 0; j < 3; ++j) {
@@ -185,6 +217,8 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
             mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, l2, l3);
           }
         } else {
+          const unsigned int xw0[4] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w};
+          const unsigned int xw1[4] = {xb[u].x, xb[u].y, xb[u].z, xb[u].w};
           float xf0[8], xf1[8];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
@@ -258,8 +292,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); residual and fn of the next
 // chunk are loaded into registers while the current one is multiplied.
 template <int HC, int HIDDEN>
-__device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P,
-                                                  unsigned int* done_counter) {
+__device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
   constexpr int kMix = HC * (2 + HC);
   constexpr int kChunk = 128;
   constexpr int kSteps = kChunk / 32;
@@ -348,27 +381,9 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 #pragma unroll
       for (int u = 0; u < kSteps; ++u) {
         if (kc + 32 * u < k1) {
-          const unsigned int xw0[4] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w};
-          const unsigned int xw1[4] = {xb[u].x, xb[u].y, xb[u].z, xb[u].w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float a = bf16_lo(xw0[e]), b = bf16_hi(xw0[e]);
-            ss0 = fmaf(a, a, ss0);
-            ss0 = fmaf(b, b, ss0);
-            a = bf16_lo(xw1[e]);
-            b = bf16_hi(xw1[e]);
-            ss1 = fmaf(a, a, ss1);
-            ss1 = fmaf(b, b, ss1);
-          }
-#pragma unroll
-          for (int j = 0; j < 3; ++j) {
-            const U4 h = *reinterpret_cast<const U4*>(&sb[buf][u][j][lane][0]);
-            const U4 l = *reinterpret_cast<const U4*>(&sb[buf][u][j][lane][4]);
-            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, h.x, h.y);
-            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, l.x, l.y);
-            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, h.z, h.w);
-            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, l.z, l.w);
-          }
+          add_squares8(xa[u], ss0);
+          add_squares8(xb[u], ss1);
+          mma_step_smem(acc, xa[u], xb[u], &sb[buf][u][0][0][0], lane);
         }
       }
     }
@@ -405,19 +420,13 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       if (v1) out1[kMix] = ss1;
     }
   }
-  if (done_counter != nullptr) {
-    // Publish: every writer fences, then one arrival per block (release).
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) atomicAdd(done_counter, 1u);
-  }
 }
 
 template <int NUM_SPLITS, int HC, int HIDDEN>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
-  partial_smem_impl<HC, HIDDEN>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr);
+  partial_smem_impl<HC, HIDDEN>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // GEMM: 0 = FFMA (FP32 cores), 1 = mma.sync with fn fragments loaded per warp,
@@ -425,6 +434,9 @@ __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params
 template <int NUM_SPLITS, int HC, int HIDDEN, int GEMM>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
   static_assert(GEMM >= 0 && GEMM <= 2, "GEMM must be 0 (ffma), 1 (mma) or 2 (mma_smem)");
+  // The finish kernel may be scheduled now: it prefetches the residual rows
+  // and waits (griddepcontrol.wait) for this grid before reading the partials.
+  griddep_launch_dependents();
   if (GEMM == 2) {
     mhc_pre_partial_smem<NUM_SPLITS, HC, HIDDEN>(p);
   } else {
@@ -433,7 +445,8 @@ __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) 
 }
 
 // ---------------------------------------------------------------------------
-// Stage (b): one block of 128 threads per token.
+// ---------------------------------------------------------------------------
+// Stage (b) and the one-pass kernel share the scalar part of a token.
 // IEEE round-to-nearest reciprocal, inline (no division subroutine call).
 __device__ __forceinline__ float rcp_rn(float x) {
   float r;
@@ -443,7 +456,7 @@ __device__ __forceinline__ float rcp_rn(float x) {
 
 // Branch-free reciprocal for positive normal x: MUFU.RCP plus one Newton step
 // (<= ~1 ulp). rcp.rn expands to a range check and a slow-path call per use,
-// which serializes the single-thread Sinkhorn (REFERENCE.md section 1).
+// which serializes the 20 Sinkhorn iterations (REFERENCE.md section 1).
 __device__ __forceinline__ float rcp_fast(float x) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
@@ -454,10 +467,24 @@ __device__ __forceinline__ float rcp_sel(float x) {
   return FAST ? rcp_fast(x) : rcp_rn(x);
 }
 
-// One thread's 4x4 Sinkhorn. Every normalization multiplies by one correctly
-// rounded reciprocal per row/column (<= 1.5 ulp from a true division), and the
-// rows (columns) of a step are independent, so the latency chain is about one
-// reciprocal per half-iteration.
+// Sum of HC values; pairwise for hc 4 (two dependent adds instead of three).
+template <int HC>
+__device__ __forceinline__ float sum_n(const float (&v)[HC]) {
+  if constexpr (HC == 4) {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  } else {
+    float s = v[0];
+#pragma unroll
+    for (int i = 1; i < HC; ++i) s += v[i];
+    return s;
+  }
+}
+
+// One thread's HC x HC Sinkhorn. Every normalization multiplies by one
+// reciprocal per row/column (<= 1.5 ulp from a true division), and the rows
+// (columns) of a step are independent, so the latency chain is one add tree and
+// one reciprocal per half-iteration: no shuffles, which cost more than the
+// arithmetic they would spread.
 template <int HC, bool FAST>
 __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, float eps) {
 #pragma unroll
@@ -465,10 +492,9 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
     float m = c[i][0];
 #pragma unroll
     for (int j = 1; j < HC; ++j) m = fmaxf(m, c[i][j]);
-    float s = 0.f;
 #pragma unroll
-    for (int j = 0; j < HC; ++j) s += (c[i][j] = expf(c[i][j] - m));
-    const float inv = rcp_sel<FAST>(s);
+    for (int j = 0; j < HC; ++j) c[i][j] = expf(c[i][j] - m);
+    const float inv = rcp_sel<FAST>(sum_n<HC>(c[i]));
 #pragma unroll
     for (int j = 0; j < HC; ++j) c[i][j] = fmaf(c[i][j], inv, eps);
   }
@@ -476,12 +502,7 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
     if (it > 0) {
       float inv[HC];
 #pragma unroll
-      for (int i = 0; i < HC; ++i) {
-        float s = 0.f;
-#pragma unroll
-        for (int j = 0; j < HC; ++j) s += c[i][j];
-        inv[i] = rcp_sel<FAST>(s + eps);
-      }
+      for (int i = 0; i < HC; ++i) inv[i] = rcp_sel<FAST>(sum_n<HC>(c[i]) + eps);
 #pragma unroll
       for (int i = 0; i < HC; ++i) {
 #pragma unroll
@@ -491,10 +512,10 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
     float inv[HC];
 #pragma unroll
     for (int j = 0; j < HC; ++j) {
-      float s = 0.f;
+      float col[HC];
 #pragma unroll
-      for (int i = 0; i < HC; ++i) s += c[i][j];
-      inv[j] = rcp_sel<FAST>(s + eps);
+      for (int i = 0; i < HC; ++i) col[i] = c[i][j];
+      inv[j] = rcp_sel<FAST>(sum_n<HC>(col) + eps);
     }
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
@@ -504,66 +525,111 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
   }
 }
 
-__device__ __forceinline__ unsigned int ld_acquire_u32(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// The scalar part of token t, run by one whole warp: mix[0..kMix) are the
+// token's 24 mix sums and mix[kMix] its sum of squares; base and scale are the
+// op's (kMix and 3 values); all three in shared memory, so that no lane waits on
+// a global load here (the branches below run one after the other). Lanes
+// 0..HC-1 write pre[] (shared), lanes HC..2HC-1 write post, lane 16 runs the
+// Sinkhorn and writes comb. Nothing is written to global memory when !valid.
+template <int HC, bool FAST>
+__device__ __forceinline__ void scalar_part(const hcwarm_mhc_pre_params& p, long long t, bool valid,
+                                            const float* mix, const float* base, const float* scale, float* pre,
+                                            int lane, float K) {
+  constexpr int kMix = HC * (2 + HC);
+  const float ms = FAST ? mix[kMix] * (1.0f / K) : mix[kMix] / K;
+  const float r = rcp_sel<FAST>(sqrtf(ms + p.rms_eps));
+  if (lane < HC) {
+    pre[lane] = rcp_sel<FAST>(1.0f + expf(-(mix[lane] * r * scale[0] + base[lane]))) + p.hc_eps;
+  } else if (lane < 2 * HC) {
+    const float b = mix[lane] * r * scale[1] + base[lane];
+    if (valid) p.post[t * HC + (lane - HC)] = p.post_mult * rcp_sel<FAST>(1.0f + expf(-b));
+  } else if (lane == 16) {
+    float c[HC][HC];
+#pragma unroll
+    for (int i = 0; i < HC; ++i) {
+#pragma unroll
+      for (int j = 0; j < HC; ++j) {
+        const int m = 2 * HC + i * HC + j;
+        c[i][j] = mix[m] * r * scale[2] + base[m];
+      }
+    }
+    sinkhorn_f32<HC, FAST>(c, p.sinkhorn_iters, p.hc_eps);
+    if (valid) {
+      float* out = p.comb + t * HC * HC;
+#pragma unroll
+      for (int i = 0; i < HC; ++i) {
+#pragma unroll
+        for (int j = 0; j < HC; ++j) out[i * HC + j] = c[i][j];
+      }
+    }
+  }
 }
+
+// base (kMix) and scale (3) into shared memory; threads 0..kMix+2 of the block.
+template <int HC>
+__device__ __forceinline__ void load_base_scale(const hcwarm_mhc_pre_params& p, float* base, float* scale, int tid) {
+  constexpr int kMix = HC * (2 + HC);
+  if (tid < kMix) {
+    base[tid] = p.base[tid];
+  } else if (tid < kMix + 3) {
+    scale[tid - kMix] = p.scale[tid - kMix];
+  }
+}
+
 __device__ __forceinline__ float ldcg_f32(const float* p) {
   float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
   return v;
 }
 
-// Stage (b) step 3 for hc 4 on one warp (see finish_impl). red[w][m]: warp w's
-// partial sum of mix column m (m = 24: the sum of squares).
-template <int kWarps>
-__device__ __forceinline__ void sinkhorn_warp_hc4(const hcwarm_mhc_pre_params& p, long long t,
-                                                  const float (&red)[kWarps][32], float* pre_s, int lane, float K) {
-  constexpr int HC = 4;
-  constexpr int kMix = HC * (2 + HC);
-  constexpr unsigned kAll = 0xffffffffu;
-  float mix = 0.f;
-  if (lane <= kMix) {
+// y = sum_i pre_i * x_i over 8 columns, in f32, rounded to bf16 (x[i]: stream i's
+// 8 bf16 values). Adds the squares of the rounded values to ssq.
+template <int HC>
+__device__ __forceinline__ U4 mix_streams8(const U4 (&x)[HC], const float* pre, float& ssq) {
+  float acc[8];
+  {
+    const unsigned int w4[4] = {x[0].x, x[0].y, x[0].z, x[0].w};
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) mix += red[w][lane];
+    for (int e = 0; e < 4; ++e) {
+      acc[2 * e] = pre[0] * bf16_lo(w4[e]);
+      acc[2 * e + 1] = pre[0] * bf16_hi(w4[e]);
+    }
   }
-  const float r = rcp_fast(sqrtf(__shfl_sync(kAll, mix, kMix) / K + p.rms_eps));
-  if (lane < HC) {
-    pre_s[lane] = rcp_fast(1.0f + expf(-(mix * r * p.scale[0] + p.base[lane]))) + p.hc_eps;
-  } else if (lane < 2 * HC) {
-    p.post[t * HC + (lane - HC)] = p.post_mult * rcp_fast(1.0f + expf(-(mix * r * p.scale[1] + p.base[lane])));
+#pragma unroll
+  for (int i = 1; i < HC; ++i) {
+    const unsigned int w4[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[2 * e] = fmaf(pre[i], bf16_lo(w4[e]), acc[2 * e]);
+      acc[2 * e + 1] = fmaf(pre[i], bf16_hi(w4[e]), acc[2 * e + 1]);
+    }
   }
-  // Lanes 16-31 take mix 8..23 (the logits); lanes 0-15 compute along unused.
-  const int k = lane & 15;
-  const float logit = __shfl_sync(kAll, mix, 2 * HC + k);
-  const float eps = p.hc_eps;
-  float v = lane >= 16 ? logit * r * p.scale[2] + p.base[2 * HC + k] : 0.f;
-  float m = fmaxf(v, __shfl_xor_sync(kAll, v, 1));
-  m = fmaxf(m, __shfl_xor_sync(kAll, m, 2));
-  v = expf(v - m);
-  float rs = v + __shfl_xor_sync(kAll, v, 1);
-  rs += __shfl_xor_sync(kAll, rs, 2);
-  v = fmaf(v, rcp_fast(rs), eps);
-  float cs = v + __shfl_xor_sync(kAll, v, 4);
-  cs += __shfl_xor_sync(kAll, cs, 8);
-  v *= rcp_fast(cs + eps);
-  for (int it = 1; it < p.sinkhorn_iters; ++it) {
-    rs = v + __shfl_xor_sync(kAll, v, 1);
-    rs += __shfl_xor_sync(kAll, rs, 2);
-    v *= rcp_fast(rs + eps);
-    cs = v + __shfl_xor_sync(kAll, v, 4);
-    cs += __shfl_xor_sync(kAll, cs, 8);
-    v *= rcp_fast(cs + eps);
+  unsigned int o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    o[e] = pack_bf16x2(acc[2 * e], acc[2 * e + 1]);
+    const float a = bf16_lo(o[e]), b = bf16_hi(o[e]);
+    ssq = fmaf(a, a, ssq);
+    ssq = fmaf(b, b, ssq);
   }
-  if (lane >= 16) p.comb[t * HC * HC + k] = v;
+  return U4{o[0], o[1], o[2], o[3]};
 }
 
-// Finish of token t over P parts. With `ready` non-null, first waits until
-// *ready >= ready_target (the parts of t's tile, written by other blocks).
-template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
-__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
-                                            const unsigned int* ready, unsigned int ready_target) {
+// The fused RMSNorm of 8 bf16 y values: bf16(y * rn * w).
+__device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
+  const unsigned int w4[4] = {w.x, w.y, w.z, w.w};
+  const unsigned int y4[4] = {y.x, y.y, y.z, y.w};
+  unsigned int o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    o[e] = pack_bf16x2(bf16_lo(y4[e]) * rn * bf16_lo(w4[e]), bf16_hi(y4[e]) * rn * bf16_hi(w4[e]));
+  }
+  return U4{o[0], o[1], o[2], o[3]};
+}
+
+// Stage (b): one block of 128 threads per token t over P parts.
+template <int HC, int HIDDEN, int PARTS, bool FUSED_NORM, bool FAST>
+__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
@@ -577,80 +643,64 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   const int warp = tid >> 5;
 
   __shared__ float red[kWarps][32];
+  __shared__ float mix_s[32];
+  __shared__ float base_s[kMix];
+  __shared__ float scale_s[3];
   __shared__ float pre_s[HC];
   __shared__ float ssq_s[kWarps];
+  load_base_scale<HC>(p, base_s, scale_s, tid);
 
-  // 1. Start the residual loads: they are independent of the mixes.
-  U4 xr[HC][kVpt];
+  // 1. Start the residual loads: they do not depend on the partial kernel, so
+  //    they run before griddepcontrol.wait, overlapping its tail.
+  U4 xr[kVpt][HC];
   const unsigned short* x = p.residual + t * K;
 #pragma unroll
   for (int v = 0; v < kVpt; ++v) {
     const int idx = tid + v * kThreads;
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
-      if (idx < nvec) xr[i][v] = ldg_u4(x + (long long)i * D + idx * 8);
+      if (idx < nvec) xr[v][i] = ldg_u4(x + (long long)i * D + idx * 8);
     }
   }
+  griddep_wait();
 
-  if (ready != nullptr) {
-    if (tid == 0) {
-      // Bounded (seconds): a broken schedule shows up as wrong results, never as a hang.
-      for (unsigned int spin = 0; ld_acquire_u32(ready) < ready_target && spin < (1u << 25); ++spin) __nanosleep(64);
-    }
-    __syncthreads();
-  }
-
-  // 2. Sum the parts: lane = column, warp = every kWarps-th part (L2 reads:
-  //    the parts may come from other multiprocessors during this launch).
+  // 2. Sum the parts: lane = column, warp = every kWarps-th part. With the part
+  //    count known at compile time every load is issued before the first add.
   {
     const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
     float s = 0.f;
     if (lane <= kMix) {
+      if (PARTS != 0) {
+        constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
+        float v[kPer];
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          const int pi = warp + i * kWarps;
+          v[i] = pi < PARTS ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) s += v[i];
+      } else {
 #pragma unroll 8
-      for (int pi = warp; pi < P; pi += kWarps) s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
+        for (int pi = warp; pi < P; pi += kWarps) s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
+      }
     }
     red[warp][lane] = s;
   }
   __syncthreads();
 
-  // 3. rsqrt, sigmoids, Sinkhorn; writes post and comb.
-  if constexpr (FAST && HC == 4) {
-    // Warp 0, all lanes at once: lane m holds mix m; lanes 0-3 the pre
-    // sigmoids, 4-7 the post ones; lanes 16-31 the 4x4 matrix (i = bits 2-3,
-    // j = bits 0-1 of lane - 16), row sums by shuffles over lane bits 0-1,
-    // column sums over bits 2-3. No thread runs the 20 iterations alone.
-    if (warp == 0) sinkhorn_warp_hc4(p, t, red, pre_s, lane, (float)K);
-  } else if (tid == 0) {
-    float mix[kMix + 1];
+  // 3. rsqrt, sigmoids, Sinkhorn (warp 0); writes post and comb.
+  if (warp == 0) {
+    float m = 0.f;
 #pragma unroll
-    for (int m = 0; m <= kMix; ++m) {
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += red[w][m];
-      mix[m] = s;
-    }
-    const float r = rcp_sel<FAST>(sqrtf(mix[kMix] / (float)K + p.rms_eps));
-    const float s0 = p.scale[0], s1 = p.scale[1], s2 = p.scale[2];
-    float c[HC][HC];
-#pragma unroll
-    for (int i = 0; i < HC; ++i) {
-      const float a = mix[i] * r * s0 + p.base[i];
-      pre_s[i] = rcp_sel<FAST>(1.0f + expf(-a)) + p.hc_eps;
-      const float b = mix[HC + i] * r * s1 + p.base[HC + i];
-      p.post[t * HC + i] = p.post_mult * rcp_sel<FAST>(1.0f + expf(-b));
-#pragma unroll
-      for (int j = 0; j < HC; ++j) c[i][j] = mix[2 * HC + i * HC + j] * r * s2 + p.base[2 * HC + i * HC + j];
-    }
-    sinkhorn_f32<HC, FAST>(c, p.sinkhorn_iters, p.hc_eps);
-#pragma unroll
-    for (int i = 0; i < HC; ++i) {
-#pragma unroll
-      for (int j = 0; j < HC; ++j) p.comb[(t * HC + i) * HC + j] = c[i][j];
-    }
+    for (int w = 0; w < kWarps; ++w) m += red[w][lane];
+    mix_s[lane] = m;
+    __syncwarp();
+    scalar_part<HC, FAST>(p, t, true, mix_s, base_s, scale_s, pre_s, lane, (float)K);
   }
   __syncthreads();
 
-  // 4. y = sum_i pre_i * x_i in f32, rounded to bf16.
+  // 4. y = sum_i pre_i * x_i in f32, rounded to bf16; then the fused norm.
   float pre[HC];
 #pragma unroll
   for (int i = 0; i < HC; ++i) pre[i] = pre_s[i];
@@ -661,35 +711,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   for (int v = 0; v < kVpt; ++v) {
     const int idx = tid + v * kThreads;
     if (idx < nvec) {
-      float acc[8];
-      {
-        const unsigned int w4[4] = {xr[0][v].x, xr[0][v].y, xr[0][v].z, xr[0][v].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          acc[2 * e] = pre[0] * bf16_lo(w4[e]);
-          acc[2 * e + 1] = pre[0] * bf16_hi(w4[e]);
-        }
-      }
-#pragma unroll
-      for (int i = 1; i < HC; ++i) {
-        const unsigned int w4[4] = {xr[i][v].x, xr[i][v].y, xr[i][v].z, xr[i][v].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          acc[2 * e] = fmaf(pre[i], bf16_lo(w4[e]), acc[2 * e]);
-          acc[2 * e + 1] = fmaf(pre[i], bf16_hi(w4[e]), acc[2 * e + 1]);
-        }
-      }
-      unsigned int o[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        o[e] = pack_bf16x2(acc[2 * e], acc[2 * e + 1]);
-        if (FUSED_NORM) {
-          const float a = bf16_lo(o[e]), b = bf16_hi(o[e]);
-          ssq = fmaf(a, a, ssq);
-          ssq = fmaf(b, b, ssq);
-        }
-      }
-      yw[v] = U4{o[0], o[1], o[2], o[3]};
+      yw[v] = mix_streams8<HC>(xr[v], pre, ssq);
       if (!FUSED_NORM) stg_u4(y + idx * 8, yw[v]);
     }
   }
@@ -705,95 +727,304 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 #pragma unroll
     for (int v = 0; v < kVpt; ++v) {
       const int idx = tid + v * kThreads;
-      if (idx < nvec) {
-        const U4 wv = ldg_u4(p.norm_weight + idx * 8);
-        const unsigned int w4[4] = {wv.x, wv.y, wv.z, wv.w};
-        const unsigned int y4[4] = {yw[v].x, yw[v].y, yw[v].z, yw[v].w};
-        unsigned int o[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          o[e] = pack_bf16x2(bf16_lo(y4[e]) * rn * bf16_lo(w4[e]), bf16_hi(y4[e]) * rn * bf16_hi(w4[e]));
-        }
-        stg_u4(y + idx * 8, U4{o[0], o[1], o[2], o[3]});
-      }
+      if (idx < nvec) stg_u4(y + idx * 8, norm8(yw[v], ldg_u4(p.norm_weight + idx * 8), rn));
     }
   }
 }
 
-// FAST: branch-free reciprocals in the scalar part (opt-in, see rcp_fast).
+// FAST: branch-free reciprocals in the scalar part (see rcp_fast).
 template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
+  constexpr int kParts = NUM_SPLITS != 0 ? NUM_SPLITS * HCWARM_MHC_CUDA_SUBSPLITS(NUM_SPLITS) : 0;
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
-  finish_impl<HC, HIDDEN, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), nullptr, 0u);
+  finish_impl<HC, HIDDEN, kParts, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // ---------------------------------------------------------------------------
-// One-pass kernel for num_splits == 1 (large T): partial and finish items of a
-// tile run in one launch, the finish of tile g scheduled HCWARM_MHC_FUSED_LAG
-// tiles after its partials, so its residual rows are re-read from L2 rather
-// than from memory. Blocks take a ticket (their logical index) at start; a
-// finish block only waits for partial blocks with smaller tickets, which never
-// wait themselves, so the launch cannot deadlock. p.counters: [0] ticket,
-// [1 + tile] partial blocks done; zeroed by the host before each launch.
-// Work order: P(0..L-1), then for g >= L: P(g), F(g-L), then F(tiles-L..).
-// Grid: tiles * (fused_parts + 64) blocks of 128 threads.
-template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false>
-__device__ __forceinline__ void mhc_pre_fused(const hcwarm_mhc_pre_params& p) {
+// One-pass kernel for num_splits == 1 (large T), sm_90 thread-block clusters.
+// A cluster of CTAS = 16 blocks takes a tile of 16 tokens at a time (persistent:
+// cluster c takes tiles c, c + clusters, ...). Block `rank` owns the hidden slice
+// [rank * D/16, +D/16) of all 4 streams; its warp w the 64 columns
+// [w * 64, +64) of the slice, i.e. 256 k values = 8 mma k-steps of 32:
+// step u = (stream u / 2, columns 32 * (u % 2) + [0, 32)).
+//  - fn of the warp's 256 k (24 columns, hi/lo bf16 in B-fragment order, 24 KB)
+//    is loaded into shared memory once, for all tiles: no fn traffic per tile.
+//  - Thread (g, q) loads its 2 rows x 8 steps x 8 bf16 of the residual into
+//    registers (the mma A fragments); the next tile's rows are loaded while the
+//    current one is finished, and the residual is read from memory once.
+//  - The 24 mix sums and the sum of squares are reduced over the block's warps
+//    in shared memory, then over the cluster through distributed shared memory:
+//    block `rank` finishes token `rank` of the tile (scalar_part) and stores its
+//    pre weights into every block of the cluster.
+//  - Each thread then has all 4 streams of its 2 x 16 columns in registers and
+//    writes y; the fused norm's sum of squares takes one more cluster exchange.
+// Three cluster barriers per tile (two without the norm); a final one keeps every
+// block's shared memory alive until its peers are done reading it.
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned int cluster_rank() {
+  unsigned int r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned int cluster_id_x() {
+  unsigned int r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned int num_clusters_x() {
+  unsigned int r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned int smem_u32(const void* ptr) {
+  unsigned int a;
+  asm("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}" : "=r"(a) : "l"(ptr));
+  return a;
+}
+// The address of the same shared variable in cluster block `rank`.
+__device__ __forceinline__ unsigned int peer_addr(unsigned int local, unsigned int rank) {
+  unsigned int a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
+  return a;
+}
+__device__ __forceinline__ float ld_peer_f32(unsigned int addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_peer_f4(unsigned int addr, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1,%2,%3,%4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
+__device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) {
+  constexpr int kCtas = HCWARM_MHC_CLUSTER_CTAS;
+  constexpr int kTile = HCWARM_MHC_CLUSTER_TILE;
+  constexpr int kWarpD = HCWARM_MHC_CLUSTER_WARP_D;
+  constexpr int kSteps = HC * kWarpD / 32;  // 8 k-steps of 32 per warp
+  constexpr int kMaxWarps = 8;              // hidden <= 8192
+  constexpr int kMix = HC * (2 + HC);
+  static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4");
+  static_assert(kTile == kCtas, "block `rank` finishes token `rank` of the tile: one token per block");
+  static_assert(kTile == 16, "a tile is one m16 mma row block");
+  static_assert(HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP == kSteps * 3 * 32 * 8, "fn fragment words per warp");
+  static_assert(HIDDEN % (kCtas * kWarpD) == 0, "HIDDEN must be a multiple of 1024 (or 0: run time)");
   if (!shape_ok<1, HC, HIDDEN, true>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
-  if (p.counters == nullptr) return;
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
-  const int FP = HCWARM_MHC_FUSED_PARTS((long long)HC * D);
-  const long long tiles = (p.num_tokens + HCWARM_MHC_TOKENS_PER_TILE - 1) / HCWARM_MHC_TOKENS_PER_TILE;
-  const long long L = tiles < HCWARM_MHC_FUSED_LAG ? tiles : HCWARM_MHC_FUSED_LAG;
-  const long long G = FP + HCWARM_MHC_TOKENS_PER_TILE;
+  const int W = D / (kCtas * kWarpD);
+  // Uniform over the cluster: every block returns, or none does.
+  if (D % (kCtas * kWarpD) != 0 || W > kMaxWarps || (int)blockDim.x != W * 32) return;
+  const long long K = (long long)HC * D;
+  const long long T = p.num_tokens;
 
-  __shared__ unsigned int ticket_s;
-  if (threadIdx.x == 0) ticket_s = atomicAdd(&p.counters[0], 1u);
-  __syncthreads();
-  const long long id = ticket_s;
+  extern __shared__ __align__(16) unsigned int fn_s[];
+  __shared__ float red_s[kMaxWarps][kTile][kMix + 1];
+  __shared__ __align__(16) float cpart_s[kTile][32];  // read by the cluster
+  __shared__ __align__(16) float pre_s[kTile][4];     // written by the cluster
+  __shared__ float mix_s[32];
+  __shared__ float base_s[kMix];
+  __shared__ float scale_s[3];
+  __shared__ float pre_tmp[4];
+  __shared__ float yss_s[kMaxWarps][kTile];
+  __shared__ float cyss_s[kTile];  // read by the cluster
+  __shared__ float rn_s[kTile];
 
-  long long tile;
-  long long item;
-  bool is_partial;
-  if (id < L * FP) {
-    is_partial = true;
-    tile = id / FP;
-    item = id % FP;
-  } else {
-    const long long id2 = id - L * FP;
-    const long long nb = (tiles - L) * G;
-    if (id2 < nb) {
-      const long long grp = id2 / G;
-      const long long off = id2 % G;
-      is_partial = off < FP;
-      tile = is_partial ? grp + L : grp;
-      item = is_partial ? off : off - FP;
-    } else {
-      const long long id3 = id2 - nb;
-      is_partial = false;
-      tile = tiles - L + id3 / HCWARM_MHC_TOKENS_PER_TILE;
-      item = id3 % HCWARM_MHC_TOKENS_PER_TILE;
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int g = lane >> 2;
+  const int q = lane & 3;
+  const unsigned int rank = cluster_rank();
+  const int d0 = (int)rank * (D / kCtas) + warp * kWarpD;  // the warp's first column
+  unsigned int* fw = fn_s + warp * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP;
+  load_base_scale<HC>(p, base_s, scale_s, tid);  // read after the first __syncthreads below
+
+  // fn of the warp's 8 steps -> hi/lo pairs in B-fragment order:
+  // fw[((u * 3 + n / 8) * 32 + (n % 8) * 4 + c / 8) * 8 + ...] as in partial_smem_impl.
+  for (int e = lane; e < kMix * kSteps * 8; e += 32) {
+    const int n = e / (kSteps * 8);
+    const int u = (e / 8) % kSteps;
+    const int c = (e % 8) * 4;  // k offset in the step
+    const long long k = (long long)(u >> 1) * D + d0 + 32 * (u & 1) + c;
+    const F4 f = ldg_f4(p.fn + n * K + k);
+    unsigned int h0, l0, h1, l1;
+    split_fn_pair(f.x, f.y, h0, l0);
+    split_fn_pair(f.z, f.w, h1, l1);
+    const int half = (c >> 2) & 1;
+    unsigned int* dst = fw + ((u * 3 + (n >> 3)) * 32 + (n & 7) * 4 + (c >> 3)) * 8;
+    dst[half * 2] = h0;
+    dst[half * 2 + 1] = h1;
+    dst[4 + half * 2] = l0;
+    dst[4 + half * 2 + 1] = l1;
+  }
+  U4 wv[2];
+  if (FUSED_NORM) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) wv[h] = ldg_u4(p.norm_weight + d0 + 32 * h + 8 * q);
+  }
+  __syncwarp();
+
+  const long long tiles = (T + kTile - 1) / kTile;
+  const long long nclusters = num_clusters_x();
+  const U4 zero = {0u, 0u, 0u, 0u};
+  auto load_tile = [&](long long tile, U4 (&a)[kSteps], U4 (&b)[kSteps]) {
+    const long long r0 = tile * kTile + g;
+    const long long r1 = r0 + 8;
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const long long off = (long long)(u >> 1) * D + d0 + 32 * (u & 1) + 8 * q;
+      a[u] = r0 < T ? ldg_u4(p.residual + r0 * K + off) : zero;
+      b[u] = r1 < T ? ldg_u4(p.residual + r1 * K + off) : zero;
+    }
+  };
+
+  U4 xa[kSteps], xb[kSteps];
+  long long tile = cluster_id_x();
+  if (tile < tiles) load_tile(tile, xa, xb);
+  const unsigned int cpart_local = smem_u32(&cpart_s[rank][0]);
+  const unsigned int pre_local = smem_u32(&pre_s[rank][0]);
+  const unsigned int cyss_local = smem_u32(&cyss_s[tid < kTile ? tid : 0]);
+  for (; tile < tiles; tile += nclusters) {
+    U4 na[kSteps], nb[kSteps];
+    if (tile + nclusters < tiles) load_tile(tile + nclusters, na, nb);
+
+    // 1. The warp's GEMM and sum of squares over its 256 k.
+    float acc[3][4];
+#pragma unroll
+    for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      add_squares8(xa[u], ss0);
+      add_squares8(xb[u], ss1);
+      mma_step_smem(acc, xa[u], xb[u], fw + u * 3 * 32 * 8, lane);
+    }
+    ss0 += __shfl_xor_sync(0xffffffffu, ss0, 1);
+    ss0 += __shfl_xor_sync(0xffffffffu, ss0, 2);
+    ss1 += __shfl_xor_sync(0xffffffffu, ss1, 1);
+    ss1 += __shfl_xor_sync(0xffffffffu, ss1, 2);
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      red_s[warp][g][8 * j + 2 * q] = acc[j][0];
+      red_s[warp][g][8 * j + 2 * q + 1] = acc[j][1];
+      red_s[warp][g + 8][8 * j + 2 * q] = acc[j][2];
+      red_s[warp][g + 8][8 * j + 2 * q + 1] = acc[j][3];
+    }
+    if (q == 0) {
+      red_s[warp][g][kMix] = ss0;
+      red_s[warp][g + 8][kMix] = ss1;
+    }
+    __syncthreads();
+    // 2. The block's sums (warps in a fixed order: deterministic), for the cluster.
+    for (int e = tid; e < kTile * (kMix + 1); e += blockDim.x) {
+      const int row = e / (kMix + 1);
+      const int col = e % (kMix + 1);
+      float s = 0.f;
+      for (int w = 0; w < W; ++w) s += red_s[w][row][col];
+      cpart_s[row][col] = s;
+    }
+    cluster_sync_all();  // B1: every block's sums are visible
+
+    // 3. Token `rank` of the tile: its sums over the cluster, the scalar part,
+    //    and its pre weights into every block.
+    const long long t = tile * kTile + rank;
+    if (warp == 0) {
+      float m = 0.f;
+      if (lane <= kMix) {
+        float v[kCtas];
+#pragma unroll
+        for (int r = 0; r < kCtas; ++r) v[r] = ld_peer_f32(peer_addr(cpart_local + lane * 4, r));
+#pragma unroll
+        for (int r = 0; r < kCtas; ++r) m += v[r];
+      }
+      mix_s[lane] = m;
+      __syncwarp();
+      scalar_part<HC, FAST>(p, t, t < T, mix_s, base_s, scale_s, pre_tmp, lane, (float)K);
+      __syncwarp();
+      if (lane < kCtas) st_peer_f4(peer_addr(pre_local, lane), pre_tmp[0], pre_tmp[1], pre_tmp[2], pre_tmp[3]);
+    }
+    cluster_sync_all();  // B2: pre of all 16 tokens is here
+
+    // 4. y of rows g and g + 8, columns d0 + 32h + 8q + [0, 8), h = 0, 1.
+    const long long r0 = tile * kTile + g;
+    const long long r1 = r0 + 8;
+    float pre0[HC], pre1[HC];
+#pragma unroll
+    for (int i = 0; i < HC; ++i) {
+      pre0[i] = pre_s[g][i];
+      pre1[i] = pre_s[g + 8][i];
+    }
+    U4 y0[2], y1[2];
+    float yss0 = 0.f, yss1 = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const U4 s0[HC] = {xa[h], xa[2 + h], xa[4 + h], xa[6 + h]};
+      const U4 s1[HC] = {xb[h], xb[2 + h], xb[4 + h], xb[6 + h]};
+      y0[h] = mix_streams8<HC>(s0, pre0, yss0);
+      y1[h] = mix_streams8<HC>(s1, pre1, yss1);
+    }
+    if (FUSED_NORM) {
+      yss0 += __shfl_xor_sync(0xffffffffu, yss0, 1);
+      yss0 += __shfl_xor_sync(0xffffffffu, yss0, 2);
+      yss1 += __shfl_xor_sync(0xffffffffu, yss1, 1);
+      yss1 += __shfl_xor_sync(0xffffffffu, yss1, 2);
+      if (q == 0) {
+        yss_s[warp][g] = yss0;
+        yss_s[warp][g + 8] = yss1;
+      }
+      __syncthreads();
+      if (tid < kTile) {
+        float s = 0.f;
+        for (int w = 0; w < W; ++w) s += yss_s[w][tid];
+        cyss_s[tid] = s;
+      }
+      cluster_sync_all();  // B3: the y sums of squares of every block
+      if (tid < kTile) {
+        float v[kCtas];
+#pragma unroll
+        for (int r = 0; r < kCtas; ++r) v[r] = ld_peer_f32(peer_addr(cyss_local, r));
+        float tot = 0.f;
+#pragma unroll
+        for (int r = 0; r < kCtas; ++r) tot += v[r];
+        rn_s[tid] = rcp_sel<FAST>(sqrtf(tot / (float)D + p.norm_eps));
+      }
+      __syncthreads();
+      const float rn0 = rn_s[g], rn1 = rn_s[g + 8];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        y0[h] = norm8(y0[h], wv[h], rn0);
+        y1[h] = norm8(y1[h], wv[h], rn1);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = d0 + 32 * h + 8 * q;
+      if (r0 < T) stg_u4(p.y + r0 * D + col, y0[h]);
+      if (r1 < T) stg_u4(p.y + r1 * D + col, y1[h]);
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      xa[u] = na[u];
+      xb[u] = nb[u];
     }
   }
-  if (tile >= tiles) return;
-  if (is_partial) {
-    partial_smem_impl<HC, HIDDEN>(p, tile, (int)item, FP, &p.counters[1 + tile]);
-  } else {
-    const long long t = tile * HCWARM_MHC_TOKENS_PER_TILE + item;
-    if (t >= p.num_tokens) return;
-    finish_impl<HC, HIDDEN, FUSED_NORM, FAST>(p, t, FP, &p.counters[1 + tile], (unsigned int)FP);
-  }
+  cluster_sync_all();  // no block leaves while a peer may still read its shared memory
 }
 
 }  // namespace cuda
 }  // namespace hcwarm_kernels
 
 // The launch geometry, for the host side (kept here beside the kernels).
-//   partial: grid (num_parts, ceil(T / 64)), block 128, no dynamic shared memory.
-//   finish:  grid (T),                      block 128, no dynamic shared memory.
+//   partial:  grid (num_parts, ceil(T / 64)), block 128, no dynamic shared memory.
+//   finish:   grid (T),                      block 128, no dynamic shared memory.
+//   one-pass: grid (clusters * 16), cluster (16), block hidden / 32, dynamic shared
+//             memory hidden / 1024 * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4 bytes.
