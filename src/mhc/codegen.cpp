@@ -16,6 +16,10 @@ const char* to_string(CudaGemm g) {
   return "?";
 }
 
+int cuda_partial_warps(int num_splits, CudaGemm gemm) {
+  return gemm == CudaGemm::MmaSmem ? HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) : HCWARM_MHC_CUDA_THREADS / 32;
+}
+
 int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
@@ -36,10 +40,11 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                                 bool fast_finish) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
+  const int warps = cuda_partial_warps(num_splits, gemm);
   return fmt::format(
       "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"
       "#include \"cuda/mhc_pre.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({6}, 3) {4}(hcwarm_mhc_pre_params p) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({11}, {12}) {4}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({6}, 3) {5}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}, {10}>(p);\n}}\n{9}",
@@ -51,7 +56,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                         "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{1}, {2}, {3}, {4}>(p);\n}}\n",
                         kCudaOnePassSymbol, hc, hidden, fused_norm ? "true" : "false",
                         fast_finish ? "true" : "false"),
-      fast_finish ? "true" : "false");
+      fast_finish ? "true" : "false", 32 * warps, warps == 8 ? 2 : 3);
 }
 
 }  // namespace hcwarm::mhc

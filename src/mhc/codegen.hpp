@@ -20,6 +20,8 @@ inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 // Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
 enum class CudaGemm { Mma, Ffma, MmaSmem };
 const char* to_string(CudaGemm g);
+// Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
+int cuda_partial_warps(int num_splits, CudaGemm gemm);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
 // one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaOnePassSymbol).

@@ -207,6 +207,7 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->module = modules_(spec);
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
+      k->cuda.partial_warps = cuda_partial_warps(splits, gemm_);
       if (spec.param("one_pass") == "1") {
         HCWARM_CHECK_CU(dev.driver(),
                         cuda::prepare_one_pass(dev.driver(),

@@ -69,11 +69,11 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     const CUlaunchConfig c = one_pass_config(k, clusters, stream, cluster);
     return d.cuLaunchKernelEx(&c, k.one_pass, args, nullptr);
   }
-  const unsigned tiles =
-      static_cast<unsigned>((p.num_tokens + HCWARM_MHC_TOKENS_PER_TILE - 1) / HCWARM_MHC_TOKENS_PER_TILE);
+  const long long tile_tokens = 16LL * k.partial_warps;
+  const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);
   if (stages & 1) {
     const CUresult rc = d.cuLaunchKernel(k.partial, static_cast<unsigned>(p.num_parts), tiles, 1,
-                                         HCWARM_MHC_CUDA_THREADS, 1, 1, 0, stream, args, nullptr);
+                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, 0, stream, args, nullptr);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;

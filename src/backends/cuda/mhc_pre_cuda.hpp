@@ -12,6 +12,7 @@ namespace hcwarm::cuda {
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
+  int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
   // The one-pass cluster kernel (num_splits == 1 modules, sm_90+), or null.
   // Set up by prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;

@@ -25,6 +25,13 @@
 #define HCWARM_MHC_TOKENS_PER_TILE 64
 #define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
 #define HCWARM_MHC_CUDA_THREADS 128
+// Warps of the specialized mma_smem partial kernel (16 tokens each): 8 for the
+// large-T buckets (num_splits <= 2, at least 45 tiles of 64), where a 128-token
+// tile halves the fn reads from L2 (one fn chunk serves twice the tokens; H200:
+// 1.5-6% off stage a at T >= 4096, but 24% slower at T = 2048, num_splits 4,
+// for lack of blocks); 4 (64 tokens, HCWARM_MHC_CUDA_THREADS) otherwise and in
+// the generic kernel.
+#define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
 // The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
 // HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
 // block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),

@@ -291,13 +291,14 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // by the whole block and stored in shared memory in B-fragment order
 // (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); residual and fn of the next
 // chunk are loaded into registers while the current one is multiplied.
-template <int HC, int HIDDEN>
+// WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
+template <int HC, int HIDDEN, int WARPS>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
   constexpr int kMix = HC * (2 + HC);
   constexpr int kChunk = 128;
   constexpr int kSteps = kChunk / 32;
-  constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
-  constexpr int kF4PerThread = kMix * kChunk / 4 / kThreads;  // 6
+  constexpr int kThreads = 32 * WARPS;
+  constexpr int kF4PerThread = kMix * kChunk / 4 / kThreads;  // 6 with 4 warps
   static_assert(kMix * kChunk / 4 % kThreads == 0, "fn chunk must split evenly over the block");
   __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
 
@@ -309,7 +310,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   const int lane = tid & 31;
   const int g = lane >> 2;
   const int q = lane & 3;
-  const long long t0 = tile * HCWARM_MHC_TOKENS_PER_TILE + warp * 16;
+  const long long t0 = tile * (16 * WARPS) + warp * 16;
   const bool active = t0 < T;  // idle warps still help with fn and the barriers
 
   long long chunk = (K + P - 1) / P;
@@ -426,7 +427,8 @@ template <int NUM_SPLITS, int HC, int HIDDEN>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
-  partial_smem_impl<HC, HIDDEN>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  constexpr int kWarps = NUM_SPLITS != 0 ? HCWARM_MHC_CUDA_PARTIAL_WARPS(NUM_SPLITS) : 4;
+  partial_smem_impl<HC, HIDDEN, kWarps>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // GEMM: 0 = FFMA (FP32 cores), 1 = mma.sync with fn fragments loaded per warp,
@@ -628,7 +630,7 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 }
 
 // Stage (b): one block of 128 threads per token t over P parts.
-template <int HC, int HIDDEN, int PARTS, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, int PARTS, bool PARTS_FIRST, bool FUSED_NORM, bool FAST>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
@@ -650,8 +652,28 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   __shared__ float ssq_s[kWarps];
   load_base_scale<HC>(p, base_s, scale_s, tid);
 
-  // 1. Start the residual loads: they do not depend on the partial kernel, so
-  //    they run before griddepcontrol.wait, overlapping its tail.
+  // 1. The loads. The residual rows do not depend on the partial kernel: for
+  //    small and mid T they are issued before griddepcontrol.wait, overlapping
+  //    the partial grid's tail. For the large-T buckets (PARTS_FIRST: the
+  //    partial grid finished long ago) the partials go first, so that their
+  //    sum and the scalar part overlap the residual's transfer instead of
+  //    queueing behind it.
+  // Partials: lane = column, warp = every kWarps-th part; with the part count
+  // known at compile time every load is issued before the first add.
+  constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
+  const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
+  float pv[kPer];
+  auto load_parts = [&]() {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int pi = warp + i * kWarps;
+      pv[i] = (lane <= kMix && pi < PARTS) ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
+    }
+  };
+  if (PARTS != 0 && PARTS_FIRST) {
+    griddep_wait();
+    load_parts();
+  }
   U4 xr[kVpt][HC];
   const unsigned short* x = p.residual + t * K;
 #pragma unroll
@@ -662,28 +684,20 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       if (idx < nvec) xr[v][i] = ldg_u4(x + (long long)i * D + idx * 8);
     }
   }
-  griddep_wait();
+  if (!(PARTS != 0 && PARTS_FIRST)) {
+    griddep_wait();
+    if (PARTS != 0) load_parts();
+  }
 
-  // 2. Sum the parts: lane = column, warp = every kWarps-th part. With the part
-  //    count known at compile time every load is issued before the first add.
+  // 2. Sum the parts.
   {
-    const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
     float s = 0.f;
-    if (lane <= kMix) {
-      if (PARTS != 0) {
-        constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
-        float v[kPer];
+    if (PARTS != 0) {
 #pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          const int pi = warp + i * kWarps;
-          v[i] = pi < PARTS ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
-        }
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) s += v[i];
-      } else {
+      for (int i = 0; i < kPer; ++i) s += pv[i];
+    } else if (lane <= kMix) {
 #pragma unroll 8
-        for (int pi = warp; pi < P; pi += kWarps) s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
-      }
+      for (int pi = warp; pi < P; pi += kWarps) s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
     }
     red[warp][lane] = s;
   }
@@ -742,7 +756,9 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
-  finish_impl<HC, HIDDEN, kParts, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  // Large-T buckets read the partials first (see finish_impl).
+  constexpr bool kPartsFirst = NUM_SPLITS >= 1 && NUM_SPLITS <= 4;
+  finish_impl<HC, HIDDEN, kParts, kPartsFirst, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // ---------------------------------------------------------------------------
@@ -1024,7 +1040,9 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
 }  // namespace hcwarm_kernels
 
 // The launch geometry, for the host side (kept here beside the kernels).
-//   partial:  grid (num_parts, ceil(T / 64)), block 128, no dynamic shared memory.
+//   partial:  grid (num_parts, ceil(T / (16 * warps))), block 32 * warps, no dynamic
+//             shared memory; warps = HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the
+//             specialized mma_smem kernel, else 4.
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
 //   one-pass: grid (clusters * 16), cluster (16), block hidden / 32, dynamic shared
 //             memory hidden / 1024 * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4 bytes.
