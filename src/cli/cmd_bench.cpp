@@ -328,7 +328,7 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   op->add_flag("!--no-norm", o->norm, "without the fused RMSNorm");
   op->add_flag("--json", o->json, "print JSON");
   op->add_flag("--precise-finish", o->precise_finish,
-               "cuda specialized: the one-thread finish with IEEE reciprocals instead of the default warp-parallel one");
+               "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
   op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and the one-pass kernel for num_splits 1");
   op->add_option("--json-out", o->json_out, "also write the JSON report to this file");
   op->callback([&ctx, o] { run_bench(ctx, *o); });
