@@ -40,6 +40,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                                 bool fast_finish) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
+  // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   const int warps = cuda_partial_warps(num_splits, gemm);
   return fmt::format(
       "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"

@@ -30,7 +30,6 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
-inline constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
