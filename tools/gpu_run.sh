@@ -5,7 +5,8 @@
 # ahead-of-time cache that tools/gpu_pack.sh put in .devcarry/.
 # Everything lands in $OUT (at most 8 files); the last lines printed are the tables.
 # STEPS picks what runs (default "tests op serve"; all three can exceed a 600 s
-# device call: split them over two calls). SERVE_TRACE overrides the workload.
+# device call: split them over two calls; "buckets" times every split bucket,
+# specialized beside generic). SERVE_TRACE overrides the workload.
 set -u
 STEPS=${STEPS:-tests op serve}
 cd "$(dirname "$0")/../.devcarry" || exit 1
@@ -29,6 +30,13 @@ case " $STEPS " in *" op "*)
     >"$OUT/bench_op.txt" 2>&1
   echo "bench op rc=$?"
   grep -v "^\[" "$OUT/bench_op.txt" | tail -22 ;;
+esac
+case " $STEPS " in *" buckets "*)
+  # Specialized beside generic for every split bucket up to 16384 tokens.
+  timeout 200 ./hcwarm bench op --backend cuda --buckets 16384 --min-seconds 0.05 \
+    --json-out "$OUT/bench_buckets.json" >"$OUT/bench_buckets.txt" 2>&1
+  echo "bench buckets rc=$?"
+  grep -v "^\[" "$OUT/bench_buckets.txt" | tail -50 ;;
 esac
 case " $STEPS " in *" serve "*)
   # Chat-like prompts (lognormal, median 200, long tail to ~60k tokens) at a rate

@@ -25,6 +25,7 @@ namespace {
 struct BenchOptions {
   std::vector<int> hidden{4096, 7168};
   std::vector<int64_t> tokens{1, 8, 64, 128, 512, 2048, 4096, 8192, 16384};
+  int64_t buckets = 0;  // > 0: instead of tokens, the representative of every split bucket of [1, buckets]
   std::string backend;  // "" = default
   std::string variant = "both";
   std::string gemm = "mma_smem";
@@ -224,7 +225,9 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     dev->copy_from_host(base_d.get(), basev.data(), basev.size() * 4);
     dev->copy_from_host(w_d.get(), w.data(), w.size() * 2);
 
-    for (int64_t T : o.tokens) {
+    // Every split bucket once (its largest token count), or the given token counts.
+    const std::vector<int64_t> tokens = o.buckets > 0 ? spec.representatives(o.buckets) : o.tokens;
+    for (int64_t T : tokens) {
       HCWARM_CHECK_ARG(T >= 1, "--tokens must be >= 1, got {}", T);
       const size_t res_bytes = static_cast<size_t>(T) * dims.k() * 2;
       const size_t y_bytes = static_cast<size_t>(T) * D * 2;
@@ -319,7 +322,11 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   auto o = std::make_shared<BenchOptions>();
   auto* op = bench->add_subcommand("op", "Time hc_pre: us per call, GB/s, fraction of copy bandwidth, specialized vs generic");
   op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")->delimiter(',');
-  op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',');
+  auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',');
+  op->add_option("--buckets", o->buckets,
+                 "time every split bucket of token counts [1, N] once (its largest T) instead of --tokens")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->excludes(tokens);
   op->add_option("--backend", o->backend, "cpu | cuda (default: cuda when a GPU is present, else cpu)");
   op->add_option("--variant", o->variant, "both | specialized | generic");
   op->add_option("--gemm", o->gemm, "cuda specialized GEMM: mma_smem (tensor cores, fn in smem) | mma (per-warp fn) | ffma");
