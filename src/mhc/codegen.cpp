@@ -41,13 +41,14 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
+  // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
   const int warps = cuda_partial_warps(num_splits, gemm);
   return fmt::format(
       "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"
       "#include \"cuda/mhc_pre.cuh\"\n"
       "extern \"C\" __global__ void __launch_bounds__({11}, {12}) {4}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
-      "extern \"C\" __global__ void __launch_bounds__({6}, 3) {5}(hcwarm_mhc_pre_params p) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({6}, {13}) {5}(hcwarm_mhc_pre_params p) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}, {10}>(p);\n}}\n{9}",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
       HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
@@ -57,7 +58,8 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                         "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{1}, {2}, {3}, {4}>(p);\n}}\n",
                         kCudaOnePassSymbol, hc, hidden, fused_norm ? "true" : "false",
                         fast_finish ? "true" : "false"),
-      fast_finish ? "true" : "false", 32 * warps, warps == 8 ? 2 : 3);
+      fast_finish ? "true" : "false", 32 * warps, warps == 8 ? 2 : 3,
+      HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3);
 }
 
 }  // namespace hcwarm::mhc

@@ -32,6 +32,10 @@
 // for lack of blocks); 4 (64 tokens, HCWARM_MHC_CUDA_THREADS) otherwise and in
 // the generic kernel.
 #define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
+// The specialized finish kernel of the large-T buckets (num_splits <= 4) reads
+// the partials first and streams the residual after the scalar part, in fewer
+// registers (64): 8 blocks of 128 threads per SM instead of 3.
+#define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
 // The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
 // HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
 // block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),

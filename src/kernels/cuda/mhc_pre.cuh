@@ -655,12 +655,14 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   // 1. The loads. The residual rows do not depend on the partial kernel: for
   //    small and mid T they are issued before griddepcontrol.wait, overlapping
   //    the partial grid's tail. For the large-T buckets (PARTS_FIRST: the
-  //    partial grid finished long ago) the partials go first, so that their
-  //    sum and the scalar part overlap the residual's transfer instead of
-  //    queueing behind it.
+  //    partial grid finished long ago) the partials go first, and the residual
+  //    is only read once the pre weights are known, a vector at a time: the
+  //    block then needs about half the registers, twice as many blocks fit on
+  //    a multiprocessor, and their scalar parts overlap each other's streaming.
   // Partials: lane = column, warp = every kWarps-th part; with the part count
   // known at compile time every load is issued before the first add.
   constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
+  constexpr bool kStreamX = PARTS != 0 && PARTS_FIRST;
   const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
   float pv[kPer];
   auto load_parts = [&]() {
@@ -674,15 +676,18 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     griddep_wait();
     load_parts();
   }
-  U4 xr[kVpt][HC];
   const unsigned short* x = p.residual + t * K;
-#pragma unroll
-  for (int v = 0; v < kVpt; ++v) {
+  auto load_x = [&](int v, U4 (&xv)[HC]) {
     const int idx = tid + v * kThreads;
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
-      if (idx < nvec) xr[v][i] = ldg_u4(x + (long long)i * D + idx * 8);
+      if (idx < nvec) xv[i] = ldg_u4(x + (long long)i * D + idx * 8);
     }
+  };
+  U4 xr[kStreamX ? 1 : kVpt][HC];
+  if (!kStreamX) {
+#pragma unroll
+    for (int v = 0; v < kVpt; ++v) load_x(v, xr[kStreamX ? 0 : v]);
   }
   if (!(PARTS != 0 && PARTS_FIRST)) {
     griddep_wait();
@@ -725,7 +730,8 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   for (int v = 0; v < kVpt; ++v) {
     const int idx = tid + v * kThreads;
     if (idx < nvec) {
-      yw[v] = mix_streams8<HC>(xr[v], pre, ssq);
+      if (kStreamX) load_x(v, xr[0]);
+      yw[v] = mix_streams8<HC>(xr[kStreamX ? 0 : v], pre, ssq);
       if (!FUSED_NORM) stg_u4(y + idx * 8, yw[v]);
     }
   }
@@ -757,7 +763,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
   // Large-T buckets read the partials first (see finish_impl).
-  constexpr bool kPartsFirst = NUM_SPLITS >= 1 && NUM_SPLITS <= 4;
+  constexpr bool kPartsFirst = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS);
   finish_impl<HC, HIDDEN, kParts, kPartsFirst, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
