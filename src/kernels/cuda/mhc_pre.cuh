@@ -88,6 +88,61 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], unsigned int a0, u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Sum over the 4 threads (q = lane % 4) that share a row of an mma fragment.
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v;
+}
+
+// [k0, k1): K-part `part` of P equal parts, each rounded up to a 32-k mma step.
+__device__ __forceinline__ void k_part_range(long long K, int P, int part, long long& k0, long long& k1) {
+  long long chunk = (K + P - 1) / P;
+  chunk = (chunk + 31) & ~31LL;
+  k0 = part * chunk;
+  if (k0 > K) k0 = K;
+  k1 = k0 + chunk;
+  if (k1 > K) k1 = K;
+}
+
+// The two token rows of thread (g, q) in the 16-token block starting at t0:
+// r0 = t0 + g and r1 = r0 + 8, whether each is below T, and their residual
+// pointers at column 8q (row 0 when out of range, so addresses stay valid).
+struct WarpRows {
+  long long r0, r1;
+  bool v0, v1;
+  const unsigned short* x0;
+  const unsigned short* x1;
+};
+__device__ __forceinline__ WarpRows warp_rows(const hcwarm_mhc_pre_params& p, long long t0, int g, int q, long long K,
+                                              long long T) {
+  WarpRows w;
+  w.r0 = t0 + g;
+  w.r1 = t0 + g + 8;
+  w.v0 = w.r0 < T;
+  w.v1 = w.r1 < T;
+  w.x0 = p.residual + (w.v0 ? w.r0 : 0) * K + 8 * q;
+  w.x1 = p.residual + (w.v1 ? w.r1 : 0) * K + 8 * q;
+  return w;
+}
+
+// Writes the mma accumulators of thread (g, q) as two rows of the 24 mix
+// columns: acc[j][0..1] are row g, columns 8j + 2q + {0,1}; acc[j][2..3] row g + 8.
+__device__ __forceinline__ void store_acc_rows(const float (&acc)[3][4], float* row0, float* row1, bool v0, bool v1,
+                                               int q) {
+#pragma unroll
+  for (int j = 0; j < 3; ++j) {
+    if (v0) {
+      row0[8 * j + 2 * q] = acc[j][0];
+      row0[8 * j + 2 * q + 1] = acc[j][1];
+    }
+    if (v1) {
+      row1[8 * j + 2 * q] = acc[j][2];
+      row1[8 * j + 2 * q + 1] = acc[j][3];
+    }
+  }
+}
+
 // Adds the squares of 8 bf16 values to ss (f32 FMA).
 __device__ __forceinline__ void add_squares8(U4 x, float& ss) {
   const unsigned int w[4] = {x.x, x.y, x.z, x.w};
@@ -155,19 +210,12 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
   const long long t0 = (long long)blockIdx.y * HCWARM_MHC_TOKENS_PER_TILE + warp * 16;
   if (t0 >= T) return;
 
-  long long chunk = (K + P - 1) / P;
-  chunk = (chunk + 31) & ~31LL;
-  long long k0 = part * chunk;
-  if (k0 > K) k0 = K;
-  long long k1 = k0 + chunk;
-  if (k1 > K) k1 = K;
-
-  const long long r0 = t0 + g;
-  const long long r1 = t0 + g + 8;
-  const bool v0 = r0 < T;
-  const bool v1 = r1 < T;
-  const unsigned short* x0 = p.residual + (v0 ? r0 : 0) * K + 8 * q;
-  const unsigned short* x1 = p.residual + (v1 ? r1 : 0) * K + 8 * q;
+  long long k0, k1;
+  k_part_range(K, P, part, k0, k1);
+  const WarpRows rows = warp_rows(p, t0, g, q, K, T);
+  const bool v0 = rows.v0, v1 = rows.v1;
+  const unsigned short* x0 = rows.x0;
+  const unsigned short* x1 = rows.x1;
   const float* f0 = p.fn + (long long)g * K + 8 * q;  // column n = 8j + g -> f0 + 8j*K
 
   float acc[3][4];
@@ -245,35 +293,17 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
     }
   }
 
-  // Sum of squares over the 4 threads (q) of a row.
-  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 1);
-  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 2);
-  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 1);
-  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 2);
+  ss0 = quad_sum(ss0);
+  ss1 = quad_sum(ss1);
 
-  float* out0 = p.partials + (r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-  float* out1 = p.partials + (r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+  float* out0 = p.partials + (rows.r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+  float* out1 = p.partials + (rows.r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
   if (GEMM_MMA) {
-    // acc[j][0..1]: row g, columns 8j + 2q + {0,1}; acc[j][2..3]: row g + 8.
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-      if (v0) {
-        out0[8 * j + 2 * q] = acc[j][0];
-        out0[8 * j + 2 * q + 1] = acc[j][1];
-      }
-      if (v1) {
-        out1[8 * j + 2 * q] = acc[j][2];
-        out1[8 * j + 2 * q + 1] = acc[j][3];
-      }
-    }
+    store_acc_rows(acc, out0, out1, v0, v1, q);
   } else {
 #pragma unroll
     for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
-      float a = facc[0][m], b = facc[1][m];
-      a += __shfl_xor_sync(0xffffffffu, a, 1);
-      a += __shfl_xor_sync(0xffffffffu, a, 2);
-      b += __shfl_xor_sync(0xffffffffu, b, 1);
-      b += __shfl_xor_sync(0xffffffffu, b, 2);
+      const float a = quad_sum(facc[0][m]), b = quad_sum(facc[1][m]);
       if (q == (m & 3)) {
         if (v0) out0[m] = a;
         if (v1) out1[m] = b;
@@ -313,19 +343,12 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   const long long t0 = tile * (16 * WARPS) + warp * 16;
   const bool active = t0 < T;  // idle warps still help with fn and the barriers
 
-  long long chunk = (K + P - 1) / P;
-  chunk = (chunk + 31) & ~31LL;
-  long long k0 = part * chunk;
-  if (k0 > K) k0 = K;
-  long long k1 = k0 + chunk;
-  if (k1 > K) k1 = K;
-
-  const long long r0 = t0 + g;
-  const long long r1 = t0 + g + 8;
-  const bool v0 = r0 < T;
-  const bool v1 = r1 < T;
-  const unsigned short* x0 = p.residual + (v0 ? r0 : 0) * K + 8 * q;
-  const unsigned short* x1 = p.residual + (v1 ? r1 : 0) * K + 8 * q;
+  long long k0, k1;
+  k_part_range(K, P, part, k0, k1);
+  const WarpRows rows = warp_rows(p, t0, g, q, K, T);
+  const bool v0 = rows.v0, v1 = rows.v1;
+  const unsigned short* x0 = rows.x0;
+  const unsigned short* x1 = rows.x1;
   const U4 zero = {0u, 0u, 0u, 0u};
   const F4 zf = {0.f, 0.f, 0.f, 0.f};
 
@@ -398,24 +421,12 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     buf ^= 1;
   }
 
-  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 1);
-  ss0 += __shfl_xor_sync(0xffffffffu, ss0, 2);
-  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 1);
-  ss1 += __shfl_xor_sync(0xffffffffu, ss1, 2);
+  ss0 = quad_sum(ss0);
+  ss1 = quad_sum(ss1);
   if (active) {
-    float* out0 = p.partials + (r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-    float* out1 = p.partials + (r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-      if (v0) {
-        out0[8 * j + 2 * q] = acc[j][0];
-        out0[8 * j + 2 * q + 1] = acc[j][1];
-      }
-      if (v1) {
-        out1[8 * j + 2 * q] = acc[j][2];
-        out1[8 * j + 2 * q + 1] = acc[j][3];
-      }
-    }
+    float* out0 = p.partials + (rows.r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    float* out1 = p.partials + (rows.r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    store_acc_rows(acc, out0, out1, v0, v1, q);
     if (q == 0) {
       if (v0) out0[kMix] = ss0;
       if (v1) out1[kMix] = ss1;
@@ -930,17 +941,9 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
       add_squares8(xb[u], ss1);
       mma_step_smem(acc, xa[u], xb[u], fw + u * 3 * 32 * 8, lane);
     }
-    ss0 += __shfl_xor_sync(0xffffffffu, ss0, 1);
-    ss0 += __shfl_xor_sync(0xffffffffu, ss0, 2);
-    ss1 += __shfl_xor_sync(0xffffffffu, ss1, 1);
-    ss1 += __shfl_xor_sync(0xffffffffu, ss1, 2);
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-      red_s[warp][g][8 * j + 2 * q] = acc[j][0];
-      red_s[warp][g][8 * j + 2 * q + 1] = acc[j][1];
-      red_s[warp][g + 8][8 * j + 2 * q] = acc[j][2];
-      red_s[warp][g + 8][8 * j + 2 * q + 1] = acc[j][3];
-    }
+    ss0 = quad_sum(ss0);
+    ss1 = quad_sum(ss1);
+    store_acc_rows(acc, red_s[warp][g], red_s[warp][g + 8], true, true, q);
     if (q == 0) {
       red_s[warp][g][kMix] = ss0;
       red_s[warp][g + 8][kMix] = ss1;
@@ -995,10 +998,8 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
       y1[h] = mix_streams8<HC>(s1, pre1, yss1);
     }
     if (FUSED_NORM) {
-      yss0 += __shfl_xor_sync(0xffffffffu, yss0, 1);
-      yss0 += __shfl_xor_sync(0xffffffffu, yss0, 2);
-      yss1 += __shfl_xor_sync(0xffffffffu, yss1, 1);
-      yss1 += __shfl_xor_sync(0xffffffffu, yss1, 2);
+      yss0 = quad_sum(yss0);
+      yss1 = quad_sum(yss1);
       if (q == 0) {
         yss_s[warp][g] = yss0;
         yss_s[warp][g + 8] = yss1;
