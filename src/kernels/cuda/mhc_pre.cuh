@@ -641,7 +641,7 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 }
 
 // Stage (b): one block of 128 threads per token t over P parts.
-template <int HC, int HIDDEN, int PARTS, bool PARTS_FIRST, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, int PARTS, bool STREAM_X, bool FUSED_NORM, bool FAST>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
@@ -665,7 +665,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 
   // 1. The loads. The residual rows do not depend on the partial kernel: for
   //    small and mid T they are issued before griddepcontrol.wait, overlapping
-  //    the partial grid's tail. For the large-T buckets (PARTS_FIRST: the
+  //    the partial grid's tail. For the large-T buckets (STREAM_X: the
   //    partial grid finished long ago) the partials go first, and the residual
   //    is only read once the pre weights are known, a vector at a time: the
   //    block then needs about half the registers, twice as many blocks fit on
@@ -673,7 +673,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   // Partials: lane = column, warp = every kWarps-th part; with the part count
   // known at compile time every load is issued before the first add.
   constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
-  constexpr bool kStreamX = PARTS != 0 && PARTS_FIRST;
+  constexpr bool kStreamX = PARTS != 0 && STREAM_X;
   const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
   float pv[kPer];
   auto load_parts = [&]() {
@@ -683,10 +683,6 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       pv[i] = (lane <= kMix && pi < PARTS) ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
     }
   };
-  if (PARTS != 0 && PARTS_FIRST) {
-    griddep_wait();
-    load_parts();
-  }
   const unsigned short* x = p.residual + t * K;
   auto load_x = [&](int v, U4 (&xv)[HC]) {
     const int idx = tid + v * kThreads;
@@ -696,11 +692,12 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     }
   };
   U4 xr[kStreamX ? 1 : kVpt][HC];
-  if (!kStreamX) {
+  if constexpr (kStreamX) {
+    griddep_wait();
+    load_parts();
+  } else {
 #pragma unroll
-    for (int v = 0; v < kVpt; ++v) load_x(v, xr[kStreamX ? 0 : v]);
-  }
-  if (!(PARTS != 0 && PARTS_FIRST)) {
+    for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
     griddep_wait();
     if (PARTS != 0) load_parts();
   }
@@ -773,9 +770,9 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
-  // Large-T buckets read the partials first (see finish_impl).
-  constexpr bool kPartsFirst = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS);
-  finish_impl<HC, HIDDEN, kParts, kPartsFirst, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  // Large-T buckets read the partials first and stream the residual (see finish_impl).
+  constexpr bool kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS);
+  finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // ---------------------------------------------------------------------------
