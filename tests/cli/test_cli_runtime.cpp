@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.hpp"
@@ -153,6 +154,27 @@ TEST(CliCacheBuild, RejectsBadInput) {
 
 namespace hcwarm {
 namespace {
+
+// --buckets N: one row per split bucket of [1, N] (its largest T), as warmup sees them.
+TEST(CliBenchOp, BucketsTimesEveryBucketOnce) {
+  const auto r = run_cli({"bench", "op", "--backend", "cpu", "--hidden", "256", "--num-sms", "8", "--buckets", "320",
+                          "--variant", "specialized", "--min-seconds", "0.001", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<int64_t> tokens, splits;
+  for (const auto& row : j["rows"]) {
+    tokens.push_back(row["tokens"]);
+    splits.push_back(row["num_splits"]);
+    EXPECT_TRUE(row.contains("specialized")) << row.dump();
+  }
+  EXPECT_EQ(tokens, (std::vector<int64_t>{320, 256, 128}));  // the tiny model's warmup token counts
+  EXPECT_EQ(std::set<int64_t>(splits.begin(), splits.end()).size(), splits.size()) << "one row per split count";
+}
+
+TEST(CliBenchOp, BucketsRejectsZeroAndTokensTogether) {
+  EXPECT_EQ(run_cli({"bench", "op", "--backend", "cpu", "--buckets", "0"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"bench", "op", "--backend", "cpu", "--buckets", "64", "--tokens", "3"}).exit_code, 2);
+}
 
 TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
   TempDir dir;
