@@ -30,8 +30,6 @@ struct BenchOptions {
   std::string variant = "both";
   std::string gemm = "mma_smem";
   bool precise_finish = false;  // cuda specialized: the one-thread IEEE finish instead of the default warp one
-  bool pipeline = true;         // cuda specialized, 128-token-tile buckets: the pipelined kernel
-  int pipeline_window = 0;      // its window in tiles (0: the default)
   bool norm = true;
   bool json = false;
   bool stages = false;  // also time the two kernels apart (and the one-pass kernel where it applies)
@@ -192,16 +190,14 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   out["norm"] = o.norm;
   out["num_sms"] = sms;
   out["gemm"] = o.gemm;
-  out["pipeline"] = o.pipeline;
-  out["pipeline_window"] = o.pipeline_window;
   out["fast_finish"] = !o.precise_finish;
   out["rows"] = nlohmann::json::array();
   if (!o.json) {
     std::cout << fmt::format("hcwarm bench op: {} backend on {}; copy bandwidth {:.0f} GB/s (read + write); norm {}\n",
                              mhc::to_string(backend), machine, copy_bw / 1e9, o.norm ? "fused" : "off");
-    std::cout << fmt::format("{:>5} {:>6} {:>6} | {:>10} {:>8} {:>6} | {:>10} {:>8} {:>6} | {:>7} {:>9} | {:>8} {:>8} {:>8} {:>8}\n",
+    std::cout << fmt::format("{:>5} {:>6} {:>6} | {:>10} {:>8} {:>6} | {:>10} {:>8} {:>6} | {:>7} {:>9} | {:>8} {:>8} {:>8}\n",
                              "D", "T", "splits", "spec us", "GB/s", "%copy", "gen us", "GB/s", "%copy", "gen/spec",
-                             "compile s", "a us", "b us", "1pass us", "2kern us");
+                             "compile s", "a us", "b us", "1pass us");
   }
   std::mt19937_64 rng(42);
   std::normal_distribution<float> n01;
@@ -214,7 +210,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     mhc::HcPreOp spec(backend, dims, {}, sms, &rt, *dev, mhc::Variant::Specialized);
     HCWARM_CHECK_ARG(o.gemm == "ffma" || o.gemm == "mma" || o.gemm == "mma_smem", "--gemm must be mma_smem, mma or ffma");
     spec.set_cuda_fast_finish(!o.precise_finish);
-    spec.set_cuda_pipeline(o.pipeline, o.pipeline_window);
     spec.set_cuda_gemm(o.gemm == "ffma" ? mhc::CudaGemm::Ffma : (o.gemm == "mma" ? mhc::CudaGemm::Mma : mhc::CudaGemm::MmaSmem));
     mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
     // Weights, shared by every call.
@@ -258,7 +253,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
       a.base = base_d.as<float>();
       a.norm_weight = o.norm ? w_d.as<bf16>() : nullptr;
       const double bytes = static_cast<double>(res_bytes + y_bytes + pc_bytes);
-      Measured ms, mg, ma, mb, m2, m3;
+      Measured ms, mg, ma, mb, m2;
       const int splits = spec.num_splits(T);
       auto run_spec = [&](const mhc::HcPreArgs& x) { spec.run(x); };
       if (o.variant != "generic") ms = measure(run_spec, *dev, sets, a, o.min_seconds, &rt);
@@ -279,12 +274,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
           m2 = measure(run_spec, *dev, sets, a, o.min_seconds / 2, nullptr);
           spec.set_cuda_one_pass(was);
         }
-        if (o.pipeline && backend == mhc::Backend::Cuda && mhc::cuda_has_pipelined(splits, spec.cuda_gemm())) {
-          // The pipelined kernel's buckets: the two kernels it replaces, back to back.
-          spec.set_cuda_pipeline(false);
-          m3 = measure(run_spec, *dev, sets, a, o.min_seconds / 2, nullptr);
-          spec.set_cuda_pipeline(true, o.pipeline_window);
-        }
       }
       auto gbps = [&](const Measured& m) { return m.ok ? bytes / (m.us * 1e-6) / 1e9 : 0.0; };
       nlohmann::json row{{"hidden", D},
@@ -296,7 +285,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
       if (ma.ok) row["stage_a_us"] = ma.us;
       if (mb.ok) row["stage_b_us"] = mb.us;
       if (m2.ok) row[spec.cuda_one_pass() ? "two_pass_us" : "one_pass_us"] = m2.us;
-      if (m3.ok) row["two_kernel_us"] = m3.us;
       if (mg.ok) row["generic"] = {{"us", mg.us}, {"gbps", gbps(mg)}, {"copy_fraction", gbps(mg) * 1e9 / copy_bw}};
       if (!ms.error.empty()) row["specialized_error"] = ms.error;
       if (!mg.error.empty()) row["generic_error"] = mg.error;
@@ -307,10 +295,10 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
           return fmt::format("{:>10.2f} {:>8.0f} {:>5.0f}%", m.us, gbps(m), 100.0 * gbps(m) * 1e9 / copy_bw);
         };
         auto us = [](const Measured& m) { return m.ok ? fmt::format("{:.1f}", m.us) : std::string("-"); };
-        std::cout << fmt::format("{:>5} {:>6} {:>6} | {} | {} | {:>7} {:>9} | {:>8} {:>8} {:>8} {:>8}\n", D, T, splits,
+        std::cout << fmt::format("{:>5} {:>6} {:>6} | {} | {} | {:>7} {:>9} | {:>8} {:>8} {:>8}\n", D, T, splits,
                                  cell(ms), cell(mg), ms.ok && mg.ok ? fmt::format("{:.2f}x", mg.us / ms.us) : "-",
                                  ms.compile_s >= 0 ? fmt::format("{:.3f}", ms.compile_s) : "-", us(ma), us(mb),
-                                 us(m2), us(m3));
+                                 us(m2));
         if (!ms.error.empty()) std::cout << "  specialized: " << ms.error << "\n";
         if (!mg.error.empty()) std::cout << "  generic: " << mg.error << "\n";
         std::cout.flush();
@@ -348,14 +336,7 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   op->add_flag("--json", o->json, "print JSON");
   op->add_flag("--precise-finish", o->precise_finish,
                "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
-  op->add_flag("--stages", o->stages,
-               "also time stage a and stage b apart, the one-pass kernel for num_splits 1, and the two kernels "
-               "where the pipelined kernel runs");
-  op->add_flag("!--no-pipeline", o->pipeline,
-               "cuda specialized: the two kernels instead of the pipelined one in the num_splits <= 2 buckets");
-  op->add_option("--pipeline-window", o->pipeline_window,
-                 "cuda pipelined kernel: tiles of residual kept for the finish (>= 2; default 0 = built-in)")
-      ->check(CLI::Range(0, 1 << 20));
+  op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and the one-pass kernel for num_splits 1");
   op->add_option("--json-out", o->json_out, "also write the JSON report to this file");
   op->callback([&ctx, o] { run_bench(ctx, *o); });
 }

@@ -20,10 +20,6 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm) {
   return gemm == CudaGemm::MmaSmem ? HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) : HCWARM_MHC_CUDA_THREADS / 32;
 }
 
-bool cuda_has_pipelined(int num_splits, CudaGemm gemm) {
-  return cuda_partial_warps(num_splits, gemm) * 16 == HCWARM_MHC_PIPELINE_TILE;
-}
-
 int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
@@ -41,25 +37,12 @@ std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_no
 }
 
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
-                                bool fast_finish, bool pipelined) {
+                                bool fast_finish) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
   const int warps = cuda_partial_warps(num_splits, gemm);
-  if (pipelined) {
-    HCWARM_CHECK_ARG(cuda_has_pipelined(num_splits, gemm) && !one_pass,
-                     "no pipelined mhc_pre kernel for num_splits {} (gemm {}, one_pass {})", num_splits,
-                     to_string(gemm), one_pass);
-    // Both stages' items in 8-warp blocks, 2 per SM (128 registers).
-    return fmt::format(
-        "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm=mma_smem fast_finish={4} pipelined\n"
-        "#include \"cuda/mhc_pre.cuh\"\n"
-        "extern \"C\" __global__ void __launch_bounds__({6}, 2) {5}(hcwarm_mhc_pre_params p) {{\n"
-        "  hcwarm_kernels::cuda::mhc_pre_pipelined<{0}, {1}, {2}, {3}, {4}>(p);\n}}\n",
-        num_splits, hc, hidden, fused_norm ? "true" : "false", fast_finish ? "true" : "false", kCudaPipelinedSymbol,
-        2 * HCWARM_MHC_CUDA_THREADS);
-  }
   return fmt::format(
       "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"
       "#include \"cuda/mhc_pre.cuh\"\n"

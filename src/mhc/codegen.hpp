@@ -16,26 +16,17 @@ inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
 // Only in num_splits == 1 modules built with one_pass: the one-pass cluster
 // kernel (partial + finish in one launch, sm_90+; see mhc_pre_cluster).
 inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
-// The only kernel of pipelined modules (128-token partial tiles, see
-// cuda_has_pipelined): both stages in one launch of ticket-ordered items (see
-// mhc_pre_pipelined); such a module has no partial or finish kernel.
-inline constexpr const char* kCudaPipelinedSymbol = "hcwarm_mhc_pre_pipelined";
 
 // Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
 enum class CudaGemm { Mma, Ffma, MmaSmem };
 const char* to_string(CudaGemm g);
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
 int cuda_partial_warps(int num_splits, CudaGemm gemm);
-// Whether a specialized CUDA module exports the pipelined kernel: mma_smem
-// modules of the buckets with 128-token partial tiles (num_splits <= 2).
-bool cuda_has_pipelined(int num_splits, CudaGemm gemm);
 
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
 // one_pass (num_splits == 1 only): also export the one-pass kernel (kCudaOnePassSymbol).
 // fast_finish: branch-free reciprocals in the finish's scalar part (opt-in).
-// pipelined (where cuda_has_pipelined): export only the pipelined kernel
-// (kCudaPipelinedSymbol) instead of the partial and finish kernels.
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
-                                bool one_pass = false, bool fast_finish = false, bool pipelined = false);
+                                bool one_pass = false, bool fast_finish = false);
 
 }  // namespace hcwarm::mhc

@@ -132,10 +132,8 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
                           cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
-    const bool pipelined = !one_pass && cuda.pipeline && cuda_has_pipelined(splits, cuda.gemm);
-    if (pipelined) s.params.emplace_back("pipeline", "1");
     s.source = mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
-                                   cuda.fast_finish, pipelined);
+                                   cuda.fast_finish);
   }
   return s;
 }
@@ -165,13 +163,10 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
   return mhc::representatives(max_num_tokens, dims_.k(), num_sms_);
 }
 
-const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm, bool two_kernels) {
-  CudaKernelOptions options = cuda_options();
-  if (two_kernels) options.pipeline = false;
+const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
   // Generic kernels do not depend on the split count: one entry per norm flag.
   const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm,
-                                  static_cast<int>(gemm_) * 16 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
-                                      (options.pipeline ? 4 : 0));
+                                  static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0));
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
   if (backend_ == Backend::Cpu) {
@@ -208,15 +203,11 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm, bool t
                                                              static_cast<int>(dims_.hidden), k->cuda));
       }
     } else {
-      const jit::KernelSpec spec = hc_pre_kernel_spec(backend_, dims_, splits, fused_norm, options);
+      const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
       k->module = modules_(spec);
+      k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
+      k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
       k->cuda.partial_warps = cuda_partial_warps(splits, gemm_);
-      if (spec.param("pipeline") == "1") {
-        k->cuda.pipelined = static_cast<cuda::CUfunction>(k->module->function(kCudaPipelinedSymbol));
-      } else {
-        k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
-        k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
-      }
       if (spec.param("one_pass") == "1") {
         HCWARM_CHECK_CU(dev.driver(),
                         cuda::prepare_one_pass(dev.driver(),
@@ -270,8 +261,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
     return;
   }
   const bool norm = a.norm_weight != nullptr;
-  // One stage alone (timing) needs the two-kernel module.
-  const Kernels& k = kernels_for(splits, norm, stages != 3);
+  const Kernels& k = kernels_for(splits, norm);
   // The one-pass kernel (when the module has it and the device runs it) needs no partials.
   const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
   const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CLUSTER_CTAS : cuda::cuda_num_parts(splits);
@@ -295,12 +285,8 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  // The pipelined kernel (Cuda, 128-token-tile buckets) runs both stages in one launch.
-  const bool pipelined = backend_ == Backend::Cuda && !one_pass && k.cuda.pipelined != nullptr;
   if (!one_pass) {
-    ensure_workspace(backend_ == Backend::Cuda ? cuda::mhc_pre_workspace_bytes(a.num_tokens, parts, pipelined)
-                                               : static_cast<size_t>(a.num_tokens) * parts *
-                                                     HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
+    ensure_workspace(static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
     p.partials = workspace_.as<float>();
   }
 
@@ -315,7 +301,6 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   dev.make_current();
   cuda::MhcPreCudaKernels launch = k.cuda;
   if (!one_pass) launch.one_pass = nullptr;  // generic modules serve every split count
-  launch.pipeline_window = pipeline_window_;
   HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), launch, p, dev.stream(), stages));
 }
 

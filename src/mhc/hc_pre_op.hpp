@@ -54,7 +54,6 @@ struct CudaKernelOptions {
   CudaGemm gemm = CudaGemm::MmaSmem;
   bool one_pass = false;            // num_splits == 1, sm_90+, hidden % 1024 == 0: the cluster kernel
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
-  bool pipeline = true;             // num_splits <= 2 (128-token tiles), mma_smem: the pipelined kernel alone
 };
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
@@ -112,17 +111,6 @@ class HcPreOp {
   // and device allow it, or the two kernels (default: measured faster on the
   // H200, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
-  // Cuda specialized, the buckets with 128-token partial tiles (num_splits <= 2):
-  // both stages in one pipelined launch (default; its module holds only that
-  // kernel), or the two kernels; window: tiles of residual kept for the finish
-  // to re-read from L2 (0: the default, else >= 2; a run-time argument).
-  // Timing one stage alone (run_with_splits, stages 1 or 2) uses the two kernels.
-  void set_cuda_pipeline(bool on, int window = 0) {
-    HCWARM_CHECK_ARG(window == 0 || window >= 2, "the pipeline window must be 0 (default) or >= 2, got {}", window);
-    pipeline_ = on;
-    pipeline_window_ = window;
-  }
-  bool cuda_pipeline() const { return pipeline_; }
   // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
   // reciprocals (default), or with IEEE ones.
   void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
@@ -132,12 +120,11 @@ class HcPreOp {
   void set_cpu_pool(std::shared_ptr<ThreadPool> pool) { pool_ = std::move(pool); }
 
   std::string cuda_arch() const;
-  CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_, pipeline_}; }
+  CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_}; }
 
  private:
   struct Kernels;
-  // two_kernels: the partial and finish kernels even where the pipelined one is the default.
-  const Kernels& kernels_for(int num_splits, bool fused_norm, bool two_kernels = false);
+  const Kernels& kernels_for(int num_splits, bool fused_norm);
   void run_reference(const HcPreArgs& args);
   void ensure_workspace(size_t bytes);
 
@@ -151,8 +138,6 @@ class HcPreOp {
   CudaGemm gemm_ = CudaGemm::MmaSmem;
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
-  bool pipeline_ = CudaKernelOptions{}.pipeline;
-  int pipeline_window_ = 0;
 
   std::mutex mu_;
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "../backends/mhc_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
@@ -210,42 +209,6 @@ TEST_F(MhcPreCuda, PreciseFinish) {
   expect_close(c, "precise finish one-pass T=4300 N(0,1000)");
   all.merge(c);
   report("cuda precise finish D=7168", all);
-}
-
-// The pipelined kernel (num_splits <= 2) runs the same arithmetic as the two
-// kernels, so its outputs must match them bit for bit, whatever the window and
-// wherever T ends in a tile (a partial last tile, an odd last token pair); and
-// both against the reference.
-TEST_F(MhcPreCuda, PipelinedMatchesTwoKernels) {
-  struct Case {
-    int hidden;
-    int splits;
-    int64_t T;
-    bool norm;
-    int window;
-  };
-  Comparison all;
-  for (const Case& k : {Case{7168, 1, 8192, true, 0}, Case{7168, 1, 4097, true, 2}, Case{7168, 2, 3001, false, 0},
-                        Case{4096, 1, 9001, true, 16}, Case{4096, 2, 129, true, 0}, Case{7168, 1, 1, false, 0},
-                        Case{7168, 1, 255, true, 3}}) {
-    HcPreOp op(Backend::Cuda, dims_of(k.hidden), {}, 132, jit_, *device_);
-    ASSERT_TRUE(mhc::cuda_has_pipelined(k.splits, op.cuda_gemm()));
-    ASSERT_EQ(op.kernel_spec(k.splits, k.norm).param("pipeline"), "1");
-    const auto in = random_hc_pre_inputs(k.T, 4, k.hidden, 700 + k.T, 1.0f);
-    op.set_cuda_pipeline(true, k.window);
-    const auto piped = run_op(op, *device_, in, k.norm, k.splits);
-    op.set_cuda_pipeline(false);
-    const auto two = run_op(op, *device_, in, k.norm, k.splits);
-    const std::string what = fmt::format("D={} splits={} T={} norm={} window={}", k.hidden, k.splits, k.T, k.norm,
-                                         k.window);
-    EXPECT_EQ(0, std::memcmp(piped.y.data(), two.y.data(), piped.y.numel() * sizeof(bf16))) << what;
-    EXPECT_EQ(0, std::memcmp(piped.post.data(), two.post.data(), piped.post.numel() * sizeof(float))) << what;
-    EXPECT_EQ(0, std::memcmp(piped.comb.data(), two.comb.data(), piped.comb.numel() * sizeof(float))) << what;
-    const auto c = check_against_reference(piped, in, k.norm);
-    expect_close(c, "pipelined " + what);
-    all.merge(c);
-  }
-  report("cuda pipelined (num_splits 1, 2)", all);
 }
 
 TEST_F(MhcPreCuda, ZeroTokensIsANoOp) {

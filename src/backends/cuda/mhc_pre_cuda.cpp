@@ -56,12 +56,6 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, MhcPreC
   return CUDA_SUCCESS;
 }
 
-size_t mhc_pre_workspace_bytes(long long num_tokens, int num_parts, bool pipelined) {
-  const long long tiles = (num_tokens + HCWARM_MHC_PIPELINE_TILE - 1) / HCWARM_MHC_PIPELINE_TILE;
-  return static_cast<size_t>(num_tokens) * num_parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float) +
-         (pipelined ? HCWARM_MHC_PIPELINE_COUNTERS(tiles) * sizeof(unsigned) : 0);
-}
-
 CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages) {
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
@@ -74,16 +68,6 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     CUlaunchAttribute cluster;
     const CUlaunchConfig c = one_pass_config(k, clusters, stream, cluster);
     return d.cuLaunchKernelEx(&c, k.one_pass, args, nullptr);
-  }
-  if (k.pipelined != nullptr && stages == 3) {
-    const long long tiles = (p.num_tokens + HCWARM_MHC_PIPELINE_TILE - 1) / HCWARM_MHC_PIPELINE_TILE;
-    const auto counters = reinterpret_cast<CUdeviceptr>(p.partials) +
-                          static_cast<CUdeviceptr>(p.num_tokens) * p.num_parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
-    CUresult rc = d.cuMemsetD8Async(counters, 0, HCWARM_MHC_PIPELINE_COUNTERS(tiles) * sizeof(unsigned), stream);
-    if (rc != CUDA_SUCCESS) return rc;
-    params.pipeline_window = k.pipeline_window;
-    const auto items = static_cast<unsigned>(tiles * (p.num_parts + HCWARM_MHC_PIPELINE_FINISH_ITEMS));
-    return d.cuLaunchKernel(k.pipelined, items, 1, 1, 2 * HCWARM_MHC_CUDA_THREADS, 1, 1, 0, stream, args, nullptr);
   }
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);

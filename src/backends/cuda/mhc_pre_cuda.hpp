@@ -19,22 +19,13 @@ struct MhcPreCudaKernels {
   unsigned one_pass_threads = 0;
   unsigned one_pass_smem = 0;      // dynamic shared memory per block, bytes
   unsigned one_pass_clusters = 0;  // clusters that fit on the device at once (the persistent grid)
-  // The pipelined kernel (modules of the 128-token-tile buckets), or null; its
-  // window in tiles (0: HCWARM_MHC_PIPELINE_WINDOW).
-  CUfunction pipelined = nullptr;
-  int pipeline_window = 0;
 };
-
-// Workspace bytes of one call: the partials, and the pipelined kernel's counters after them.
-size_t mhc_pre_workspace_bytes(long long num_tokens, int num_parts, bool pipelined);
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
 // With k.one_pass set and stages == 3, runs the one-pass kernel instead (its
 // K-parts are the cluster's blocks: the launcher sets p.num_parts itself).
-// With k.pipelined set (and no one-pass kernel) and stages == 3, runs the
-// pipelined kernel instead, after zeroing its counters in the workspace.
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,

@@ -20,7 +20,7 @@
 // Partials cost num_parts * 128 bytes per token (at most 24 KB, against 57 KB of
 // residual for hidden 7168), read once by the finish kernel.
 
-#define HCWARM_MHC_PRE_ABI 4
+#define HCWARM_MHC_PRE_ABI 3
 #define HCWARM_MHC_PARTIAL_STRIDE 32
 #define HCWARM_MHC_TOKENS_PER_TILE 64
 #define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
@@ -36,25 +36,6 @@
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 #define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
-// The pipelined kernel of the 128-token-tile buckets (HCWARM_MHC_CUDA_PARTIAL_WARPS
-// == 8): one launch runs both stages as work items taken in ticket order, the
-// finish of a tile right behind its partials, so that the residual the partial
-// items read from memory is read again from L2. Items of one tile: num_parts
-// partial items (8 warps: the tile over one K-part) and
-// HCWARM_MHC_PIPELINE_FINISH_ITEMS finish items (HCWARM_MHC_PIPELINE_ITEM_TOKENS
-// tokens each: one scalar part per warp, then the rows two at a time).
-// Order: partials of tile 0, then for c = 1.. the partials of tile c and the
-// finishes of tile c - 1. The partials of tile c wait until tile c - window is
-// finished (window >= 2; params.pipeline_window, 0 = the default), which bounds
-// the residual held in L2 to about window + 1 tiles (7.3 MB each at hidden 7168).
-// Its counters, zeroed before each launch, follow the partials in the workspace:
-// [0] ticket, [1 + c] partial items done of tile c, [1 + tiles + c] finish items
-// done of tile c.
-#define HCWARM_MHC_PIPELINE_TILE 128
-#define HCWARM_MHC_PIPELINE_ITEM_TOKENS 8
-#define HCWARM_MHC_PIPELINE_FINISH_ITEMS (HCWARM_MHC_PIPELINE_TILE / HCWARM_MHC_PIPELINE_ITEM_TOKENS)
-#define HCWARM_MHC_PIPELINE_WINDOW 3
-#define HCWARM_MHC_PIPELINE_COUNTERS(tiles) (1 + 2 * (tiles))
 // The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
 // HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
 // block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),
@@ -94,6 +75,6 @@ struct hcwarm_mhc_pre_params {
   float rms_eps;
   float norm_eps;
   float post_mult;
-  int pipeline_window;                // the pipelined kernel's window in tiles (0: the default)
+  int reserved;
 };
 }

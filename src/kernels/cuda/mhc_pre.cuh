@@ -640,36 +640,9 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
   return U4{o[0], o[1], o[2], o[3]};
 }
 
-// The shared memory of one finishing group (HCWARM_MHC_CUDA_THREADS threads).
-template <int HC>
-struct FinishShared {
-  static constexpr int kWarps = HCWARM_MHC_CUDA_THREADS / 32;
-  float red[kWarps][32];
-  float mix[32];
-  float base[HC * (2 + HC)];
-  float scale[3];
-  float pre[HC];
-  float ssq[kWarps];
-};
-
-// Barrier of a finishing group: the whole block (bar < 0), or named barrier
-// `bar` (1 or 2) of its HCWARM_MHC_CUDA_THREADS threads when a block holds two groups.
-// Immediate barrier ids: with a register operand ptxas reserves all 16.
-__device__ __forceinline__ void group_sync(int bar) {
-  if (bar < 0) {
-    __syncthreads();
-  } else if (bar == 1) {
-    asm volatile("bar.sync 1, %0;" ::"n"(HCWARM_MHC_CUDA_THREADS) : "memory");
-  } else {
-    asm volatile("bar.sync 2, %0;" ::"n"(HCWARM_MHC_CUDA_THREADS) : "memory");
-  }
-}
-
-// Stage (b) of token t over P parts, by a group of 128 threads (tid = 0..127 in
-// the group) with shared memory `sh` and barrier `bar` (see group_sync).
+// Stage (b): one block of 128 threads per token t over P parts.
 template <int HC, int HIDDEN, int PARTS, bool STREAM_X, bool FUSED_NORM, bool FAST>
-__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P, FinishShared<HC>& sh,
-                                            int tid, int bar) {
+__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
@@ -678,15 +651,16 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   const int nvec = D / 8;
   const long long K = (long long)HC * D;
+  const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
 
-  float(&red)[kWarps][32] = sh.red;
-  float* mix_s = sh.mix;
-  float* base_s = sh.base;
-  float* scale_s = sh.scale;
-  float* pre_s = sh.pre;
-  float* ssq_s = sh.ssq;
+  __shared__ float red[kWarps][32];
+  __shared__ float mix_s[32];
+  __shared__ float base_s[kMix];
+  __shared__ float scale_s[3];
+  __shared__ float pre_s[HC];
+  __shared__ float ssq_s[kWarps];
   load_base_scale<HC>(p, base_s, scale_s, tid);
 
   // 1. The loads. The residual rows do not depend on the partial kernel: for
@@ -740,7 +714,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     }
     red[warp][lane] = s;
   }
-  group_sync(bar);
+  __syncthreads();
 
   // 3. rsqrt, sigmoids, Sinkhorn (warp 0); writes post and comb.
   if (warp == 0) {
@@ -751,7 +725,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     __syncwarp();
     scalar_part<HC, FAST>(p, t, true, mix_s, base_s, scale_s, pre_s, lane, (float)K);
   }
-  group_sync(bar);
+  __syncthreads();
 
   // 4. y = sum_i pre_i * x_i in f32, rounded to bf16; then the fused norm.
   float pre[HC];
@@ -773,7 +747,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) ssq += __shfl_xor_sync(0xffffffffu, ssq, off);
     if (lane == 0) ssq_s[warp] = ssq;
-    group_sync(bar);
+    __syncthreads();
     float tot = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) tot += ssq_s[w];
@@ -798,225 +772,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
   constexpr bool kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS);
-  __shared__ FinishShared<HC> sh;
-  finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), sh, threadIdx.x,
-                                                              -1);
-}
-
-// ---------------------------------------------------------------------------
-// Pipelined kernel (mhc_params.hpp, HCWARM_MHC_PIPELINE_*): one launch of
-// 256-thread blocks over the items of both stages. A block takes the next
-// ticket when it starts, so every item it waits for was taken by a block that
-// is already running, and no launch order of blocks can deadlock.
-__device__ __forceinline__ unsigned int ld_acquire_u32(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// The whole block waits until *counter >= target (thread 0 polls).
-__device__ __forceinline__ void block_wait_count(const unsigned int* counter, unsigned int target) {
-  if (threadIdx.x == 0) {
-    while (ld_acquire_u32(counter) < target) __nanosleep(64);
-  }
-  __syncthreads();
-}
-// Publishes the block's global stores of an item: counter += 1 after all of them.
-__device__ __forceinline__ void block_signal(unsigned int* counter) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-  }
-}
-
-// A pipelined finish item: stage (b) of the HCWARM_MHC_PIPELINE_ITEM_TOKENS (8)
-// tokens [t0, t0 + 8) by one block of 8 warps, in the same arithmetic (and
-// summation order) as finish_impl, so the outputs are bit-identical to the
-// two-kernel path. The first residual vectors are loaded before the wait for
-// the partials (they are in L2: the tile's partial items just read them).
-// Warp w then reduces the parts of token t0 + w and runs its scalar part, all
-// 8 in parallel (the ~2.6 us Sinkhorn chain once per item, not per token),
-// and the two 128-thread halves stream the tokens two at a time, each row in
-// two batches of loads. Returns after the last store.
-template <int HC, int HIDDEN, int PARTS, bool FUSED_NORM, bool FAST>
-__device__ __forceinline__ void finish_item8(const hcwarm_mhc_pre_params& p, long long t0, const unsigned int* ready,
-                                             unsigned int ready_target) {
-  constexpr int kTok = HCWARM_MHC_PIPELINE_ITEM_TOKENS;
-  constexpr int kHalf = HCWARM_MHC_CUDA_THREADS;
-  constexpr int kMix = HC * (2 + HC);
-  constexpr int kHalfWarps = kHalf / 32;
-  static_assert(HIDDEN > 0 && PARTS > 0, "the pipelined finish is specialized (HIDDEN and the part count known)");
-  static_assert(kTok == 2 * kHalf / 32, "one token per warp in the scalar part, two per round in the streaming");
-  constexpr int kVpt = (HIDDEN / 8 + kHalf - 1) / kHalf;  // 16-byte vectors per thread and stream
-  // Vectors per load batch (16 registers each): the whole row where it is at
-  // most 4 (hidden <= 4096), else 3 beside y's registers (4 spill at 7168).
-  constexpr int kBatch = kVpt <= 4 ? kVpt : 3;
-  constexpr int kWarpStride = kHalfWarps;                 // finish_impl's parts per warp: warp + i * 4
-  constexpr int kPer = (PARTS + kWarpStride - 1) / kWarpStride;
-  constexpr int D = HIDDEN;
-  constexpr int kNvec = D / 8;
-  constexpr long long K = (long long)HC * D;
-  const long long T = p.num_tokens;
-  const int tid = threadIdx.x;
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
-  const int half = tid / kHalf;
-  const int htid = tid % kHalf;
-  const int hwarp = htid >> 5;
-
-  __shared__ float mix_s[kTok][32];
-  __shared__ float base_s[kMix];
-  __shared__ float scale_s[3];
-  __shared__ float pre_s[kTok][HC];
-  __shared__ float ssq_s[2][2][kHalfWarps];  // [round parity][half][warp]
-  // The norm weight, once per item for its 8 tokens (global loads of it in the
-  // rounds would be hoisted into registers the rows need).
-  __shared__ U4 w_s[FUSED_NORM ? kNvec : 1];
-  load_base_scale<HC>(p, base_s, scale_s, tid);
-  if (FUSED_NORM) {
-    for (int i = tid; i < kNvec; i += 2 * kHalf) w_s[i] = ldg_u4(p.norm_weight + i * 8);
-  }
-
-  U4 xb[kBatch][HC];
-  auto load_batch = [&](long long t, int v0) {
-    const unsigned short* x = p.residual + t * K;
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int idx = htid + (v0 + b) * kHalf;
-      if (v0 + b < kVpt && idx < kNvec) {
-#pragma unroll
-        for (int i = 0; i < HC; ++i) xb[b][i] = ldg_u4(x + (long long)i * D + idx * 8);
-      }
-    }
-  };
-  if (t0 + half < T) load_batch(t0 + half, 0);
-  block_wait_count(ready, ready_target);  // also publishes base_s, scale_s and w_s
-
-  // Scalar part of token t0 + warp: the parts summed in finish_impl's order.
-  {
-    const long long t = t0 + warp;
-    const bool valid = t < T;
-    float m = 0.f;
-    if (valid && lane <= kMix) {
-      const float* part = p.partials + t * PARTS * HCWARM_MHC_PARTIAL_STRIDE + lane;
-      float pv[PARTS];
-#pragma unroll
-      for (int i = 0; i < PARTS; ++i) pv[i] = ldcg_f32(part + (long long)i * HCWARM_MHC_PARTIAL_STRIDE);
-#pragma unroll
-      for (int w = 0; w < kWarpStride; ++w) {
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          if (w + i * kWarpStride < PARTS) s += pv[w + i * kWarpStride];
-        }
-        m += s;
-      }
-    }
-    mix_s[warp][lane] = m;
-    __syncwarp();
-    scalar_part<HC, FAST>(p, t, valid, mix_s[warp], base_s, scale_s, pre_s[warp], lane, (float)K);
-  }
-  __syncthreads();
-
-#pragma unroll 1
-  for (int r = 0; r < kTok / 2; ++r) {
-    const long long t = t0 + 2 * r + half;
-    if (t >= T) break;  // the later tokens of this half are past T too
-    if (r > 0) load_batch(t, 0);
-    float pre[HC];
-#pragma unroll
-    for (int i = 0; i < HC; ++i) pre[i] = pre_s[2 * r + half][i];
-    unsigned short* y = p.y + t * D;
-    U4 yw[kVpt];
-    float ssq = 0.f;
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int idx = htid + b * kHalf;
-      if (idx < kNvec) {
-        yw[b] = mix_streams8<HC>(xb[b], pre, ssq);
-        if (!FUSED_NORM) stg_u4(y + idx * 8, yw[b]);
-      }
-    }
-#pragma unroll
-    for (int v0 = kBatch; v0 < kVpt; v0 += kBatch) {
-      load_batch(t, v0);
-#pragma unroll
-      for (int b = 0; b < kBatch && v0 + b < kVpt; ++b) {
-        const int idx = htid + (v0 + b) * kHalf;
-        if (idx < kNvec) {
-          yw[v0 + b] = mix_streams8<HC>(xb[b], pre, ssq);
-          if (!FUSED_NORM) stg_u4(y + idx * 8, yw[v0 + b]);
-        }
-      }
-    }
-    if (FUSED_NORM) {
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) ssq += __shfl_xor_sync(0xffffffffu, ssq, off);
-      if (lane == 0) ssq_s[r & 1][half][hwarp] = ssq;
-      group_sync(1 + half);
-      float tot = 0.f;
-#pragma unroll
-      for (int i = 0; i < kHalfWarps; ++i) tot += ssq_s[r & 1][half][i];
-      const float rn = rcp_sel<FAST>(sqrtf(tot / (float)D + p.norm_eps));
-#pragma unroll
-      for (int v = 0; v < kVpt; ++v) {
-        const int idx = htid + v * kHalf;
-        if (idx < kNvec) stg_u4(y + idx * 8, norm8(yw[v], w_s[idx], rn));
-      }
-    }
-  }
-}
-
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
-__device__ __forceinline__ void mhc_pre_pipelined(const hcwarm_mhc_pre_params& p) {
-  static_assert(NUM_SPLITS >= 1, "the pipelined kernel is specialized (NUM_SPLITS >= 1)");
-  static_assert(HCWARM_MHC_CUDA_PARTIAL_WARPS(NUM_SPLITS) * 16 == HCWARM_MHC_PIPELINE_TILE,
-                "the pipelined kernel is for the buckets whose partial tile is HCWARM_MHC_PIPELINE_TILE tokens");
-  static_assert(HCWARM_MHC_PIPELINE_FINISH_ITEMS * HCWARM_MHC_PIPELINE_ITEM_TOKENS == HCWARM_MHC_PIPELINE_TILE,
-                "the finish items of a tile cover its tokens");
-  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
-  if (FUSED_NORM && p.norm_weight == nullptr) return;
-  constexpr unsigned int kParts = NUM_SPLITS * HCWARM_MHC_CUDA_SUBSPLITS(NUM_SPLITS);
-  constexpr unsigned int kFinish = HCWARM_MHC_PIPELINE_FINISH_ITEMS;
-  constexpr unsigned int kStep = kParts + kFinish;
-  constexpr int kTile = HCWARM_MHC_PIPELINE_TILE;
-  const long long T = p.num_tokens;
-  const unsigned int tiles = (unsigned int)((T + kTile - 1) / kTile);
-  unsigned int* ctr = reinterpret_cast<unsigned int*>(p.partials + T * kParts * HCWARM_MHC_PARTIAL_STRIDE);
-  unsigned int* parts_done = ctr + 1;
-  unsigned int* finish_done = ctr + 1 + tiles;
-  const unsigned int window = p.pipeline_window >= 2 ? p.pipeline_window : HCWARM_MHC_PIPELINE_WINDOW;
-
-  __shared__ unsigned int item_s;
-  if (threadIdx.x == 0) item_s = atomicAdd(ctr, 1u);
-  __syncthreads();
-  const unsigned int item = item_s;
-  // Step 0 holds the partials of tile 0; step j >= 1 the partials of tile j
-  // (j < tiles) followed by the finishes of tile j - 1.
-  bool partial;
-  unsigned int tile, idx;
-  if (item < kParts) {
-    partial = true;
-    tile = 0;
-    idx = item;
-  } else {
-    const unsigned int j = 1 + (item - kParts) / kStep;
-    const unsigned int r = (item - kParts) % kStep;
-    partial = j < tiles && r < kParts;
-    tile = partial ? j : j - 1;
-    idx = j < tiles ? (partial ? r : r - kParts) : r;
-  }
-
-  if (partial) {
-    if (tile >= window) block_wait_count(finish_done + (tile - window), kFinish);
-    partial_smem_impl<HC, HIDDEN, HCWARM_MHC_PIPELINE_TILE / 16>(p, tile, (int)idx, (int)kParts);
-    block_signal(parts_done + tile);
-  } else {
-    finish_item8<HC, HIDDEN, (int)kParts, FUSED_NORM, FAST>(
-        p, (long long)tile * kTile + (long long)idx * HCWARM_MHC_PIPELINE_ITEM_TOKENS, parts_done + tile, kParts);
-    block_signal(finish_done + tile);
-  }
+  finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // ---------------------------------------------------------------------------
