@@ -450,7 +450,7 @@ __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) 
   // The finish kernel may be scheduled now: it prefetches the residual rows
   // and waits (griddepcontrol.wait) for this grid before reading the partials.
   griddep_launch_dependents();
-  if (GEMM == 2) {
+  if constexpr (GEMM == 2) {
     mhc_pre_partial_smem<NUM_SPLITS, HC, HIDDEN>(p);
   } else {
     mhc_pre_partial_regs<NUM_SPLITS, HC, HIDDEN, GEMM == 1>(p);
