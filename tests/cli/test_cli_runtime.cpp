@@ -165,7 +165,15 @@ TEST(CliBenchOp, BucketsTimesEveryBucketOnce) {
   for (const auto& row : j["rows"]) {
     tokens.push_back(row["tokens"]);
     splits.push_back(row["num_splits"]);
-    EXPECT_TRUE(row.contains("specialized")) << row.dump();
+    ASSERT_TRUE(row.contains("specialized")) << row.dump();
+    // Compiled on this call: the compiler's share is positive and within the whole request.
+    const auto& spec = row["specialized"];
+    if (spec["first_call_s"].get<double>() >= 0) {
+      EXPECT_GT(spec["compile_s"].get<double>(), 0.0) << row.dump();
+      EXPECT_GE(spec["first_call_s"].get<double>(), spec["compile_s"].get<double>()) << row.dump();
+    } else {
+      EXPECT_EQ(spec["compile_s"].get<double>(), -1.0) << row.dump();
+    }
   }
   EXPECT_EQ(tokens, (std::vector<int64_t>{320, 256, 128}));  // the tiny model's warmup token counts
   EXPECT_EQ(std::set<int64_t>(splits.begin(), splits.end()).size(), splits.size()) << "one row per split count";
