@@ -195,6 +195,7 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(cuda::kGenericPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(
           k->module->function(fused_norm ? cuda::kGenericFinishNormSymbol : cuda::kGenericFinishSymbol));
+      HCWARM_CHECK_CU(dev.driver(), cuda::prepare_partial_smem(dev.driver(), k->cuda));  // generic = mma_smem
       if (one_pass_ && cuda::one_pass_supported(dims_.hc_mult, static_cast<int>(dims_.hidden), dev.cc_major())) {
         HCWARM_CHECK_CU(dev.driver(), cuda::prepare_one_pass(dev.driver(),
                                                              static_cast<cuda::CUfunction>(k->module->function(
@@ -208,6 +209,7 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
       k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
       k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
       k->cuda.partial_warps = cuda_partial_warps(splits, gemm_);
+      if (gemm_ == CudaGemm::MmaSmem) HCWARM_CHECK_CU(dev.driver(), cuda::prepare_partial_smem(dev.driver(), k->cuda));
       if (spec.param("one_pass") == "1") {
         HCWARM_CHECK_CU(dev.driver(),
                         cuda::prepare_one_pass(dev.driver(),

@@ -24,6 +24,7 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;

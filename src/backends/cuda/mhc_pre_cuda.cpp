@@ -26,6 +26,16 @@ CUlaunchConfig one_pass_config(const MhcPreCudaKernels& k, unsigned clusters, CU
 
 }  // namespace
 
+CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
+  const unsigned bytes = HCWARM_MHC_CUDA_PARTIAL_SMEM(k.partial_warps);
+  // Above the 48 KB default only with the attribute (every driver since CUDA 9 has it).
+  if (d.cuFuncSetAttribute == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult rc =
+      d.cuFuncSetAttribute(k.partial, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+  if (rc == CUDA_SUCCESS) k.partial_smem = bytes;
+  return rc;
+}
+
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
   return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % kSliceCols == 0 && hidden <= 8192;
 }
@@ -73,7 +83,8 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);
   if (stages & 1) {
     const CUresult rc = d.cuLaunchKernel(k.partial, static_cast<unsigned>(p.num_parts), tiles, 1,
-                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, 0, stream, args, nullptr);
+                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, k.partial_smem, stream,
+                                         args, nullptr);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;

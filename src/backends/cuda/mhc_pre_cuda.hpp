@@ -13,6 +13,7 @@ struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
+  unsigned partial_smem = 0;  // its dynamic shared memory, bytes (mma_smem: set by prepare_partial_smem)
   // The one-pass cluster kernel (num_splits == 1 modules, sm_90+), or null.
   // Set up by prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;
@@ -30,6 +31,11 @@ struct MhcPreCudaKernels {
 // dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages = 3);
+
+// The mma_smem partial kernel stages the residual in dynamic shared memory
+// (HCWARM_MHC_CUDA_PARTIAL_SMEM of k.partial_warps): allows k.partial that much
+// and records it in k.partial_smem for the launcher.
+CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
 // of 1024 up to 8192) on a target: sm_90 or newer (thread-block clusters).

@@ -32,6 +32,9 @@
 // for lack of blocks); 4 (64 tokens, HCWARM_MHC_CUDA_THREADS) otherwise and in
 // the generic kernel.
 #define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
+// Dynamic shared memory of the mma_smem partial kernel: two stages of its
+// warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
+#define HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) (2 * (warps) * 16 * 128 * 2)
 // The specialized finish kernel of the large-T buckets (num_splits <= 4) reads
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.

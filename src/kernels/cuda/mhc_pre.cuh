@@ -63,6 +63,29 @@ __device__ __forceinline__ void griddep_wait() {
 #endif
 }
 
+__device__ __forceinline__ unsigned int smem_u32(const void* ptr) {
+  unsigned int a;
+  asm("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}" : "=r"(a) : "l"(ptr));
+  return a;
+}
+
+// cp.async (sm_80+): 16 bytes global -> shared, bypassing registers and L1;
+// valid == false fills the 16 bytes with zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(unsigned int dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ U4 lds_u4(unsigned int addr) {
+  U4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+
 // bf16 pairs <-> floats. The low half of a 32-bit word is the element with the lower index.
 __device__ __forceinline__ float bf16_lo(unsigned int w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
@@ -319,8 +342,16 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // Stage (a), GEMM_SMEM variant: the same mma.sync arithmetic, but fn is read
 // once per block (not once per warp) in chunks of 128 k, split into hi/lo bf16
 // by the whole block and stored in shared memory in B-fragment order
-// (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); residual and fn of the next
-// chunk are loaded into registers while the current one is multiplied.
+// (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); fn of the next chunk is loaded
+// into registers while the current one is multiplied.
+// The residual goes to shared memory by cp.async, each warp its own 16 rows, a
+// row's 256 bytes of a chunk by 16 lanes (a warp load covers 2 rows x 256 B:
+// on the H200 the residual streams at 4.3 TB/s this way against 3.5 TB/s for
+// the mma fragment order, 8 rows x 64 B; tools/experiments/partial_stream.cu).
+// The next chunk is in flight while the current one is multiplied; the mma A
+// fragments are then read from shared memory (16-byte granule c of row r is
+// stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
+// Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM(WARPS) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
 template <int HC, int HIDDEN, int WARPS>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
@@ -329,8 +360,14 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   constexpr int kSteps = kChunk / 32;
   constexpr int kThreads = 32 * WARPS;
   constexpr int kF4PerThread = kMix * kChunk / 4 / kThreads;  // 6 with 4 warps
+  constexpr int kRowBytes = kChunk * 2;                       // one row of a chunk: 16 granules of 16 B
+  constexpr int kWarpBytes = 16 * kRowBytes;
+  constexpr int kStageBytes = WARPS * kWarpBytes;
   static_assert(kMix * kChunk / 4 % kThreads == 0, "fn chunk must split evenly over the block");
+  static_assert(2 * kStageBytes == HCWARM_MHC_CUDA_PARTIAL_SMEM(WARPS), "the launcher's dynamic shared memory");
+  static_assert(kRowBytes == 16 * 16, "16 lanes x 16 bytes load a row of a chunk");
   __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
+  extern __shared__ __align__(16) unsigned char xs_dyn[];
 
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   const long long K = (long long)HC * D;
@@ -345,11 +382,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 
   long long k0, k1;
   k_part_range(K, P, part, k0, k1);
-  const WarpRows rows = warp_rows(p, t0, g, q, K, T);
-  const bool v0 = rows.v0, v1 = rows.v1;
-  const unsigned short* x0 = rows.x0;
-  const unsigned short* x1 = rows.x1;
-  const U4 zero = {0u, 0u, 0u, 0u};
+  const bool v0 = t0 + g < T, v1 = t0 + g + 8 < T;
   const F4 zf = {0.f, 0.f, 0.f, 0.f};
 
   float acc[3][4];
@@ -357,9 +390,28 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
   float ss0 = 0.f, ss1 = 0.f;
 
+  // This warp's rows in stage s start at xw + s * kStageBytes.
+  const unsigned int xw = smem_u32(xs_dyn) + warp * kWarpBytes;
+  // Copy of chunk kc: lane -> granule c = lane % 16 of rows 2u + lane / 16.
+  const int c = lane & 15;
+  auto issue_x = [&](long long kc, int stage) {
+    const long long k = kc + 8 * c;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int rr = 2 * u + (lane >> 4);
+      const bool ok = active && t0 + rr < T && k < k1;
+      const unsigned short* src = ok ? p.residual + (t0 + rr) * K + k : p.residual;
+      cp_async16(xw + stage * kStageBytes + rr * kRowBytes + ((c ^ ((rr & 1) << 2)) << 4), src, ok);
+    }
+    cp_async_commit();
+  };
+  // Thread (g, q)'s A fragment of step u: row r (g or g + 8), granule 4u + q.
+  auto x_frag = [&](int stage, int r, int u) {
+    return lds_u4(xw + stage * kStageBytes + r * kRowBytes + (((4 * u + q) ^ ((r & 1) << 2)) << 4));
+  };
+
   F4 fr[kF4PerThread];
-  U4 xa[kSteps], xb[kSteps];
-  auto load = [&](long long kc, F4 (&f)[kF4PerThread], U4 (&a)[kSteps], U4 (&b)[kSteps]) {
+  auto load_fn = [&](long long kc, F4 (&f)[kF4PerThread]) {
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) {
       const int e = tid + kThreads * i;
@@ -367,15 +419,12 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       const long long kk = kc + (e % (kChunk / 4)) * 4;
       f[i] = kk < k1 ? ldg_f4(p.fn + n * K + kk) : zf;
     }
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      const long long k = kc + 32 * u;
-      a[u] = (k < k1 && v0) ? ldg_u4(x0 + k) : zero;
-      b[u] = (k < k1 && v1) ? ldg_u4(x1 + k) : zero;
-    }
   };
 
-  if (k0 < k1) load(k0, fr, xa, xb);
+  if (k0 < k1) {
+    load_fn(k0, fr);
+    issue_x(k0, 0);
+  }
   int buf = 0;
   for (long long kc = k0; kc < k1; kc += kChunk) {
     // fn chunk -> hi/lo bf16 pairs in fragment order.
@@ -383,9 +432,9 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     for (int i = 0; i < kF4PerThread; ++i) {
       const int e = tid + kThreads * i;
       const int n = e / (kChunk / 4);
-      const int c = (e % (kChunk / 4)) * 4;  // k offset in the chunk
-      const int u = c >> 5;
-      const int kk = c & 31;
+      const int cc = (e % (kChunk / 4)) * 4;  // k offset in the chunk
+      const int u = cc >> 5;
+      const int kk = cc & 31;
       const int half = (kk >> 2) & 1;
       unsigned int h0, l0, h1, l1;
       split_fn_pair(fr[i].x, fr[i].y, h0, l0);
@@ -396,36 +445,41 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       dst[4 + half * 2] = l0;
       dst[4 + half * 2 + 1] = l1;
     }
-    __syncthreads();
-    F4 frn[kF4PerThread];
-    U4 xan[kSteps], xbn[kSteps];
+    // The next residual chunk goes into the other stage, which this warp's
+    // lanes finished reading in the previous iteration.
     const long long kn = kc + kChunk;
-    if (kn < k1) load(kn, frn, xan, xbn);
+    __syncwarp();
+    if (kn < k1) {
+      issue_x(kn, buf ^ 1);
+    } else {
+      cp_async_commit();  // an empty group keeps the count of groups in flight uniform
+    }
+    cp_async_wait<1>();  // this thread's copies of chunk kc have landed
+    __syncthreads();     // everyone's: the fn fragments and the warp's rows
+    F4 frn[kF4PerThread];
+    if (kn < k1) load_fn(kn, frn);
     if (active) {
 #pragma unroll
       for (int u = 0; u < kSteps; ++u) {
         if (kc + 32 * u < k1) {
-          add_squares8(xa[u], ss0);
-          add_squares8(xb[u], ss1);
-          mma_step_smem(acc, xa[u], xb[u], &sb[buf][u][0][0][0], lane);
+          const U4 xa = x_frag(buf, g, u);
+          const U4 xb = x_frag(buf, g + 8, u);
+          add_squares8(xa, ss0);
+          add_squares8(xb, ss1);
+          mma_step_smem(acc, xa, xb, &sb[buf][u][0][0][0], lane);
         }
       }
     }
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) fr[i] = frn[i];
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      xa[u] = xan[u];
-      xb[u] = xbn[u];
-    }
     buf ^= 1;
   }
 
   ss0 = quad_sum(ss0);
   ss1 = quad_sum(ss1);
   if (active) {
-    float* out0 = p.partials + (rows.r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-    float* out1 = p.partials + (rows.r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    float* out0 = p.partials + ((t0 + g) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    float* out1 = p.partials + ((t0 + g + 8) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
     store_acc_rows(acc, out0, out1, v0, v1, q);
     if (q == 0) {
       if (v0) out0[kMix] = ss0;
@@ -812,11 +866,6 @@ __device__ __forceinline__ unsigned int num_clusters_x() {
   unsigned int r;
   asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
   return r;
-}
-__device__ __forceinline__ unsigned int smem_u32(const void* ptr) {
-  unsigned int a;
-  asm("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}" : "=r"(a) : "l"(ptr));
-  return a;
 }
 // The address of the same shared variable in cluster block `rank`.
 __device__ __forceinline__ unsigned int peer_addr(unsigned int local, unsigned int rank) {
