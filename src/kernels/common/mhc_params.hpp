@@ -34,7 +34,8 @@
 #define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
 // Dynamic shared memory of the mma_smem partial kernel: two stages of its
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
-#define HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) (2 * (warps) * 16 * 128 * 2)
+#define HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, stages) ((stages) * (warps) * 16 * 128 * 2)
+#define HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, 2)
 // The specialized finish kernel of the large-T buckets (num_splits <= 4) reads
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.

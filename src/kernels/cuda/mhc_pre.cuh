@@ -353,18 +353,20 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
 // Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM(WARPS) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
-template <int HC, int HIDDEN, int WARPS>
+template <int HC, int HIDDEN, int WARPS, int STAGES = 2>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
   constexpr int kMix = HC * (2 + HC);
   constexpr int kChunk = 128;
   constexpr int kSteps = kChunk / 32;
   constexpr int kThreads = 32 * WARPS;
-  constexpr int kF4PerThread = kMix * kChunk / 4 / kThreads;  // 6 with 4 warps
-  constexpr int kRowBytes = kChunk * 2;                       // one row of a chunk: 16 granules of 16 B
+  constexpr int kF4 = kMix * kChunk / 4;                            // fn float4s of a chunk
+  constexpr int kF4PerThread = (kF4 + kThreads - 1) / kThreads;  // 6 with 4 warps
+  constexpr int kRowBytes = kChunk * 2;                          // one row of a chunk: 16 granules of 16 B
   constexpr int kWarpBytes = 16 * kRowBytes;
   constexpr int kStageBytes = WARPS * kWarpBytes;
-  static_assert(kMix * kChunk / 4 % kThreads == 0, "fn chunk must split evenly over the block");
-  static_assert(2 * kStageBytes == HCWARM_MHC_CUDA_PARTIAL_SMEM(WARPS), "the launcher's dynamic shared memory");
+  static_assert(STAGES >= 2, "at least the current chunk and the next one");
+  static_assert(STAGES * kStageBytes == HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES),
+                "the launcher's dynamic shared memory");
   static_assert(kRowBytes == 16 * 16, "16 lanes x 16 bytes load a row of a chunk");
   __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
   extern __shared__ __align__(16) unsigned char xs_dyn[];
@@ -417,20 +419,28 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       const int e = tid + kThreads * i;
       const int n = e / (kChunk / 4);
       const long long kk = kc + (e % (kChunk / 4)) * 4;
-      f[i] = kk < k1 ? ldg_f4(p.fn + n * K + kk) : zf;
+      f[i] = (kF4 % kThreads == 0 || e < kF4) && kk < k1 ? ldg_f4(p.fn + n * K + kk) : zf;
     }
   };
 
-  if (k0 < k1) {
-    load_fn(k0, fr);
-    issue_x(k0, 0);
+  // Chunks 0 .. STAGES - 2 in flight before the loop; chunk i lands in stage i % STAGES.
+  if (k0 < k1) load_fn(k0, fr);
+#pragma unroll
+  for (int i = 0; i + 1 < STAGES; ++i) {
+    if (k0 + (long long)i * kChunk < k1) {
+      issue_x(k0 + (long long)i * kChunk, i);
+    } else {
+      cp_async_commit();
+    }
   }
-  int buf = 0;
+  int buf = 0;     // fn fragments of this chunk: sb[buf]
+  int xstage = 0;  // its residual rows
   for (long long kc = k0; kc < k1; kc += kChunk) {
     // fn chunk -> hi/lo bf16 pairs in fragment order.
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) {
       const int e = tid + kThreads * i;
+      if (kF4 % kThreads != 0 && e >= kF4) break;
       const int n = e / (kChunk / 4);
       const int cc = (e % (kChunk / 4)) * 4;  // k offset in the chunk
       const int u = cc >> 5;
@@ -445,16 +455,18 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       dst[4 + half * 2] = l0;
       dst[4 + half * 2 + 1] = l1;
     }
-    // The next residual chunk goes into the other stage, which this warp's
-    // lanes finished reading in the previous iteration.
+    // Chunk STAGES - 1 ahead goes into the stage this warp's lanes finished
+    // reading in the previous iteration.
     const long long kn = kc + kChunk;
+    const long long ka = kc + (long long)(STAGES - 1) * kChunk;
+    const int astage = xstage == 0 ? STAGES - 1 : xstage - 1;
     __syncwarp();
-    if (kn < k1) {
-      issue_x(kn, buf ^ 1);
+    if (ka < k1) {
+      issue_x(ka, astage);
     } else {
       cp_async_commit();  // an empty group keeps the count of groups in flight uniform
     }
-    cp_async_wait<1>();  // this thread's copies of chunk kc have landed
+    cp_async_wait<STAGES - 1>();  // this thread's copies of chunk kc have landed
     __syncthreads();     // everyone's: the fn fragments and the warp's rows
     F4 frn[kF4PerThread];
     if (kn < k1) load_fn(kn, frn);
@@ -462,8 +474,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 #pragma unroll
       for (int u = 0; u < kSteps; ++u) {
         if (kc + 32 * u < k1) {
-          const U4 xa = x_frag(buf, g, u);
-          const U4 xb = x_frag(buf, g + 8, u);
+          const U4 xa = x_frag(xstage, g, u);
+          const U4 xb = x_frag(xstage, g + 8, u);
           add_squares8(xa, ss0);
           add_squares8(xb, ss1);
           mma_step_smem(acc, xa, xb, &sb[buf][u][0][0][0], lane);
@@ -473,6 +485,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) fr[i] = frn[i];
     buf ^= 1;
+    xstage = xstage + 1 == STAGES ? 0 : xstage + 1;
   }
 
   ss0 = quad_sum(ss0);
