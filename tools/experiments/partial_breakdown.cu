@@ -1,7 +1,7 @@
 // Where stage (a)'s time goes (H200, D 7168, T 8192, num_splits 1: 24 K-parts of
 // 128-token tiles, 8 warps): the shipped partial kernel and copies with parts
 // switched off (partial_breakdown.py), the same code in 4-warp blocks, and the
-// finish kernel (stage b) at other occupancies (its GB/s column counts only the residual). Standalone: tools/experiments/partial_breakdown.sh,
+// finish kernel (stage b) at other occupancies and batch sizes (its GB/s column counts only the residual). Standalone: tools/experiments/partial_breakdown.sh,
 // then ./partial_breakdown on the GPU machine. Timing only: outputs are not checked.
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +23,11 @@ __global__ void __launch_bounds__(32 * WARPS, MINB) k_shape(hcwarm_mhc_pre_param
 template <int MINB>
 __global__ void __launch_bounds__(128, MINB) k_finish(hcwarm_mhc_pre_params p) {
   mhc_pre_finish<1, 4, D, true, true>(p);
+}
+// The finish streaming BATCH vectors per stream at a time (shipped: 1).
+template <int BATCH, int MINB>
+__global__ void __launch_bounds__(128, MINB) k_finish_batch(hcwarm_mhc_pre_params p) {
+  finish_impl<4, D, P, BATCH, true, true>(p, p.num_tokens - 1 - (long long)blockIdx.x, P);
 }
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
 int main() {
@@ -79,5 +84,11 @@ int main() {
   run(k_finish<6>, "finish (stage b), 6 blocks/SM", 0, true);
   run(k_finish<12>, "finish (stage b), 12 blocks/SM", 0, true);
   run(k_finish<16>, "finish (stage b), 16 blocks/SM", 0, true);
+  run(k_finish_batch<1, 8>, "finish, batch 1 (shipped), 8 blocks/SM", 0, true);
+  run(k_finish_batch<2, 6>, "finish, batch 2, 6 blocks/SM", 0, true);
+  run(k_finish_batch<2, 8>, "finish, batch 2, 8 blocks/SM", 0, true);
+  run(k_finish_batch<3, 5>, "finish, batch 3, 5 blocks/SM", 0, true);
+  run(k_finish_batch<4, 4>, "finish, batch 4, 4 blocks/SM", 0, true);
+  run(k_finish_batch<7, 3>, "finish, batch 7 (whole row), 3 blocks/SM", 0, true);
   return 0;
 }

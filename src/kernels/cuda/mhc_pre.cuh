@@ -708,7 +708,7 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 }
 
 // Stage (b): one block of 128 threads per token t over P parts.
-template <int HC, int HIDDEN, int PARTS, bool STREAM_X, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, int PARTS, int STREAM_X, bool FUSED_NORM, bool FAST>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
@@ -740,7 +740,8 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   // Partials: lane = column, warp = every kWarps-th part; with the part count
   // known at compile time every load is issued before the first add.
   constexpr int kPer = PARTS != 0 ? (PARTS + kWarps - 1) / kWarps : 1;
-  constexpr bool kStreamX = PARTS != 0 && STREAM_X;
+  // STREAM_X > 0: the residual is streamed STREAM_X vectors (per stream) at a time.
+  constexpr int kStreamX = PARTS != 0 ? STREAM_X : 0;
   const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + lane;
   float pv[kPer];
   auto load_parts = [&]() {
@@ -758,7 +759,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       if (idx < nvec) xv[i] = ldg_u4(x + (long long)i * D + idx * 8);
     }
   };
-  U4 xr[kStreamX ? 1 : kVpt][HC];
+  U4 xr[kStreamX ? kStreamX : kVpt][HC];
   if constexpr (kStreamX) {
     griddep_wait();
     load_parts();
@@ -805,8 +806,13 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   for (int v = 0; v < kVpt; ++v) {
     const int idx = tid + v * kThreads;
     if (idx < nvec) {
-      if (kStreamX) load_x(v, xr[0]);
-      yw[v] = mix_streams8<HC>(xr[kStreamX ? 0 : v], pre, ssq);
+      if constexpr (kStreamX > 0) {
+        if (v % kStreamX == 0) {
+#pragma unroll
+          for (int b = 0; b < kStreamX && v + b < kVpt; ++b) load_x(v + b, xr[b]);
+        }
+      }
+      yw[v] = mix_streams8<HC>(xr[kStreamX ? v % kStreamX : v], pre, ssq);
       if (!FUSED_NORM) stg_u4(y + idx * 8, yw[v]);
     }
   }
@@ -838,7 +844,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // partial kernel read last still in L2.
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
-  constexpr bool kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS);
+  constexpr int kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS) ? 1 : 0;
   finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
