@@ -1,8 +1,10 @@
 // Where stage (a)'s time goes (H200, D 7168, T 8192, num_splits 1: 24 K-parts of
 // 128-token tiles, 8 warps): the shipped partial kernel and copies with parts
-// switched off (partial_breakdown.py), the same code in 4-warp blocks, and the
-// finish kernel (stage b) at other occupancies and batch sizes (its GB/s column counts only the residual). Standalone: tools/experiments/partial_breakdown.sh,
-// then ./partial_breakdown on the GPU machine. Timing only: outputs are not checked.
+// switched off (partial_breakdown.py); the same code with other warps, residual
+// stages and blocks per SM; and the finish kernel (stage b) at other occupancies
+// and streaming batch sizes (its GB/s column counts only the residual).
+// Standalone: tools/experiments/partial_breakdown.sh, then ./partial_breakdown on
+// the GPU machine. Timing only: outputs are not checked.
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
