@@ -1,13 +1,13 @@
 // Where a tile's time goes in the one-pass cluster kernel (H200, D 7168,
 // T 8192, fused norm): the kernel as shipped, with fewer clusters, and with
 // parts switched off (one_pass_breakdown.py). Standalone (CUDA runtime, static):
-//   tools/experiments/one_pass_breakdown.sh   -> .devcarry/one_pass_breakdown
+//   tools/experiments/build.sh one_pass_breakdown   -> .devcarry/one_pass_breakdown
 // then on the GPU machine: ./one_pass_breakdown. Timing only: outputs are not checked.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 #include <cuda_runtime.h>
-#include "one_pass_variants.cuh"
+#include "variants.cuh"
 using namespace hcwarm_kernels::cuda;
 template <int MODE>
 __global__ void __launch_bounds__(256, 1) k_variant(hcwarm_mhc_pre_params p) { one_pass_variant<4, 7168, true, true, MODE>(p); }

@@ -3,12 +3,12 @@
 // switched off (partial_breakdown.py); the same code with other warps, residual
 // stages and blocks per SM; and the finish kernel (stage b) at other occupancies
 // and streaming batch sizes (its GB/s column counts only the residual).
-// Standalone: tools/experiments/partial_breakdown.sh, then ./partial_breakdown on
+// Standalone: tools/experiments/build.sh partial_breakdown, then ./partial_breakdown on
 // the GPU machine. Timing only: outputs are not checked.
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
-#include "partial_variants.cuh"
+#include "variants.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int D = 7168, T = 8192, P = 24;
 constexpr long long K = 4LL * D;
