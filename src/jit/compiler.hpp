@@ -78,6 +78,8 @@ class NvrtcCompiler final : public Compiler {
   std::string target() const override { return arch_; }
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.cubin"; }
+  // A cubin; for a source that declares parts (jit/cubin_set.hpp), the parts
+  // compiled in parallel and packed as a cubin set.
   CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
   // The shared library that was opened (for messages).
@@ -86,6 +88,8 @@ class NvrtcCompiler final : public Compiler {
   struct Api;  // the resolved NVRTC entry points (process-wide, loaded once per path)
 
  private:
+  CompileOutput compile_program(const std::string& source, const std::vector<std::string>& opts) const;
+
   std::string arch_, identity_;
   std::vector<std::string> extra_;
   std::vector<std::filesystem::path> include_dirs_;

@@ -2,12 +2,15 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <exception>
+#include <thread>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "core/error.hpp"
 #include "jit/compiler.hpp"
+#include "jit/cubin_set.hpp"
 #include "jit/fs_util.hpp"
 
 namespace hcwarm::jit {
@@ -130,13 +133,7 @@ std::vector<std::string> NvrtcCompiler::flags() const {
   return f;
 }
 
-CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
-                                     const fs::path& workdir) const {
-  const fs::path inc = workdir / "include";
-  write_headers(inc, headers);
-  std::vector<std::string> opts = flags();
-  opts.push_back("--include-path=" + inc.string());
-  for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
+CompileOutput NvrtcCompiler::compile_program(const std::string& source, const std::vector<std::string>& opts) const {
   std::vector<const char*> copts;
   for (const auto& o : opts) copts.push_back(o.c_str());
 
@@ -173,6 +170,47 @@ CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const 
     HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcGetCUBIN failed: {}", api_->err(r));
   }
   out.log = std::move(log);
+  return out;
+}
+
+CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
+                                     const fs::path& workdir) const {
+  const fs::path inc = workdir / "include";
+  write_headers(inc, headers);
+  std::vector<std::string> opts = flags();
+  opts.push_back("--include-path=" + inc.string());
+  for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
+  const int parts = source_parts(source);
+  if (parts == 1) return compile_program(source, opts);
+
+  // One program per part, on its own thread (NVRTC programs are independent).
+  std::vector<CompileOutput> outs(static_cast<size_t>(parts));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < parts; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          std::vector<std::string> o = opts;
+          o.push_back(fmt::format("-DHCWARM_PART={}", i));
+          outs[static_cast<size_t>(i)] = compile_program(source, o);
+        } catch (...) {
+          errors[static_cast<size_t>(i)] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);  // the first failing part, with its log
+  }
+  CompileOutput out;
+  std::vector<std::vector<std::byte>> cubins;
+  for (int i = 0; i < parts; ++i) {
+    auto& o = outs[static_cast<size_t>(i)];
+    if (!o.log.empty()) out.log += fmt::format("part {}:\n{}\n", i, o.log);
+    cubins.push_back(std::move(o.binary));
+  }
+  out.binary = pack_cubin_set(cubins);
   return out;
 }
 

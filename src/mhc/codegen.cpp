@@ -43,23 +43,33 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
   const int warps = cuda_partial_warps(num_splits, gemm);
-  return fmt::format(
-      "// mhc_pre CUDA: num_splits={0} hc={1} hidden={2} norm={3} gemm={7} fast_finish={10}\n"
-      "#include \"cuda/mhc_pre.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({11}, {12}) {4}(hcwarm_mhc_pre_params p) {{\n"
-      "  hcwarm_kernels::cuda::mhc_pre_partial<{0}, {1}, {2}, {8}>(p);\n}}\n"
-      "extern \"C\" __global__ void __launch_bounds__({6}, {13}) {5}(hcwarm_mhc_pre_params p) {{\n"
-      "  hcwarm_kernels::cuda::mhc_pre_finish<{0}, {1}, {2}, {3}, {10}>(p);\n}}\n{9}",
-      num_splits, hc, hidden, fused_norm ? "true" : "false", kCudaPartialSymbol, kCudaFinishSymbol,
-      HCWARM_MHC_CUDA_THREADS, to_string(gemm), gemm_template_arg(gemm),
-      num_splits != 1 || !one_pass
-          ? std::string()
-          : fmt::format("extern \"C\" __global__ void __launch_bounds__(256, 1) {0}(hcwarm_mhc_pre_params p) "
-                        "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{1}, {2}, {3}, {4}>(p);\n}}\n",
-                        kCudaOnePassSymbol, hc, hidden, fused_norm ? "true" : "false",
-                        fast_finish ? "true" : "false"),
-      fast_finish ? "true" : "false", 32 * warps, warps == 8 ? 2 : 3,
-      HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3);
+  // Each kernel is a part of its own (jit/cubin_set.hpp): NVRTC compiles them
+  // in parallel, so a specialization takes about as long as its slowest kernel.
+  const int parts = num_splits == 1 && one_pass ? 3 : 2;
+  auto part = [](int i, const std::string& body) {
+    return fmt::format("#if !defined(HCWARM_PART) || HCWARM_PART == {}\n{}#endif\n", i, body);
+  };
+  const std::string norm = fused_norm ? "true" : "false";
+  const std::string fast = fast_finish ? "true" : "false";
+  std::string src = fmt::format(
+      "// hcwarm: parts={}\n"
+      "// mhc_pre CUDA: num_splits={} hc={} hidden={} norm={} gemm={} fast_finish={}\n"
+      "#include \"cuda/mhc_pre.cuh\"\n",
+      parts, num_splits, hc, hidden, norm, to_string(gemm), fast);
+  src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
+                             "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}>(p);\n}}\n",
+                             32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, num_splits, hc, hidden,
+                             gemm_template_arg(gemm)));
+  src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
+                             "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}>(p);\n}}\n",
+                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3,
+                             kCudaFinishSymbol, num_splits, hc, hidden, norm, fast));
+  if (parts == 3) {
+    src += part(2, fmt::format("extern \"C\" __global__ void __launch_bounds__(256, 1) {}(hcwarm_mhc_pre_params p) "
+                               "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{}, {}, {}, {}>(p);\n}}\n",
+                               kCudaOnePassSymbol, hc, hidden, norm, fast));
+  }
+  return src;
 }
 
 }  // namespace hcwarm::mhc

@@ -2,6 +2,8 @@
 // The generated translation units of the mHC pre kernels: a few lines that
 // instantiate the templates of kernels/cpu/mhc_pre.hpp or kernels/cuda/mhc_pre.cuh
 // for one (num_splits, hc, hidden, norm) and export them under fixed names.
+// The CUDA source declares each kernel a part of its own (jit/cubin_set.hpp),
+// so NVRTC compiles the kernels of a specialization in parallel.
 #include <string>
 
 namespace hcwarm::mhc {

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "core/embedded_kernels.hpp"
 #include "jit/compiler.hpp"
+#include "jit/cubin_set.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/codegen.hpp"
 #include "mhc_check.hpp"
@@ -222,19 +223,24 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
   const auto nvrtc = nvrtc_or_null(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   test::TempDir work;
-  auto compile = [&](const std::string& source) {
-    return nvrtc->compile(source, kernels::embedded_files(), work.path()).binary.size();
+  // Each kernel is a part of its own: a cubin set of one image per kernel.
+  auto images = [&](const std::string& source) {
+    const auto out = nvrtc->compile(source, kernels::embedded_files(), work.path());
+    const auto set = jit::unpack_cubin_set(out.binary);
+    size_t n = 0;
+    for (const auto image : set.value_or(std::vector<std::span<const std::byte>>{})) n += image.size() > 1000u;
+    return n;
   };
   for (auto gemm : {mhc::CudaGemm::MmaSmem, mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
     for (bool fast_finish : {true, false}) {
-      EXPECT_GT(compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm, false, fast_finish)), 1000u)
+      EXPECT_EQ(images(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm, false, fast_finish)), 2u)
           << mhc::to_string(gemm) << " fast_finish=" << fast_finish;
     }
   }
-  // The one-pass kernel.
-  EXPECT_GT(compile(mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true,
-                                             /*fast_finish=*/true)),
-            1000u);
+  // With the one-pass kernel: three.
+  EXPECT_EQ(images(mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true,
+                                            /*fast_finish=*/true)),
+            3u);
 }
 
 // NVRTC 12.4+ optimizes a module's kernels on two threads (part of the flags,
@@ -257,7 +263,7 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   cuda.one_pass = true;
   auto has = [&](int splits, int64_t hidden, const char* arch) {
     cuda.arch = arch;
-    const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, splits, true, cuda);
+    const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, static_cast<int>(hidden)}, splits, true, cuda);
     const bool in_source = s.source.find(mhc::kCudaOnePassSymbol) != std::string::npos;
     EXPECT_EQ(in_source, s.param("one_pass") == "1") << splits << " " << hidden << " " << arch;
     return in_source;

@@ -1,6 +1,11 @@
 #include "backends/cuda/cuda_device.hpp"
 
 #include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "jit/cubin_set.hpp"
 
 namespace hcwarm::cuda {
 
@@ -85,21 +90,38 @@ void CudaDevice::do_deallocate(void* ptr) noexcept {
 
 CudaModule::CudaModule(std::shared_ptr<const CudaDriver> driver, std::string key, std::span<const std::byte> image)
     : driver_(std::move(driver)), key_(std::move(key)) {
-  HCWARM_CHECK_CU(*driver_, driver_->cuModuleLoadData(&module_, image.data()));
+  const auto set = jit::unpack_cubin_set(image);
+  for (const auto part : set ? *set : std::vector<std::span<const std::byte>>{image}) {
+    // cuModuleLoadData reads an ELF image in place: a set's images get an
+    // 8-byte-aligned copy of their own.
+    std::vector<uint64_t> aligned(set ? (part.size() + 7) / 8 : 0);
+    if (set) std::memcpy(aligned.data(), part.data(), part.size());
+    CUmodule m = nullptr;
+    const CUresult rc = driver_->cuModuleLoadData(&m, set ? static_cast<const void*>(aligned.data()) : part.data());
+    if (rc != CUDA_SUCCESS) {
+      unload();
+      HCWARM_CHECK_CU(*driver_, rc);
+    }
+    modules_.push_back(m);
+  }
 }
 
-CudaModule::~CudaModule() {
-  if (module_ != nullptr) driver_->cuModuleUnload(module_);
+void CudaModule::unload() noexcept {
+  for (CUmodule m : modules_) driver_->cuModuleUnload(m);
+  modules_.clear();
 }
+
+CudaModule::~CudaModule() { unload(); }
 
 void* CudaModule::function(std::string_view name) const {
-  CUfunction f = nullptr;
   const std::string n(name);
-  const CUresult rc = driver_->cuModuleGetFunction(&f, module_, n.c_str());
-  if (rc != CUDA_SUCCESS || f == nullptr) {
-    HCWARM_THROW(ErrorKind::Internal, "kernel {} not found in CUDA module {}: {}", n, key_, driver_->error_text(rc));
+  CUresult rc = CUDA_SUCCESS;
+  for (CUmodule m : modules_) {  // the images of a cubin set hold different kernels
+    CUfunction f = nullptr;
+    rc = driver_->cuModuleGetFunction(&f, m, n.c_str());
+    if (rc == CUDA_SUCCESS && f != nullptr) return reinterpret_cast<void*>(f);
   }
-  return reinterpret_cast<void*>(f);
+  HCWARM_THROW(ErrorKind::Internal, "kernel {} not found in CUDA module {}: {}", n, key_, driver_->error_text(rc));
 }
 
 std::shared_ptr<jit::LoadedModule> CudaModuleLoader::load(const std::string& key, std::span<const std::byte> cubin) {

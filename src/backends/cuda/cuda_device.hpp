@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "core/device.hpp"
@@ -59,18 +60,22 @@ class CudaDevice final : public Device {
   std::string name_;
 };
 
-// A loaded cubin/fatbin/PTX image; function() returns a CUfunction.
+// A loaded cubin/fatbin/PTX image, or each image of a cubin set
+// (jit/cubin_set.hpp); function() returns a CUfunction.
 class CudaModule final : public jit::LoadedModule {
  public:
   CudaModule(std::shared_ptr<const CudaDriver> driver, std::string key, std::span<const std::byte> image);
   ~CudaModule() override;
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
   void* function(std::string_view name) const override;
   const std::string& key() const override { return key_; }
 
  private:
+  void unload() noexcept;
   std::shared_ptr<const CudaDriver> driver_;
   std::string key_;
-  CUmodule module_ = nullptr;
+  std::vector<CUmodule> modules_;
 };
 
 // Loads JIT outputs (cubins) into the context of one device:
