@@ -125,10 +125,6 @@ const std::string& NvrtcCompiler::library_path() const { return api_->path; }
 
 std::vector<std::string> NvrtcCompiler::flags() const {
   std::vector<std::string> f{"--gpu-architecture=" + arch_, "-std=c++20"};
-  // Optimize the module's kernels (mhc_pre: partial and finish) on two threads:
-  // 0.30 -> 0.22 s per specialization on the 2-core dev machine, with the same
-  // PTX per kernel. Left out where NVRTC may predate the option.
-  if (api_->major > 12 || (api_->major == 12 && api_->minor >= 4)) f.emplace_back("--split-compile=2");
   f.insert(f.end(), extra_.begin(), extra_.end());
   return f;
 }

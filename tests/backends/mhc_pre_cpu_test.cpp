@@ -243,19 +243,6 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
             3u);
 }
 
-// NVRTC 12.4+ optimizes a module's kernels on two threads (part of the flags,
-// hence of every CUDA key); older NVRTC gets no such flag.
-TEST(MhcPreCudaSource, NvrtcSplitCompileWhereSupported) {
-  std::string why;
-  const auto nvrtc = nvrtc_or_null(&why);
-  if (!nvrtc) GTEST_SKIP() << why;
-  int major = 0, minor = 0;
-  ASSERT_EQ(std::sscanf(nvrtc->identity().c_str(), "nvrtc %d.%d", &major, &minor), 2) << nvrtc->identity();
-  const auto flags = nvrtc->flags();
-  const bool split = std::find(flags.begin(), flags.end(), "--split-compile=2") != flags.end();
-  EXPECT_EQ(split, major > 12 || (major == 12 && minor >= 4)) << nvrtc->identity();
-}
-
 // The one-pass kernel is part of a num_splits 1 key only where it can run:
 // sm_90 or newer (clusters) and a hidden size that is a multiple of 1024.
 TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
