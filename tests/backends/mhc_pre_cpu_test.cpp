@@ -1,7 +1,6 @@
 // CPU backend of mHC pre against the double-precision reference.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
