@@ -3,6 +3,7 @@
 // (an NVRTC architecture such as "sm_90a", or a host ISA level such as
 // "x86-64-v3"); everything that decides the bytes it produces (identity with
 // version, flags, target) is exposed so the runtime can hash it into the key.
+#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -79,7 +80,9 @@ class NvrtcCompiler final : public Compiler {
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.cubin"; }
   // A cubin; for a source that declares parts (jit/cubin_set.hpp), the parts
-  // compiled in parallel and packed as a cubin set.
+  // compiled in parallel and packed as a cubin set, unless this compiler's
+  // compiles in flight already fill the cores (then one program, one cubin:
+  // the same kernels either way).
   CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
   // The shared library that was opened (for messages).
@@ -94,6 +97,7 @@ class NvrtcCompiler final : public Compiler {
   std::vector<std::string> extra_;
   std::vector<std::filesystem::path> include_dirs_;
   const Api* api_ = nullptr;
+  mutable std::atomic<int> in_flight_{0};  // compile() calls running now
 };
 
 // Writes headers under dir (creating subdirectories); rejects absolute paths and "..".

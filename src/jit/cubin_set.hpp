@@ -6,7 +6,8 @@
 //
 // A source declares its parts on its first line, "// hcwarm: parts=N" (2..8),
 // and guards each part with `#if !defined(HCWARM_PART) || HCWARM_PART == i`;
-// NVRTC compiles it N times with -DHCWARM_PART=i.
+// NVRTC compiles it N times with -DHCWARM_PART=i (or once, without the macro,
+// into one plain cubin when the cores are busy with other compiles).
 //
 // Layout: "HCWCUBS1", u32 count, u32 0, count x u64 sizes, then the images,
 // each at an offset that is a multiple of 8 (little-endian, as the host).

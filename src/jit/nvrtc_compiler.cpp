@@ -1,6 +1,8 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <thread>
@@ -177,7 +179,17 @@ CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const 
   opts.push_back("--include-path=" + inc.string());
   for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
   const int parts = source_parts(source);
-  if (parts == 1) return compile_program(source, opts);
+  // Parts run in parallel only while the machine has a core per part to spare:
+  // in a batch (warmup, cache build) every core already has a key, and one
+  // program per key costs less (each part repeats the front end).
+  struct InFlight {
+    std::atomic<int>& n;
+    int now;
+    explicit InFlight(std::atomic<int>& c) : n(c), now(c.fetch_add(1) + 1) {}
+    ~InFlight() { n.fetch_sub(1); }
+  } in_flight(in_flight_);
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (parts == 1 || in_flight.now * parts > cores) return compile_program(source, opts);
 
   // One program per part, on its own thread (NVRTC programs are independent).
   std::vector<CompileOutput> outs(static_cast<size_t>(parts));
