@@ -5,10 +5,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
-#include <thread>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/error.hpp"
 #include "jit/compiler.hpp"
