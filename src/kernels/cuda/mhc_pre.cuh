@@ -348,10 +348,11 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // row's 256 bytes of a chunk by 16 lanes (a warp load covers 2 rows x 256 B:
 // on the H200 the residual streams at 4.3 TB/s this way against 3.5 TB/s for
 // the mma fragment order, 8 rows x 64 B; tools/experiments/partial_stream.cu).
-// The next chunk is in flight while the current one is multiplied; the mma A
-// fragments are then read from shared memory (16-byte granule c of row r is
+// STAGES - 1 chunks are in flight while the current one is multiplied (the
+// shipped 2: more stages were slower on the H200, partial_breakdown.cu); the
+// mma A fragments are read from shared memory (16-byte granule c of row r is
 // stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
-// Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM(WARPS) bytes.
+// Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
 template <int HC, int HIDDEN, int WARPS, int STAGES = 2>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
