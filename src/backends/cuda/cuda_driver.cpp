@@ -17,6 +17,11 @@ void bind(void* handle, F& fn, const char* name, const char* fallback = nullptr)
   }
   fn = reinterpret_cast<F>(sym);
 }
+// An entry point newer drivers have: null where this one lacks it.
+template <class F>
+void bind_optional(void* handle, F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(handle, name));
+}
 
 std::shared_ptr<CudaDriver> load(const std::string& path) {
   auto d = std::make_shared<CudaDriver>();
@@ -33,7 +38,7 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuDeviceGet, "cuDeviceGet");
   bind(h, d->cuDeviceGetAttribute, "cuDeviceGetAttribute");
   bind(h, d->cuDeviceGetName, "cuDeviceGetName");
-  d->cuDeviceTotalMem = reinterpret_cast<decltype(d->cuDeviceTotalMem)>(dlsym(h, "cuDeviceTotalMem_v2"));
+  bind_optional(h, d->cuDeviceTotalMem, "cuDeviceTotalMem_v2");
   bind(h, d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   bind(h, d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
   bind(h, d->cuCtxSetCurrent, "cuCtxSetCurrent");
@@ -48,10 +53,9 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuModuleUnload, "cuModuleUnload");
   bind(h, d->cuModuleGetFunction, "cuModuleGetFunction");
   bind(h, d->cuLaunchKernel, "cuLaunchKernel");
-  d->cuLaunchKernelEx = reinterpret_cast<decltype(d->cuLaunchKernelEx)>(dlsym(h, "cuLaunchKernelEx"));
-  d->cuFuncSetAttribute = reinterpret_cast<decltype(d->cuFuncSetAttribute)>(dlsym(h, "cuFuncSetAttribute"));
-  d->cuOccupancyMaxActiveClusters =
-      reinterpret_cast<decltype(d->cuOccupancyMaxActiveClusters)>(dlsym(h, "cuOccupancyMaxActiveClusters"));
+  bind_optional(h, d->cuLaunchKernelEx, "cuLaunchKernelEx");
+  bind_optional(h, d->cuFuncSetAttribute, "cuFuncSetAttribute");
+  bind_optional(h, d->cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters");
   bind(h, d->cuStreamCreate, "cuStreamCreate");
   bind(h, d->cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
   bind(h, d->cuStreamSynchronize, "cuStreamSynchronize");

@@ -3,23 +3,20 @@
 //   new_residual[t, j, :] = post[t, j] * out[t, :] + sum_i comb[t, i, j] * residual[t, i, :]
 // One thread owns 8 consecutive features of one token for all hc streams, so it
 // reads every input stream before writing any output: residual_out may alias
-// residual_in. Compiled by NVRTC: no includes.
+// residual_in. Compiled by NVRTC: no includes beyond cuda/bf16.cuh.
+#include "cuda/bf16.cuh"
 
 namespace hcwarm_post {
 
-__device__ __forceinline__ float lo_bf16(unsigned int w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float hi_bf16(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
-__device__ __forceinline__ unsigned int pack2(float lo, float hi) {
-  unsigned int r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
+using hcwarm_bf16::bf16_hi;
+using hcwarm_bf16::bf16_lo;
+using hcwarm_bf16::pack_bf16x2;
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
   const unsigned int w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    f[2 * i] = lo_bf16(w[i]);
-    f[2 * i + 1] = hi_bf16(w[i]);
+    f[2 * i] = bf16_lo(w[i]);
+    f[2 * i + 1] = bf16_hi(w[i]);
   }
 }
 
@@ -58,10 +55,10 @@ __device__ __forceinline__ void mhc_post(long long num_tokens, const unsigned sh
 #pragma unroll
   for (int j = 0; j < HC; ++j) {
     uint4 v;
-    v.x = pack2(acc[j][0], acc[j][1]);
-    v.y = pack2(acc[j][2], acc[j][3]);
-    v.z = pack2(acc[j][4], acc[j][5]);
-    v.w = pack2(acc[j][6], acc[j][7]);
+    v.x = pack_bf16x2(acc[j][0], acc[j][1]);
+    v.y = pack_bf16x2(acc[j][2], acc[j][3]);
+    v.z = pack_bf16x2(acc[j][4], acc[j][5]);
+    v.w = pack_bf16x2(acc[j][6], acc[j][7]);
     *reinterpret_cast<uint4*>(residual_out + (t * HC + j) * HIDDEN + c * 8) = v;
   }
 }
