@@ -54,6 +54,13 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::vector<char*> c_array(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 void write_file(const std::filesystem::path& p, const std::string& content) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << content;
@@ -66,16 +73,12 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 
   std::vector<std::string> argv_s{HCWARM_CLI_PATH};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_array(argv_s);
 
   std::vector<std::string> env_s;
   for (char** e = environ; *e != nullptr; ++e) env_s.emplace_back(*e);
   env_s.insert(env_s.end(), env.begin(), env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> envp = c_array(env_s);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -45,6 +45,9 @@ struct CliResult {
 // Runs the built `hcwarm` with args (no shell); env entries "K=V" are added to the environment.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 
+// A null-terminated char* array over `strings` (which must outlive it), for posix_spawn's argv and envp.
+std::vector<char*> c_array(std::vector<std::string>& strings);
+
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& content);
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "common/test_util.hpp"
+
 extern char** environ;
 
 namespace hcwarm::jit::test {
@@ -121,9 +123,7 @@ std::vector<std::string> LogCapture::messages(spdlog::level::level_enum level) c
 pid_t spawn_child(const std::string& mode, const std::map<std::string, std::string>& env,
                   const std::filesystem::path& log_file) {
   std::vector<std::string> args{"/proc/self/exe", "--gtest_filter=JitChild.Main", "--gtest_brief=1"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = hcwarm::test::c_array(args);
   std::vector<std::string> env_s;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string kv(*e);
@@ -132,9 +132,7 @@ pid_t spawn_child(const std::string& mode, const std::map<std::string, std::stri
   }
   env_s.push_back("HCWARM_JIT_CHILD=" + mode);
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> envp = hcwarm::test::c_array(env_s);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
