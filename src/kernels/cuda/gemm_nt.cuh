@@ -78,12 +78,15 @@ __device__ __forceinline__ void accumulate_tile(int m_total, int n_total, int k_
   }
 }
 
-// C (bf16) = A B^T over the whole K: one block per 64 x 64 output tile.
-__device__ void gemm_nt(int m_total, int n_total, int k_total, const unsigned short* __restrict__ a,
-                        const unsigned short* __restrict__ b, unsigned short* __restrict__ c) {
-  float acc[4][4] = {};
-  float unused[4][4];
-  accumulate_tile<false>(m_total, n_total, k_total, 0, k_total, a, b, nullptr, acc, unused);
+// Writes this thread's 4 x 4 outputs of the block's tile that lie inside the
+// m_total x n_total matrix: acc0 rounded to bf16 into c, or (GATE_UP) acc0 and
+// acc1 added into the gate and up halves of c32's rows. The pointers stay
+// __restrict__ parameters: stored through a lambda's captures instead, nvcc
+// no longer proves the operands unaliased and drops the ld.global.nc loads.
+template <bool GATE_UP>
+__device__ __forceinline__ void store_tile(int m_total, int n_total, const float (&acc0)[4][4],
+                                           const float (&acc1)[4][4], unsigned short* __restrict__ c,
+                                           float* __restrict__ c32) {
   const int tm = threadIdx.x / 16;
   const int tn = threadIdx.x % 16;
 #pragma unroll
@@ -93,9 +96,25 @@ __device__ void gemm_nt(int m_total, int n_total, int k_total, const unsigned sh
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int n = blockIdx.x * kTileN + tn + 16 * j;
-      if (n < n_total) c[static_cast<long long>(m) * n_total + n] = f32_to_bf16(acc[i][j]);
+      if (n >= n_total) continue;
+      if constexpr (GATE_UP) {
+        float* row = c32 + static_cast<long long>(m) * 2 * n_total;
+        atomicAdd(row + n, acc0[i][j]);
+        atomicAdd(row + n_total + n, acc1[i][j]);
+      } else {
+        c[static_cast<long long>(m) * n_total + n] = f32_to_bf16(acc0[i][j]);
+      }
     }
   }
+}
+
+// C (bf16) = A B^T over the whole K: one block per 64 x 64 output tile.
+__device__ void gemm_nt(int m_total, int n_total, int k_total, const unsigned short* __restrict__ a,
+                        const unsigned short* __restrict__ b, unsigned short* __restrict__ c) {
+  float acc[4][4] = {};
+  float unused[4][4];
+  accumulate_tile<false>(m_total, n_total, k_total, 0, k_total, a, b, nullptr, acc, unused);
+  store_tile<false>(m_total, n_total, acc, unused, c, nullptr);
 }
 
 // The MLP's first half, split along K so that a small batch still fills the
@@ -109,21 +128,7 @@ __device__ void gemm_nt_gate_up_splitk(int m_total, int n_total, int k_total, in
   const int k_begin = blockIdx.z * k_per_split;
   const int k_end = min(k_total, k_begin + k_per_split);
   accumulate_tile<true>(m_total, n_total, k_total, k_begin, k_end, a, gate, up, acc0, acc1);
-  const int tm = threadIdx.x / 16;
-  const int tn = threadIdx.x % 16;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int m = blockIdx.y * kTileM + tm + 16 * i;
-    if (m >= m_total) continue;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n = blockIdx.x * kTileN + tn + 16 * j;
-      if (n >= n_total) continue;
-      float* row = c32 + static_cast<long long>(m) * 2 * n_total;
-      atomicAdd(row + n, acc0[i][j]);
-      atomicAdd(row + n_total + n, acc1[i][j]);
-    }
-  }
+  store_tile<true>(m_total, n_total, acc0, acc1, nullptr, c32);
 }
 
 // h = bf16(silu(gate) * up), rounded as a bf16 model's activation is.
