@@ -10,11 +10,11 @@
 #include "variants.cuh"
 using namespace hcwarm_kernels::cuda;
 template <int MODE>
-__global__ void __launch_bounds__(256, 1) k_variant(hcwarm_mhc_pre_params p) { one_pass_variant<4, 7168, true, true, MODE>(p); }
+__global__ void __launch_bounds__(HCWARM_MHC_CLUSTER_MAX_THREADS, 1) k_variant(hcwarm_mhc_pre_params p) { one_pass_variant<4, 7168, true, true, MODE>(p); }
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
-int main() {
+int main(int argc, char**) {
   const int D = 7168, T = 8192; const long long K = 4LL * D;
-  const int W = D / 1024; const int threads = W * 32; const int smem = W * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4;
+  const int W = D / 512; const int threads = (W + 1) * 32; const int smem = W * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4;
   unsigned short *y, *w; float *fn, *scale, *base, *post, *comb;
   const int nbuf = 4;  // rotate to defeat L2
   std::vector<unsigned short*> resv(nbuf);
@@ -49,14 +49,17 @@ int main() {
            us / ((tiles + nc - 1) / nc), (T * K * 2.0 + T * D * 2.0) / (us * 1e-6) / 1e9);
   };
   run(k_variant<0>, "full", 0);
+  if (argc > 1) return 0;  // one launch set, for a profiler
   run(k_variant<0>, "full, 4 clusters", 4);
   run(k_variant<0>, "full, 2 clusters", 2);
   run(k_variant<1>, "no scalar part", 0);
-  run(k_variant<2>, "no cluster comm", 0);
-  run(k_variant<3>, "no scalar, no comm", 0);
-  run(k_variant<4>, "no gemm", 0);
-  run(k_variant<7>, "stream only (no gemm/scalar/comm)", 0);
-  run(k_variant<8>, "full, no prefetch", 0);
-  run(k_variant<15>, "stream only, no prefetch", 0);
+  run(k_variant<4>, "no gemm (mma, Gram)", 0);
+  run(k_variant<32>, "no Gram", 0);
+  run(k_variant<8>, "no y", 0);
+  run(k_variant<16>, "no loads", 0);
+  run(k_variant<48>, "no Gram, no loads", 0);
+  run(k_variant<5>, "no scalar, no gemm", 0);
+  run(k_variant<29>, "exchange only", 0);
+  run(k_variant<28>, "exchange + scalar only", 0);
   return 0;
 }

@@ -5,8 +5,9 @@
 namespace hcwarm::cuda {
 namespace {
 
-constexpr int kSliceCols = HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D;  // 1024
+constexpr int kSliceCols = HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D;  // 512
 
+// GEMM warps of a one-pass block (it has one more, the scalar warp).
 unsigned one_pass_warps(int hidden) { return static_cast<unsigned>(hidden / kSliceCols); }
 
 // The 16-block cluster launch of the one-pass kernel over `clusters` clusters.
@@ -37,7 +38,8 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 }
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
-  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % kSliceCols == 0 && hidden <= 8192;
+  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % kSliceCols == 0 &&
+         hidden <= kSliceCols * HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS;
 }
 
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, MhcPreCudaKernels& k) {
@@ -47,7 +49,7 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, MhcPreC
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
   MhcPreCudaKernels g;
-  g.one_pass_threads = one_pass_warps(hidden) * 32;
+  g.one_pass_threads = (one_pass_warps(hidden) + 1) * 32;
   g.one_pass_smem = one_pass_warps(hidden) * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4u;
   CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(g.one_pass_smem));
   if (rc == CUDA_SUCCESS) rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);

@@ -43,15 +43,18 @@
 // The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
 // HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
 // block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),
-// each of its warps HCWARM_MHC_CLUSTER_WARP_D columns of the slice.
-// Block size: hidden / (CLUSTER_CTAS * CLUSTER_WARP_D) warps; hidden must be a
-// multiple of CLUSTER_CTAS * CLUSTER_WARP_D (1024) and at most 8192.
+// each of its GEMM warps HCWARM_MHC_CLUSTER_WARP_D columns of the slice, and one
+// more warp runs the scalar part. Block size: (hidden / (CLUSTER_CTAS *
+// CLUSTER_WARP_D) + 1) warps; hidden must be a multiple of CLUSTER_CTAS *
+// CLUSTER_WARP_D (512) and at most MAX_GEMM_WARPS times that (7168).
 #define HCWARM_MHC_CLUSTER_CTAS 16
 #define HCWARM_MHC_CLUSTER_TILE 16
-#define HCWARM_MHC_CLUSTER_WARP_D 64
-// Its dynamic shared memory: per warp, fn of 8 k-steps x 3 n-tiles x 32 lanes x
-// (4 hi + 4 lo) bf16-pair words (24 KB; hc 4).
-#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (8 * 3 * 32 * 8)
+#define HCWARM_MHC_CLUSTER_WARP_D 32
+#define HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS 14
+#define HCWARM_MHC_CLUSTER_MAX_THREADS ((HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS + 1) * 32)
+// Its dynamic shared memory: per GEMM warp, fn of 4 k-steps x 3 n-tiles x 32
+// lanes x (4 hi + 4 lo) bf16-pair words (12 KB; hc 4).
+#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (4 * 3 * 32 * 8)
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
