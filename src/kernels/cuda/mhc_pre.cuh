@@ -609,10 +609,11 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
 // Sinkhorn and writes comb. Nothing is written to global memory when !valid.
 // In two halves, for the one-pass kernel, which sends pre before the Sinkhorn:
 // scalar_sigmoids (pre and post) and scalar_comb (the Sinkhorn).
-__device__ __forceinline__ float scalar_rms_inv(const hcwarm_mhc_pre_params& p, const float* mix, int kmix, float K,
-                                                bool fast) {
-  const float ms = fast ? mix[kmix] * (1.0f / K) : mix[kmix] / K;
-  return fast ? rcp_fast(sqrtf(ms + p.rms_eps)) : rcp_rn(sqrtf(ms + p.rms_eps));
+// r = 1 / sqrt(mean(x^2) + eps) from the sum of squares mix[kmix].
+template <bool FAST>
+__device__ __forceinline__ float scalar_rms_inv(const hcwarm_mhc_pre_params& p, const float* mix, int kmix, float K) {
+  const float ms = FAST ? mix[kmix] * (1.0f / K) : mix[kmix] / K;
+  return rcp_sel<FAST>(sqrtf(ms + p.rms_eps));
 }
 template <int HC, bool FAST>
 __device__ __forceinline__ void scalar_sigmoids(const hcwarm_mhc_pre_params& p, long long t, bool valid,
@@ -655,7 +656,7 @@ __device__ __forceinline__ void scalar_part(const hcwarm_mhc_pre_params& p, long
                                             const float* mix, const float* base, const float* scale, float* pre,
                                             int lane, float K) {
   constexpr int kMix = HC * (2 + HC);
-  const float r = scalar_rms_inv(p, mix, kMix, K, FAST);
+  const float r = scalar_rms_inv<FAST>(p, mix, kMix, K);
   scalar_sigmoids<HC, FAST>(p, t, valid, mix, base, scale, pre, lane, r);
   scalar_comb<HC, FAST>(p, t, valid, mix, base, scale, lane, r);
 }
@@ -1087,7 +1088,7 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
       __syncwarp();
       const long long t = (cid + i * ncl) * kTile + rank;
       // pre, post and rn first: the cluster waits for pre, not for the Sinkhorn.
-      const float r = scalar_rms_inv(p, mix_s, kMix, (float)K, FAST);
+      const float r = scalar_rms_inv<FAST>(p, mix_s, kMix, (float)K);
       scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s, base_s, scale_s, pre_tmp, lane, r);
       __syncwarp();
       if (FUSED_NORM && lane == 0) {
