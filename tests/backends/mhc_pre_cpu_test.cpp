@@ -256,8 +256,8 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
 }
 
 // The one-pass kernel is part of a num_splits 1 key only where it can run:
-// sm_90 or newer (clusters) and a hidden size that is a multiple of 512, at
-// most 7168 (14 GEMM warps of 32 columns per block and the scalar warp).
+// sm_90 or newer (clusters) and a hidden size that is a multiple of 1024, at
+// most 7168 (7 GEMM warps of 64 columns per block and the scalar warp).
 TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
@@ -272,20 +272,20 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   EXPECT_TRUE(has(1, 4096, "sm_100a"));
   EXPECT_FALSE(has(2, 7168, "sm_90a"));   // only the num_splits 1 bucket
   EXPECT_FALSE(has(1, 7168, "sm_80"));    // no thread-block clusters
-  EXPECT_TRUE(has(1, 4608, "sm_90a"));    // a multiple of 512
-  EXPECT_FALSE(has(1, 1000, "sm_90a"));   // hidden not a multiple of 512
-  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 14 GEMM warps
+  EXPECT_TRUE(has(1, 1024, "sm_90a"));    // one GEMM warp
+  EXPECT_FALSE(has(1, 4608, "sm_90a"));   // hidden not a multiple of 1024
+  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 GEMM warps
   cuda.one_pass = false;
   EXPECT_FALSE(has(1, 7168, "sm_90a"));
 }
 
 // The one-pass kernel's launch bounds are the block the launcher gives it,
-// hidden / 512 GEMM warps and the scalar warp (a smaller block would make the
+// hidden / 1024 GEMM warps and the scalar warp (a smaller block would make the
 // kernel return without writing).
 TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
-  for (const auto& [hidden, threads] : {std::pair{7168, 480}, std::pair{4096, 288}, std::pair{512, 64}}) {
+  for (const auto& [hidden, threads] : {std::pair{7168, 256}, std::pair{4096, 160}, std::pair{1024, 64}}) {
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
     EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, mhc::kCudaOnePassSymbol)),
               std::string::npos)

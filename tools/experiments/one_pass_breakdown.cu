@@ -10,11 +10,10 @@
 #include "variants.cuh"
 using namespace hcwarm_kernels::cuda;
 template <int MODE>
-__global__ void __launch_bounds__(HCWARM_MHC_CLUSTER_MAX_THREADS, 1) k_variant(hcwarm_mhc_pre_params p) { one_pass_variant<4, 7168, true, true, MODE>(p); }
+__global__ void __launch_bounds__((MODE & 128) ? 480 : 256, 1) k_variant(hcwarm_mhc_pre_params p) { one_pass_variant<4, 7168, true, true, MODE>(p); }
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
 int main(int argc, char**) {
   const int D = 7168, T = 8192; const long long K = 4LL * D;
-  const int W = D / 512; const int threads = (W + 1) * 32; const int smem = W * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4;
   unsigned short *y, *w; float *fn, *scale, *base, *post, *comb;
   const int nbuf = 4;  // rotate to defeat L2
   std::vector<unsigned short*> resv(nbuf);
@@ -26,7 +25,11 @@ int main(int argc, char**) {
   hcwarm_mhc_pre_params p{}; p.num_tokens = T; p.fn = fn; p.scale = scale; p.base = base; p.norm_weight = w; p.y = y;
   p.post = post; p.comb = comb; p.num_splits = 1; p.num_parts = 16; p.hc_mult = 4; p.hidden = D; p.sinkhorn_iters = 20;
   p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f;
-  auto run = [&](auto kern, const char* name, int clusters_req) {
+  // narrow: GEMM warps of 32 columns (MODE & 128), else 64; plus the scalar warp.
+  auto run = [&](auto kern, const char* name, int clusters_req, bool narrow = false) {
+    const int warp_d = narrow ? 32 : 64;
+    const int W = D / (16 * warp_d); const int threads = (W + 1) * 32;
+    const int smem = W * 4 * (warp_d / 32) * 3 * 32 * 8 * 4;  // fn words per warp, 4 bytes each
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     cudaLaunchConfig_t cfg = {}; cudaLaunchAttribute at[1]; at[0].id = cudaLaunchAttributeClusterDimension;
@@ -57,9 +60,10 @@ int main(int argc, char**) {
   run(k_variant<32>, "no Gram", 0);
   run(k_variant<8>, "no y", 0);
   run(k_variant<16>, "no loads", 0);
-  run(k_variant<48>, "no Gram, no loads", 0);
-  run(k_variant<5>, "no scalar, no gemm", 0);
+  run(k_variant<256>, "loads as asm volatile", 0);
   run(k_variant<29>, "exchange only", 0);
   run(k_variant<28>, "exchange + scalar only", 0);
+  run(k_variant<128>, "32-column warps (14 + 1 a block)", 0, true);
+  run(k_variant<128 + 16>, "32-column warps, no loads", 0, true);
   return 0;
 }

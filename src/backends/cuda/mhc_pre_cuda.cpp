@@ -5,7 +5,7 @@
 namespace hcwarm::cuda {
 namespace {
 
-constexpr int kSliceCols = HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D;  // 512
+constexpr int kSliceCols = HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D;  // 1024
 
 // GEMM warps of a one-pass block (it has one more, the scalar warp).
 unsigned one_pass_warps(int hidden) { return static_cast<unsigned>(hidden / kSliceCols); }
@@ -39,7 +39,7 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
   return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % kSliceCols == 0 &&
-         hidden <= kSliceCols * HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS;
+         hidden <= HCWARM_MHC_CLUSTER_MAX_HIDDEN;
 }
 
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, MhcPreCudaKernels& k) {

@@ -869,10 +869,10 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 // A cluster of CTAS = 16 blocks takes a tile of 16 tokens at a time (persistent:
 // cluster c takes tiles c, c + clusters, ...) and reads the residual once.
 // Block `rank` owns the hidden slice [rank * D/16, +D/16) of all 4 streams; its
-// GEMM warp w (W = D / 512 of them) the 32 columns [w * 32, +32) of the slice,
-// i.e. 4 mma k-steps of 32, step u = stream u. One more warp (warp W) runs the
-// scalar part. Per tile i, a GEMM thread (g, q):
-//  1. holds rows g and g + 8 of its 32 columns of the 4 streams in registers
+// GEMM warp w (W = D / (16 * WARP_D) of them) the WARP_D = 64 (or 32) columns
+// [w * WARP_D, +WARP_D) of the slice, i.e. 8 (4) mma k-steps of 32. One more
+// warp (warp W) runs the scalar part. Per tile i, a GEMM thread (g, q):
+//  1. holds rows g and g + 8 of its columns of the 4 streams in registers
 //     (loaded two tiles ahead: three register buffers rotate), and computes the
 //     24 mix sums on the tensor cores (fn in shared memory, hi/lo bf16 terms)
 //     and the 10 distinct entries of the 4 x 4 Gram matrix of the streams,
@@ -991,17 +991,21 @@ __device__ __forceinline__ void add_gram8(const U4 (&x)[4], float (&gr)[10]) {
   }
 }
 
-// One tile's rows of a GEMM thread: a[u] / b[u] = rows g / g + 8, stream u.
+// One tile's rows of a GEMM thread: a[u] / b[u] = rows g / g + 8, k-step u.
+template <int STEPS>
 struct ClusterRows {
-  U4 a[4], b[4];
+  U4 a[STEPS], b[STEPS];
 };
 
-template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST, int WARP_D = HCWARM_MHC_CLUSTER_WARP_D>
 __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) {
   constexpr int kCtas = HCWARM_MHC_CLUSTER_CTAS;
   constexpr int kTile = HCWARM_MHC_CLUSTER_TILE;
-  constexpr int kWarpD = HCWARM_MHC_CLUSTER_WARP_D;
-  constexpr int kMaxWarps = HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS;
+  constexpr int kWarpD = WARP_D;
+  constexpr int kSub = kWarpD / 32;    // k-steps of 32 per stream
+  constexpr int kSteps = HC * kSub;    // step u: stream u / kSub, columns 32 * (u % kSub) + [0, 32)
+  constexpr int kMaxWarps = HCWARM_MHC_CLUSTER_MAX_HIDDEN / (kCtas * kWarpD);
+  constexpr int kFnWords = kSteps * 3 * 32 * 8;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kGram = HC * (HC + 1) / 2;
   constexpr int kVals = kMix + kGram;  // 34 sums per token
@@ -1012,10 +1016,11 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (one k-step of 32 per stream)");
   static_assert(kTile == kCtas, "block `rank` finishes token `rank` of the tile: one token per block");
   static_assert(kTile == 16, "a tile is one m16 mma row block");
-  static_assert(kWarpD == 32, "a GEMM warp owns one mma k-step (32 columns) of each stream");
-  static_assert(HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP == HC * 3 * 32 * 8, "fn fragment words per warp");
-  static_assert(HIDDEN % (kCtas * kWarpD) == 0, "HIDDEN must be a multiple of 512 (or 0: run time)");
-  static_assert(HIDDEN <= kCtas * kWarpD * kMaxWarps, "HIDDEN must be <= 7168 for the one-pass kernel");
+  static_assert(kWarpD == 32 || kWarpD == 64, "a GEMM warp owns one or two mma k-steps (32 columns) of each stream");
+  static_assert(kWarpD != HCWARM_MHC_CLUSTER_WARP_D || HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP == kFnWords,
+                "fn fragment words per warp");
+  static_assert(HIDDEN % (kCtas * kWarpD) == 0, "HIDDEN must be a multiple of 16 * WARP_D (or 0: run time)");
+  static_assert(HIDDEN <= HCWARM_MHC_CLUSTER_MAX_HIDDEN, "HIDDEN must be <= 7168 for the one-pass kernel");
   static_assert(kVals <= kInbox, "inbox row");
   if (!shape_ok<1, HC, HIDDEN, true>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
@@ -1116,14 +1121,15 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
 
   // ---- The GEMM warps.
   const int d0 = (int)rank * (D / kCtas) + warp * kWarpD;  // the warp's first column
-  unsigned int* fw = fn_s + warp * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP;
-  // fn of the warp's 4 steps -> hi/lo pairs in B-fragment order (as partial_smem_impl):
-  // fw[((u * 3 + n / 8) * 32 + (n % 8) * 4 + c / 8) * 8 + ...], k = u * D + d0 + c.
-  for (int e = lane; e < kMix * HC * 8; e += 32) {
-    const int nn = e / (HC * 8);
-    const int u = (e / 8) % HC;
+  unsigned int* fw = fn_s + warp * kFnWords;
+  // fn of the warp's steps -> hi/lo pairs in B-fragment order (as partial_smem_impl):
+  // fw[((u * 3 + n / 8) * 32 + (n % 8) * 4 + c / 8) * 8 + ...], k = step u's first k + c.
+  auto step_k = [&](int u) { return (long long)(u / kSub) * D + d0 + 32 * (u % kSub); };
+  for (int e = lane; e < kMix * kSteps * 8; e += 32) {
+    const int nn = e / (kSteps * 8);
+    const int u = (e / 8) % kSteps;
     const int c = (e % 8) * 4;  // k offset in the step
-    const F4 f = ldg_f4(p.fn + nn * K + (long long)u * D + d0 + c);
+    const F4 f = ldg_f4(p.fn + nn * K + step_k(u) + c);
     unsigned int h0, l0, h1, l1;
     split_fn_pair(f.x, f.y, h0, l0);
     split_fn_pair(f.z, f.w, h1, l1);
@@ -1134,8 +1140,9 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
     dst[4 + half * 2] = l0;
     dst[4 + half * 2 + 1] = l1;
   }
-  U4 wv = {0u, 0u, 0u, 0u};
-  if (FUSED_NORM) wv = ldg_u4(p.norm_weight + d0 + 8 * q);
+  U4 wv[kSub];
+#pragma unroll
+  for (int h = 0; h < kSub; ++h) wv[h] = FUSED_NORM ? ldg_u4(p.norm_weight + d0 + 32 * h + 8 * q) : U4{0u, 0u, 0u, 0u};
   __syncthreads();
   cluster_sync_all();  // every block's mbarriers are initialized
 
@@ -1143,11 +1150,12 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   const unsigned int inbox_l = smem_u32(&inbox_s[0][rank][0]);
   const U4 zero = {0u, 0u, 0u, 0u};
   auto row0 = [&](long long i) { return (cid + i * ncl) * kTile + g; };
-  auto load = [&](long long i, ClusterRows& x) {
+  using Rows = ClusterRows<kSteps>;
+  auto load = [&](long long i, Rows& x) {
     const long long r0 = row0(i), r1 = r0 + 8;
 #pragma unroll
-    for (int u = 0; u < HC; ++u) {
-      const long long off = (long long)u * D + d0 + 8 * q;
+    for (int u = 0; u < kSteps; ++u) {
+      const long long off = step_k(u) + 8 * q;
       x.a[u] = r0 < T ? ldg_u4(p.residual + r0 * K + off) : zero;
       x.b[u] = r1 < T ? ldg_u4(p.residual + r1 * K + off) : zero;
     }
@@ -1155,13 +1163,18 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   // Step i: the GEMM of tile i (from cur), its sums to the cluster; y of tile
   // i - 1 (from prev), whose registers then take tile i + 2. (With two buffers,
   // y of tile i right after its exchange, H200: 8.3 against 7.35 us a tile.)
-  auto step = [&](long long i, ClusterRows& cur, ClusterRows& prev) {
+  // The 4 streams of k-step group h (columns 32h + 8q + [0, 8)) of rows x.
+  auto streams = [](const U4* x, int h, U4 (&s4)[HC]) {
+#pragma unroll
+    for (int c = 0; c < HC; ++c) s4[c] = x[c * kSub + h];
+  };
+  auto step = [&](long long i, Rows& cur, Rows& prev) {
     if (i < n) {
       float acc[3][4];
 #pragma unroll
       for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 #pragma unroll
-      for (int u = 0; u < HC; ++u) mma_step_smem(acc, cur.a[u], cur.b[u], fw + u * 3 * 32 * 8, lane);
+      for (int u = 0; u < kSteps; ++u) mma_step_smem(acc, cur.a[u], cur.b[u], fw + u * 3 * 32 * 8, lane);
       gemm_warps_sync(gemm_threads);  // every warp has summed tile i - 1 out of red_s
       store_acc_rows(acc, red_s[warp][g], &red_s[warp][g + 8][0], true, true, q);
 #pragma unroll
@@ -1169,7 +1182,12 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
         float gr[kGram];
 #pragma unroll
         for (int e = 0; e < kGram; ++e) gr[e] = 0.f;
-        add_gram8<FUSED_NORM>(h ? cur.b : cur.a, gr);
+#pragma unroll
+        for (int h2 = 0; h2 < kSub; ++h2) {
+          U4 s4[HC];
+          streams(h ? cur.b : cur.a, h2, s4);
+          add_gram8<FUSED_NORM>(s4, gr);
+        }
 #pragma unroll
         for (int e = 0; e < (FUSED_NORM ? kGram : HC); ++e) gr[e] = quad_sum(gr[e]);
         if (q == h) {
@@ -1207,21 +1225,27 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
         pa[c] = pre_in_s[slot][g][c];
         pb[c] = pre_in_s[slot][g + 8][c];
       }
-      float unused = 0.f;
-      U4 ya = mix_streams8<HC>(prev.a, pa, unused);
-      U4 yb = mix_streams8<HC>(prev.b, pb, unused);
-      if (FUSED_NORM) {
-        ya = norm8(ya, wv, pre_in_s[slot][g][4]);
-        yb = norm8(yb, wv, pre_in_s[slot][g + 8][4]);
-      }
       const long long r0 = row0(j), r1 = r0 + 8;
-      if (r0 < T) stg_u4(p.y + r0 * D + d0 + 8 * q, ya);
-      if (r1 < T) stg_u4(p.y + r1 * D + d0 + 8 * q, yb);
+#pragma unroll
+      for (int h2 = 0; h2 < kSub; ++h2) {
+        float unused = 0.f;
+        U4 sa[HC], sb[HC];
+        streams(prev.a, h2, sa);
+        streams(prev.b, h2, sb);
+        U4 ya = mix_streams8<HC>(sa, pa, unused);
+        U4 yb = mix_streams8<HC>(sb, pb, unused);
+        if (FUSED_NORM) {
+          ya = norm8(ya, wv[h2], pre_in_s[slot][g][4]);
+          yb = norm8(yb, wv[h2], pre_in_s[slot][g + 8][4]);
+        }
+        if (r0 < T) stg_u4(p.y + r0 * D + d0 + 32 * h2 + 8 * q, ya);
+        if (r1 < T) stg_u4(p.y + r1 * D + d0 + 32 * h2 + 8 * q, yb);
+      }
     }
     if (i + 2 < n) load(i + 2, prev);
   };
 
-  ClusterRows x0, x1, x2;
+  Rows x0, x1, x2;
   if (n > 0) load(0, x0);
   if (n > 1) load(1, x1);
   for (long long i = 0; i <= n; i += 3) {
@@ -1240,5 +1264,5 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
 //             shared memory; warps = HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the
 //             specialized mma_smem kernel, else 4.
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
-//   one-pass: grid (clusters * 16), cluster (16), block (hidden / 512 + 1) * 32, dynamic
-//             shared memory hidden / 512 * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4 bytes.
+//   one-pass: grid (clusters * 16), cluster (16), block (hidden / 1024 + 1) * 32, dynamic
+//             shared memory hidden / 1024 * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4 bytes.
