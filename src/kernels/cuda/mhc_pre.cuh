@@ -882,11 +882,11 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 //     the inbox of block r of the cluster (st.async: remote stores that count
 //     their bytes against block r's mbarrier);
 //  3. meanwhile the scalar warp of block r waits for its token's 16 inboxes,
-//     sums them (fixed order), runs the scalar part (rsqrt of trace(G) / K,
-//     sigmoids, Sinkhorn; writes post and comb) and the norm's scale,
-//     rn = rsqrt(pre^T G pre / D + eps) = rsqrt(mean(y^2) + eps) over the
-//     unrounded y (REFERENCE.md section 1 allows it), and stores pre and rn
-//     into every block of the cluster (st.async again);
+//     sums them (fixed order), computes r from trace(G) = sum x^2, pre and post
+//     (writes post) and the norm's scale rn = rsqrt(pre^T G pre / D + eps) =
+//     rsqrt(mean(y^2) + eps) over the unrounded y (REFERENCE.md section 1
+//     allows it), stores pre and rn into every block of the cluster (st.async
+//     again), and only then runs the Sinkhorn and writes comb (nobody waits on it);
 //  4. one tile later (after its own GEMM of tile i + 1), the GEMM thread waits
 //     for tile i's pre and rn and writes y = bf16(sum_i pre_i x_i), normed.
 // The GEMM of tile i + 1 hides the exchanges and the scalar part of tile i, and
