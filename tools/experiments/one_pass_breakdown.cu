@@ -53,6 +53,7 @@ int main(int argc, char**) {
   };
   run(k_variant<0>, "full", 0);
   if (argc > 1) return 0;  // one launch set, for a profiler
+  run(k_variant<512>, "L2 prefetch of tile i + 3 (first)", 0);
   run(k_variant<0>, "full, 4 clusters", 4);
   run(k_variant<0>, "full, 2 clusters", 2);
   run(k_variant<1>, "no scalar part", 0);
@@ -61,6 +62,8 @@ int main(int argc, char**) {
   run(k_variant<8>, "no y", 0);
   run(k_variant<16>, "no loads", 0);
   run(k_variant<256>, "loads as asm volatile", 0);
+  run(k_variant<512>, "L2 prefetch of tile i + 3", 0);
+  run(k_variant<1024>, "L2 prefetch of tile i + 4", 0);
   run(k_variant<29>, "exchange only", 0);
   run(k_variant<28>, "exchange + scalar only", 0);
   run(k_variant<128>, "32-column warps (14 + 1 a block)", 0, true);

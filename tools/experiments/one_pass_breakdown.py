@@ -7,6 +7,7 @@ timing-only: with parts off, the outputs are wrong by design.
   MODE & 8: no y (computed nor stored)            MODE & 16: no residual loads after the first two tiles
   MODE & 32: no Gram matrix (mma kept)            MODE & 128: GEMM warps of 32 columns (14 + 1 warps)
   MODE & 256: residual loads as asm volatile (issued where written, not sunk to their use)
+  MODE & 512 / 1024: the block's rows of tile i + 3 / i + 4 prefetched into L2 (cp.async.bulk.prefetch) at step i
 Usage: one_pass_breakdown.py OUT.cuh"""
 import pathlib
 import sys
@@ -33,6 +34,18 @@ edits = [
     ("          add_gram8<FUSED_NORM>(s4, gr);", "          if (!(MODE & 36)) add_gram8<FUSED_NORM>(s4, gr);"),
     ("      for (int h2 = 0; h2 < kSub; ++h2) {\n        float unused", "      for (int h2 = 0; h2 < ((MODE & 8) ? 0 : kSub); ++h2) {\n        float unused"),
     ("    if (i + 2 < n) load(i + 2, prev);", "    if (!(MODE & 16) && i + 2 < n) load(i + 2, prev);"),
+    ("  auto step = [&](long long i, Rows& cur, Rows& prev) {\n",
+     "  auto step = [&](long long i, Rows& cur, Rows& prev) {\n"
+     "    if constexpr ((MODE & 1536) != 0) {\n"
+     "      constexpr int kPf = (MODE & 512) ? 3 : 4;\n"
+     "      if (warp == 0 && i + kPf < n) {\n"
+     "        for (int e = lane; e < kTile * HC; e += 32) {\n"
+     "          const long long t = (cid + (i + kPf) * ncl) * kTile + e / HC;\n"
+     "          if (t < T) prefetch_l2_bulk(p.residual + t * K + (long long)(e % HC) * D + (long long)rank * (D / kCtas),\n"
+     "                                      (unsigned int)(D / kCtas) * 2u);\n"
+     "        }\n"
+     "      }\n"
+     "    }\n"),
     ("      x.a[u] = r0 < T ? ldg_u4(p.residual + r0 * K + off) : zero;\n      x.b[u] = r1 < T ? ldg_u4(p.residual + r1 * K + off) : zero;",
      "      x.a[u] = r0 < T ? ((MODE & 256) ? ldg_u4_volatile(p.residual + r0 * K + off) : ldg_u4(p.residual + r0 * K + off)) : zero;\n"
      "      x.b[u] = r1 < T ? ((MODE & 256) ? ldg_u4_volatile(p.residual + r1 * K + off) : ldg_u4(p.residual + r1 * K + off)) : zero;"),
@@ -43,6 +56,8 @@ for old, new in edits:
     body = body.replace(old, new)
 pathlib.Path(sys.argv[1]).write_text(
     "#pragma once\n#include \"cuda/mhc_pre.cuh\"\nnamespace hcwarm_kernels {\nnamespace cuda {\n"
+    "__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned int bytes) {\n"
+    "  asm volatile(\"cp.async.bulk.prefetch.L2.global [%0], %1;\" :: \"l\"(p), \"r\"(bytes) : \"memory\");\n}\n"
     "__device__ __forceinline__ U4 ldg_u4_volatile(const void* p) {\n  U4 v;\n"
     "  asm volatile(\"ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\"\n"
     "               : \"=r\"(v.x), \"=r\"(v.y), \"=r\"(v.z), \"=r\"(v.w) : \"l\"(p));\n  return v;\n}\n"
