@@ -46,9 +46,9 @@ edits = [
      "        }\n"
      "      }\n"
      "    }\n"),
-    ("      x.a[u] = r0 < T ? ldg_u4(p.residual + r0 * K + off) : zero;\n      x.b[u] = r1 < T ? ldg_u4(p.residual + r1 * K + off) : zero;",
-     "      x.a[u] = r0 < T ? ((MODE & 256) ? ldg_u4_volatile(p.residual + r0 * K + off) : ldg_u4(p.residual + r0 * K + off)) : zero;\n"
-     "      x.b[u] = r1 < T ? ((MODE & 256) ? ldg_u4_volatile(p.residual + r1 * K + off) : ldg_u4(p.residual + r1 * K + off)) : zero;"),
+    ("      x.a[u] = ldg_u4(x0 + step_k(u));\n      x.b[u] = ldg_u4(x1 + step_k(u));",
+     "      x.a[u] = (MODE & 256) ? ldg_u4_volatile(x0 + step_k(u)) : ldg_u4(x0 + step_k(u));\n"
+     "      x.b[u] = (MODE & 256) ? ldg_u4_volatile(x1 + step_k(u)) : ldg_u4(x1 + step_k(u));"),
 ]
 for old, new in edits:
     if old not in body:

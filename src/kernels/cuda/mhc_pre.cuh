@@ -1148,16 +1148,19 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
 
   const int gemm_threads = W * 32;
   const unsigned int inbox_l = smem_u32(&inbox_s[0][rank][0]);
-  const U4 zero = {0u, 0u, 0u, 0u};
   auto row0 = [&](long long i) { return (cid + i * ncl) * kTile + g; };
   using Rows = ClusterRows<kSteps>;
+  // Rows past T read row T - 1 instead (unpredicated loads): a token's sums
+  // only depend on its own row, and nothing is written for those rows.
   auto load = [&](long long i, Rows& x) {
-    const long long r0 = row0(i), r1 = r0 + 8;
+    const long long r0 = row0(i) < T ? row0(i) : T - 1;
+    const long long r1 = row0(i) + 8 < T ? row0(i) + 8 : T - 1;
+    const unsigned short* x0 = p.residual + r0 * K + 8 * q;
+    const unsigned short* x1 = p.residual + r1 * K + 8 * q;
 #pragma unroll
     for (int u = 0; u < kSteps; ++u) {
-      const long long off = step_k(u) + 8 * q;
-      x.a[u] = r0 < T ? ldg_u4(p.residual + r0 * K + off) : zero;
-      x.b[u] = r1 < T ? ldg_u4(p.residual + r1 * K + off) : zero;
+      x.a[u] = ldg_u4(x0 + step_k(u));
+      x.b[u] = ldg_u4(x1 + step_k(u));
     }
   };
   // Step i: the GEMM of tile i (from cur), its sums to the cluster; y of tile
