@@ -55,9 +55,9 @@
 #define HCWARM_MHC_CLUSTER_MAX_HIDDEN 7168
 #define HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS (HCWARM_MHC_CLUSTER_MAX_HIDDEN / (HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D))
 #define HCWARM_MHC_CLUSTER_MAX_THREADS ((HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS + 1) * 32)
-// Its dynamic shared memory: per GEMM warp, fn of 8 k-steps (2 per stream) x 3
-// n-tiles x 32 lanes x (4 hi + 4 lo) bf16-pair words (24 KB; hc 4).
-#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (4 * (HCWARM_MHC_CLUSTER_WARP_D / 32) * 3 * 32 * 8)
+// Its dynamic shared memory: per GEMM warp, fn of 8 k-steps (2 per stream) x 32
+// lanes x 6 x 4 bf16-pair words (24 mix rows x 32 k x hi/lo: 24 KB; hc 4).
+#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (4 * (HCWARM_MHC_CLUSTER_WARP_D / 32) * 6 * 32 * 4)
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0

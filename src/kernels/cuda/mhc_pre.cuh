@@ -991,6 +991,34 @@ __device__ __forceinline__ void add_gram8(const U4 (&x)[4], float (&gr)[10]) {
   }
 }
 
+// One 32-k step of the one-pass GEMM, transposed: C[mix][token] += fn[mix][k] *
+// x[token][k], so that the B operand (k x 8 tokens) is the loaded residual as
+// it is: word 2kb / 2kb + 1 of token g's (xa) or g + 8's (xb) 16 bytes are b0 /
+// b1 of k-block kb (logical k 2q + e <-> column 8q + 4kb + e, 2q + 8 + e <->
+// 8q + 4kb + 2 + e), with no register moves to build mma operands. A = fn from
+// shared memory, per lane 6 U4 a step, each one mma operand as it is: f[v * 32]
+// for v = 2kb + term: mix rows 0..15 (a0..a3; term 0 = hi, 1 = lo bf16 part);
+// v = 4 + kb: mix rows 16..23, whose 8 spare A rows carry the lo part
+// (hi a0, lo a0, hi a2, lo a2): row g sums the hi products, row g + 8 the lo.
+// acc[0][nt]: mix rows g (+ 8), tokens 8nt + 2q (+ 1); acc[1][nt]: mix row
+// 16 + g, hi part in [0..1], lo part in [2..3].
+__device__ __forceinline__ void mma_step_t(float (&acc)[2][2][4], U4 xa, U4 xb, const U4* f) {
+  const unsigned int xw[2][4] = {{xa.x, xa.y, xa.z, xa.w}, {xb.x, xb.y, xb.z, xb.w}};
+#pragma unroll
+  for (int kb = 0; kb < 2; ++kb) {
+    const U4 m1 = f[(4 + kb) * 32];
+    const U4 hi = f[(2 * kb) * 32];
+    const U4 lo = f[(2 * kb + 1) * 32];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const unsigned int b0 = xw[nt][2 * kb], b1 = xw[nt][2 * kb + 1];
+      mma_bf16_16816(acc[0][nt], hi.x, hi.y, hi.z, hi.w, b0, b1);
+      mma_bf16_16816(acc[0][nt], lo.x, lo.y, lo.z, lo.w, b0, b1);
+      mma_bf16_16816(acc[1][nt], m1.x, m1.y, m1.z, m1.w, b0, b1);
+    }
+  }
+}
+
 // One tile's rows of a GEMM thread: a[u] / b[u] = rows g / g + 8, k-step u.
 template <int STEPS>
 struct ClusterRows {
@@ -1005,7 +1033,7 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   constexpr int kSub = kWarpD / 32;    // k-steps of 32 per stream
   constexpr int kSteps = HC * kSub;    // step u: stream u / kSub, columns 32 * (u % kSub) + [0, 32)
   constexpr int kMaxWarps = HCWARM_MHC_CLUSTER_MAX_HIDDEN / (kCtas * kWarpD);
-  constexpr int kFnWords = kSteps * 3 * 32 * 8;
+  constexpr int kFnWords = kSteps * 6 * 32 * 4;  // 6 U4 a lane and step (mma_step_t)
   constexpr int kMix = HC * (2 + HC);
   constexpr int kGram = HC * (HC + 1) / 2;
   constexpr int kVals = kMix + kGram;  // 34 sums per token
@@ -1122,23 +1150,25 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   // ---- The GEMM warps.
   const int d0 = (int)rank * (D / kCtas) + warp * kWarpD;  // the warp's first column
   unsigned int* fw = fn_s + warp * kFnWords;
-  // fn of the warp's steps -> hi/lo pairs in B-fragment order (as partial_smem_impl):
-  // fw[((u * 3 + n / 8) * 32 + (n % 8) * 4 + c / 8) * 8 + ...], k = step u's first k + c.
+  // fn of the warp's steps -> this lane's A fragments of mma_step_t, hi/lo bf16.
   auto step_k = [&](int u) { return (long long)(u / kSub) * D + d0 + 32 * (u % kSub); };
-  for (int e = lane; e < kMix * kSteps * 8; e += 32) {
-    const int nn = e / (kSteps * 8);
-    const int u = (e / 8) % kSteps;
-    const int c = (e % 8) * 4;  // k offset in the step
-    const F4 f = ldg_f4(p.fn + nn * K + step_k(u) + c);
-    unsigned int h0, l0, h1, l1;
-    split_fn_pair(f.x, f.y, h0, l0);
-    split_fn_pair(f.z, f.w, h1, l1);
-    const int half = (c >> 2) & 1;
-    unsigned int* dst = fw + ((u * 3 + (nn >> 3)) * 32 + (nn & 7) * 4 + (c >> 3)) * 8;
-    dst[half * 2] = h0;
-    dst[half * 2 + 1] = h1;
-    dst[4 + half * 2] = l0;
-    dst[4 + half * 2 + 1] = l1;
+  U4* fv = reinterpret_cast<U4*>(fw) + lane;
+  for (int u = 0; u < kSteps; ++u) {
+#pragma unroll
+    for (int kb = 0; kb < 2; ++kb) {
+      const float* f0 = p.fn + step_k(u) + 8 * q + 4 * kb;  // column of a0 / a1; a2 / a3 at + 2
+      unsigned int hi[6], lo[6];
+      const int mix[6] = {g, g + 8, g, g + 8, 16 + g, 16 + g};
+      const int off[6] = {0, 0, 2, 2, 0, 2};
+#pragma unroll
+      for (int r = 0; r < 6; ++r) {
+        const float* src = f0 + mix[r] * K + off[r];
+        split_fn_pair(src[0], src[1], hi[r], lo[r]);
+      }
+      fv[(u * 6 + 2 * kb) * 32] = U4{hi[0], hi[1], hi[2], hi[3]};
+      fv[(u * 6 + 2 * kb + 1) * 32] = U4{lo[0], lo[1], lo[2], lo[3]};
+      fv[(u * 6 + 4 + kb) * 32] = U4{hi[4], lo[4], hi[5], lo[5]};
+    }
   }
   U4 wv[kSub];
 #pragma unroll
@@ -1173,13 +1203,26 @@ __device__ __forceinline__ void mhc_pre_cluster(const hcwarm_mhc_pre_params& p) 
   };
   auto step = [&](long long i, Rows& cur, Rows& prev) {
     if (i < n) {
-      float acc[3][4];
+      float acc[2][2][4];
 #pragma unroll
-      for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-      for (int u = 0; u < kSteps; ++u) mma_step_smem(acc, cur.a[u], cur.b[u], fw + u * 3 * 32 * 8, lane);
+        for (int nt = 0; nt < 2; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kSteps; ++u) mma_step_t(acc, cur.a[u], cur.b[u], reinterpret_cast<const U4*>(fw) + u * 6 * 32 + lane);
       gemm_warps_sync(gemm_threads);  // every warp has summed tile i - 1 out of red_s
-      store_acc_rows(acc, red_s[warp][g], &red_s[warp][g + 8][0], true, true, q);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        float* t0 = red_s[warp][8 * nt + 2 * q];
+        float* t1 = red_s[warp][8 * nt + 2 * q + 1];
+        t0[g] = acc[0][nt][0];
+        t1[g] = acc[0][nt][1];
+        t0[g + 8] = acc[0][nt][2];
+        t1[g + 8] = acc[0][nt][3];
+        t0[16 + g] = acc[1][nt][0] + acc[1][nt][2];
+        t1[16 + g] = acc[1][nt][1] + acc[1][nt][3];
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float gr[kGram];
