@@ -966,11 +966,14 @@ __device__ __forceinline__ void gemm_warps_sync(int threads) {
 // (x[i]: stream i's 8 bf16 values): g[0..3] = G_ii, g[4..9] = G_01, G_02,
 // G_03, G_12, G_13, G_23.
 // FULL = false: the diagonal only (the sum of squares, without the fused norm).
+__device__ __forceinline__ unsigned int u4_word(const U4& v, int e) {
+  return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
 template <bool FULL>
 __device__ __forceinline__ void add_gram8(const U4 (&x)[4], float (&gr)[10]) {
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    const unsigned int w[4] = {(&x[0].x)[e], (&x[1].x)[e], (&x[2].x)[e], (&x[3].x)[e]};
+    const unsigned int w[4] = {u4_word(x[0], e), u4_word(x[1], e), u4_word(x[2], e), u4_word(x[3], e)};
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float v[4];
