@@ -127,6 +127,10 @@ const std::string& NvrtcCompiler::library_path() const { return api_->path; }
 
 std::vector<std::string> NvrtcCompiler::flags() const {
   std::vector<std::string> f{"--gpu-architecture=" + arch_, "-std=c++20"};
+  // NVRTC 12.4+: leave out the texture, surface and device-runtime
+  // declarations no kernel here uses; same cubin, ~5% less compile time (the
+  // front end's share; 2-core dev machine, mhc_pre part: 0.154 -> 0.145 s).
+  if (api_->major > 12 || (api_->major == 12 && api_->minor >= 4)) f.emplace_back("--minimal");
   f.insert(f.end(), extra_.begin(), extra_.end());
   return f;
 }
