@@ -48,7 +48,8 @@
 // CLUSTER_WARP_D) + 1) warps; hidden must be a multiple of CLUSTER_CTAS *
 // CLUSTER_WARP_D (1024) and at most CLUSTER_MAX_HIDDEN. 64-column warps (8 warps
 // a block, 255 registers a thread) beat 32-column ones (15 warps, 128
-// registers, spills) on the H200: 430 against 544 us at T = 8192, D 7168.
+// registers, spills) on the H200: 430 against 544 us at T = 8192, D 7168
+// (measured before the GEMM was transposed; docs/BENCHMARKS.md).
 #define HCWARM_MHC_CLUSTER_CTAS 16
 #define HCWARM_MHC_CLUSTER_TILE 16
 #define HCWARM_MHC_CLUSTER_WARP_D 64
