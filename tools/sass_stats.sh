@@ -7,7 +7,7 @@
 # loads, LDG.E.NA.128: a step of the one-pass kernel).
 #
 # Usage: tools/sass_stats.sh BOUNDS CALL
-#   tools/sass_stats.sh "256, 1" "hcwarm_kernels::cuda::mhc_pre_cluster<4, 7168, true, true>"
+#   tools/sass_stats.sh "384, 1" "hcwarm_kernels::cuda::mhc_pre_stream<4, 7168, true, true>"
 # Needs cuobjdump, which this toolkit image lacks: set CUOBJDUMP, or install the
 # PyPI wheel nvidia-cuda-cuobjdump (pip download --no-deps nvidia-cuda-cuobjdump;
 # unzip it; the binary is nvidia/cu13/bin/cuobjdump).
@@ -19,7 +19,7 @@ cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '#include "cuda/mhc_pre.cuh"\nextern "C" __global__ void __launch_bounds__(%s) k(hcwarm_mhc_pre_params p) { %s(p); }\n' \
+printf '#include "cuda/mhc_pre.cuh"\n#include "cuda/mhc_pre_stream.cuh"\nextern "C" __global__ void __launch_bounds__(%s) k(hcwarm_mhc_pre_params p) { %s(p); }\n' \
   "$1" "$2" >"$tmp/k.cu"
 "$nvcc" -std=c++17 -arch=sm_90a -cubin -Isrc/kernels -Xptxas -v -o "$tmp/k.cubin" "$tmp/k.cu" 2>&1 | grep -E "registers|spill"
 "$cuobjdump" -sass "$tmp/k.cubin" >"$tmp/k.sass"

@@ -65,10 +65,11 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                              HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3,
                              kCudaFinishSymbol, num_splits, hc, hidden, norm, fast));
   if (parts == 3) {
-    // The one-pass block: hidden / 1024 GEMM warps and the scalar warp.
-    const int threads = (hidden / (HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D) + 1) * 32;
-    src += part(2, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p) "
-                               "{{\n  hcwarm_kernels::cuda::mhc_pre_cluster<{}, {}, {}, {}>(p);\n}}\n",
+    // The one-pass block: hidden / 1024 compute warps after the copy, pre, comb, signal and fetch warps.
+    const int threads = (hidden / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
+    src += part(2, fmt::format("#include \"cuda/mhc_pre_stream.cuh\"\n"
+                               "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p) "
+                               "{{\n  hcwarm_kernels::cuda::mhc_pre_stream<{}, {}, {}, {}>(p);\n}}\n",
                                threads, kCudaOnePassSymbol, hc, hidden, norm, fast));
   }
   return src;

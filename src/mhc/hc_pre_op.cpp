@@ -201,7 +201,7 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
                                                              static_cast<cuda::CUfunction>(k->module->function(
                                                                  fused_norm ? cuda::kGenericOnePassNormSymbol
                                                                             : cuda::kGenericOnePassSymbol)),
-                                                             static_cast<int>(dims_.hidden), k->cuda));
+                                                             static_cast<int>(dims_.hidden), dev.num_sms(), k->cuda));
       }
     } else {
       const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
@@ -214,7 +214,7 @@ const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
         HCWARM_CHECK_CU(dev.driver(),
                         cuda::prepare_one_pass(dev.driver(),
                                                static_cast<cuda::CUfunction>(k->module->function(kCudaOnePassSymbol)),
-                                               static_cast<int>(dims_.hidden), k->cuda));
+                                               static_cast<int>(dims_.hidden), dev.num_sms(), k->cuda));
       }
     }
   }
@@ -264,9 +264,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   }
   const bool norm = a.norm_weight != nullptr;
   const Kernels& k = kernels_for(splits, norm);
-  // The one-pass kernel (when the module has it and the device runs it) needs no partials.
+  // The one-pass kernel (when the module has it and the device runs it) exchanges its sums through a ring.
   const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
-  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CLUSTER_CTAS : cuda::cuda_num_parts(splits);
+  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_STREAM_SLICES : cuda::cuda_num_parts(splits);
 
   hcwarm_mhc_pre_params p{};
   p.num_tokens = a.num_tokens;
@@ -287,10 +287,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  if (!one_pass) {
-    ensure_workspace(static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
-    p.partials = workspace_.as<float>();
-  }
+  ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(k.cuda.one_pass_groups)
+                            : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
+  p.partials = workspace_.as<float>();
 
   if (backend_ == Backend::Cpu) {
     const int rc = cpu::launch_mhc_pre_host(k.host, p, *pool_, stages);

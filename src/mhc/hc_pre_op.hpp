@@ -52,7 +52,7 @@ using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(cons
 struct CudaKernelOptions {
   std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
   CudaGemm gemm = CudaGemm::MmaSmem;
-  bool one_pass = false;            // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the cluster kernel
+  bool one_pass = false;            // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the one-pass kernel
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/embedded_kernels.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cubin_set.hpp"
@@ -256,8 +257,9 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
 }
 
 // The one-pass kernel is part of a num_splits 1 key only where it can run:
-// sm_90 or newer (clusters) and a hidden size that is a multiple of 1024, at
-// most 7168 (7 GEMM warps of 64 columns per block and the scalar warp).
+// sm_90 or newer (the targets it is built and measured for) and a hidden size
+// that is a multiple of 1024, at most 7168 (one compute warp per 16 columns of a
+// 64th of hidden; 7 warps and 4 residual tiles fill the shared memory).
 TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
@@ -271,21 +273,22 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   EXPECT_TRUE(has(1, 7168, "sm_90a"));
   EXPECT_TRUE(has(1, 4096, "sm_100a"));
   EXPECT_FALSE(has(2, 7168, "sm_90a"));   // only the num_splits 1 bucket
-  EXPECT_FALSE(has(1, 7168, "sm_80"));    // no thread-block clusters
-  EXPECT_TRUE(has(1, 1024, "sm_90a"));    // one GEMM warp
+  EXPECT_FALSE(has(1, 7168, "sm_80"));    // not an sm_90 target
+  EXPECT_TRUE(has(1, 1024, "sm_90a"));    // one compute warp
   EXPECT_FALSE(has(1, 4608, "sm_90a"));   // hidden not a multiple of 1024
-  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 GEMM warps
+  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 compute warps
   cuda.one_pass = false;
   EXPECT_FALSE(has(1, 7168, "sm_90a"));
 }
 
 // The one-pass kernel's launch bounds are the block the launcher gives it,
-// hidden / 1024 GEMM warps and the scalar warp (a smaller block would make the
-// kernel return without writing).
+// hidden / 1024 compute warps and the copy, pre, comb, signal and fetch warps (a
+// smaller block would make the kernel return without writing).
 TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
-  for (const auto& [hidden, threads] : {std::pair{7168, 256}, std::pair{4096, 160}, std::pair{1024, 64}}) {
+  for (const auto& [hidden, threads] : {std::pair{7168, 384}, std::pair{4096, 288}, std::pair{1024, 192}}) {
+    EXPECT_EQ(cuda::one_pass_threads(hidden), static_cast<unsigned>(threads)) << hidden;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
     EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, mhc::kCudaOnePassSymbol)),
               std::string::npos)

@@ -5,22 +5,16 @@
 namespace hcwarm::cuda {
 namespace {
 
-constexpr int kSliceCols = HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D;  // 1024
-
-// GEMM warps of a one-pass block (it has one more, the scalar warp).
-unsigned one_pass_warps(int hidden) { return static_cast<unsigned>(hidden / kSliceCols); }
-
-// The 16-block cluster launch of the one-pass kernel over `clusters` clusters.
-CUlaunchConfig one_pass_config(const MhcPreCudaKernels& k, unsigned clusters, CUstream stream,
-                               CUlaunchAttribute& cluster) {
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim = {HCWARM_MHC_CLUSTER_CTAS, 1, 1};
+// The cooperative launch of the one-pass kernel over `groups` groups of 64 blocks.
+CUlaunchConfig one_pass_config(const MhcPreCudaKernels& k, unsigned groups, CUstream stream, CUlaunchAttribute& coop) {
+  coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  coop.value.cooperative = 1;
   CUlaunchConfig c;
-  c.gridDimX = clusters * HCWARM_MHC_CLUSTER_CTAS;
+  c.gridDimX = groups * HCWARM_MHC_STREAM_SLICES;
   c.blockDimX = k.one_pass_threads;
   c.sharedMemBytes = k.one_pass_smem;
   c.hStream = stream;
-  c.attrs = &cluster;
+  c.attrs = &coop;
   c.numAttrs = 1;
   return c;
 }
@@ -38,33 +32,36 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 }
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
-  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % kSliceCols == 0 &&
-         hidden <= HCWARM_MHC_CLUSTER_MAX_HIDDEN;
+  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % 1024 == 0 && hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
 }
 
-CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, MhcPreCudaKernels& k) {
+unsigned one_pass_threads(int hidden) {
+  return static_cast<unsigned>(hidden / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
+}
+
+size_t one_pass_workspace_bytes(unsigned groups) { return HCWARM_MHC_STREAM_WORKSPACE_BYTES(static_cast<size_t>(groups)); }
+
+CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
   k.one_pass = nullptr;
-  if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr || d.cuOccupancyMaxActiveClusters == nullptr ||
-      f == nullptr || hidden % kSliceCols != 0) {
+  if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr ||
+      d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || hidden % 1024 != 0 ||
+      hidden > HCWARM_MHC_STREAM_MAX_HIDDEN) {
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
-  MhcPreCudaKernels g;
-  g.one_pass_threads = (one_pass_warps(hidden) + 1) * 32;
-  g.one_pass_smem = one_pass_warps(hidden) * HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP * 4u;
-  CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(g.one_pass_smem));
-  if (rc == CUDA_SUCCESS) rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  const unsigned threads = one_pass_threads(hidden);
+  const unsigned smem = HCWARM_MHC_STREAM_SMEM(static_cast<unsigned>(hidden));
+  CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
   if (rc != CUDA_SUCCESS) return rc;
-  CUlaunchAttribute cluster;
-  CUlaunchConfig c = one_pass_config(g, 1024, nullptr, cluster);
-  int clusters = 0;
-  rc = d.cuOccupancyMaxActiveClusters(&clusters, f, &c);
+  int per_sm = 0;
+  rc = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), smem);
   if (rc != CUDA_SUCCESS) return rc;
-  if (clusters <= 0) return CUDA_SUCCESS;
-  g.one_pass_clusters = static_cast<unsigned>(clusters);
+  // Every block of the grid must be resident at once (they wait for each other).
+  const int groups = per_sm * num_sms / HCWARM_MHC_STREAM_SLICES;
+  if (groups <= 0) return CUDA_SUCCESS;
   k.one_pass = f;
-  k.one_pass_threads = g.one_pass_threads;
-  k.one_pass_smem = g.one_pass_smem;
-  k.one_pass_clusters = g.one_pass_clusters;
+  k.one_pass_threads = threads;
+  k.one_pass_smem = smem;
+  k.one_pass_groups = static_cast<unsigned>(groups);
   return CUDA_SUCCESS;
 }
 
@@ -74,11 +71,15 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
   if (k.one_pass != nullptr && stages == 3) {
-    params.num_parts = HCWARM_MHC_CLUSTER_CTAS;
-    const long long tiles = (p.num_tokens + HCWARM_MHC_CLUSTER_TILE - 1) / HCWARM_MHC_CLUSTER_TILE;
-    const unsigned clusters = static_cast<unsigned>(std::min<long long>(tiles, k.one_pass_clusters));
-    CUlaunchAttribute cluster;
-    const CUlaunchConfig c = one_pass_config(k, clusters, stream, cluster);
+    params.num_parts = HCWARM_MHC_STREAM_SLICES;
+    const long long tiles = (p.num_tokens + HCWARM_MHC_STREAM_TILE - 1) / HCWARM_MHC_STREAM_TILE;
+    const unsigned groups = static_cast<unsigned>(std::min<long long>(tiles, k.one_pass_groups));
+    // The groups' counters start at zero (p.partials: HCWARM_MHC_STREAM_WORKSPACE_BYTES).
+    const CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
+                                          HCWARM_MHC_STREAM_COUNTER_BYTES(static_cast<size_t>(groups)), stream);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUlaunchAttribute coop;
+    const CUlaunchConfig c = one_pass_config(k, groups, stream, coop);
     return d.cuLaunchKernelEx(&c, k.one_pass, args, nullptr);
   }
   const long long tile_tokens = 16LL * k.partial_warps;

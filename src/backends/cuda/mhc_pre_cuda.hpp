@@ -14,19 +14,20 @@ struct MhcPreCudaKernels {
   CUfunction finish = nullptr;
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
   unsigned partial_smem = 0;  // its dynamic shared memory, bytes (mma_smem: set by prepare_partial_smem)
-  // The one-pass cluster kernel (num_splits == 1 modules, sm_90+), or null.
-  // Set up by prepare_one_pass, which also fills the launch geometry.
+  // The one-pass kernel (num_splits == 1 modules, sm_90+), or null. Set up by
+  // prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;
   unsigned one_pass_threads = 0;
-  unsigned one_pass_smem = 0;      // dynamic shared memory per block, bytes
-  unsigned one_pass_clusters = 0;  // clusters that fit on the device at once (the persistent grid)
+  unsigned one_pass_smem = 0;    // dynamic shared memory per block, bytes
+  unsigned one_pass_groups = 0;  // groups of 64 blocks resident at once (the persistent grid)
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
-// With k.one_pass set and stages == 3, runs the one-pass kernel instead (its
-// K-parts are the cluster's blocks: the launcher sets p.num_parts itself).
+// With k.one_pass set and stages == 3, runs the one-pass kernel instead: p.partials
+// must then hold one_pass_workspace_bytes(k.one_pass_groups) (the launcher clears
+// its counters and sets p.num_parts itself).
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
@@ -38,13 +39,18 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& 
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
-// of 1024 up to 8192) on a target: sm_90 or newer (thread-block clusters).
+// of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
-// Gives `f` (a one-pass kernel for `hidden`) its shared memory and cluster-size
-// attributes and asks the driver how many 16-block clusters fit at once. On
-// success fills k.one_pass and its geometry and returns CUDA_SUCCESS; otherwise
-// leaves k.one_pass null (the caller falls back to the two-kernel path).
-CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, MhcPreCudaKernels& k);
+// The one-pass block for `hidden`: hidden / 1024 compute warps, a copy warp and a scalar warp.
+unsigned one_pass_threads(int hidden);
+// The workspace the one-pass kernel needs with `groups` groups.
+size_t one_pass_workspace_bytes(unsigned groups);
+// Gives `f` (a one-pass kernel for `hidden`) its shared memory and asks the
+// driver how many blocks fit per SM: the grid is as many groups of 64 blocks as
+// `num_sms` SMs hold at once. On success fills k.one_pass and its geometry and
+// returns CUDA_SUCCESS; otherwise leaves k.one_pass null (the caller falls back
+// to the two-kernel path).
+CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k);
 
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).
 inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits); }

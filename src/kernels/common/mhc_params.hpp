@@ -40,25 +40,47 @@
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 #define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
-// The CUDA one-pass kernel (num_splits == 1, sm_90): a cluster of
-// HCWARM_MHC_CLUSTER_CTAS blocks takes HCWARM_MHC_CLUSTER_TILE tokens at a time;
-// block c owns hidden slice c of every stream (K-part c: num_parts = CLUSTER_CTAS),
-// each of its GEMM warps HCWARM_MHC_CLUSTER_WARP_D columns of the slice, and one
-// more warp runs the scalar part. Block size: (hidden / (CLUSTER_CTAS *
-// CLUSTER_WARP_D) + 1) warps; hidden must be a multiple of CLUSTER_CTAS *
-// CLUSTER_WARP_D (1024) and at most CLUSTER_MAX_HIDDEN. 64-column warps (8 warps
-// a block, 255 registers a thread) beat 32-column ones (15 warps, 128
-// registers, spills) on the H200: 430 against 544 us at T = 8192, D 7168
-// (measured before the GEMM was transposed; docs/BENCHMARKS.md).
-#define HCWARM_MHC_CLUSTER_CTAS 16
-#define HCWARM_MHC_CLUSTER_TILE 16
-#define HCWARM_MHC_CLUSTER_WARP_D 64
-#define HCWARM_MHC_CLUSTER_MAX_HIDDEN 7168
-#define HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS (HCWARM_MHC_CLUSTER_MAX_HIDDEN / (HCWARM_MHC_CLUSTER_CTAS * HCWARM_MHC_CLUSTER_WARP_D))
-#define HCWARM_MHC_CLUSTER_MAX_THREADS ((HCWARM_MHC_CLUSTER_MAX_GEMM_WARPS + 1) * 32)
-// Its dynamic shared memory: per GEMM warp, fn of 8 k-steps (2 per stream) x 32
-// lanes x 6 x 4 bf16-pair words (24 mix rows x 32 k x hi/lo: 24 KB; hc 4).
-#define HCWARM_MHC_CLUSTER_FN_WORDS_PER_WARP (4 * (HCWARM_MHC_CLUSTER_WARP_D / 32) * 6 * 32 * 4)
+// The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_stream in
+// cuda/mhc_pre_stream.cuh): groups of STREAM_SLICES blocks, one per SM, each
+// group taking STREAM_TILE tokens at a time. Block j of a group owns columns
+// [j * hidden / 64, +hidden / 64) of every stream (K-part j: num_parts =
+// STREAM_SLICES), one compute warp per 16 of them, after STREAM_ROLE_WARPS
+// warps with one job each (copy, pre, comb, signal, fetch): hidden / 1024 + 5 warps. hidden must be a multiple of 1024 and at
+// most STREAM_MAX_HIDDEN. The blocks of a group exchange per-token sums through
+// the workspace (a ring of STREAM_RING tiles); the launch is cooperative (every
+// block resident), grid = STREAM_SLICES * groups.
+#define HCWARM_MHC_STREAM_SLICES 64
+#define HCWARM_MHC_STREAM_TILE 32
+#define HCWARM_MHC_STREAM_MAX_HIDDEN 7168
+#define HCWARM_MHC_STREAM_ROLE_WARPS 5
+#define HCWARM_MHC_STREAM_MAX_WARPS (HCWARM_MHC_STREAM_MAX_HIDDEN / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS)
+// Residual tiles in shared memory, and how many tiles behind its sums a block
+// writes y (the exchanges of a tile run under the next LAG tiles' GEMMs); the
+// ring of exchanged tiles must be longer than LAG.
+#define HCWARM_MHC_STREAM_BUFFERS 5
+#define HCWARM_MHC_STREAM_LAG 3
+#define HCWARM_MHC_STREAM_RING 8
+// One (token, slice) record: 24 mix sums, the 10 Gram entries, padding (floats).
+#define HCWARM_MHC_STREAM_RECORD 36
+// A row (token, stream) of a residual tile in shared memory: the slice's
+// columns, padded to 128 bytes (the swizzle spans 8 16-byte granules).
+#define HCWARM_MHC_STREAM_ROW_BYTES(hidden) (((hidden) / HCWARM_MHC_STREAM_SLICES * 2 + 127) / 128 * 128)
+// Dynamic shared memory: `bufs` residual tiles and two sets of the compute
+// warps' 34 sums per token (4 streams).
+#define HCWARM_MHC_STREAM_SMEM_BUFS(hidden, bufs)                              \
+  ((bufs) * HCWARM_MHC_STREAM_TILE * 4 * HCWARM_MHC_STREAM_ROW_BYTES(hidden) + \
+   2 * (hidden) / 1024 * HCWARM_MHC_STREAM_TILE * 34 * 4)
+#define HCWARM_MHC_STREAM_SMEM(hidden) HCWARM_MHC_STREAM_SMEM_BUFS(hidden, HCWARM_MHC_STREAM_BUFFERS)
+// Workspace: per group, 2 counters per ring slot (records in, pre out) in the
+// first STREAM_COUNTER_BYTES, then per group pre / rn of a ring of tiles (8
+// floats a token) and the records of a ring of tiles.
+#define HCWARM_MHC_STREAM_COUNTER_BYTES(groups) (((groups) * HCWARM_MHC_STREAM_RING * 2 * 4 + 255) / 256 * 256)
+#define HCWARM_MHC_STREAM_PRE_FLOATS (HCWARM_MHC_STREAM_RING * HCWARM_MHC_STREAM_TILE * 8)
+#define HCWARM_MHC_STREAM_RECORD_FLOATS \
+  (HCWARM_MHC_STREAM_RING * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SLICES * HCWARM_MHC_STREAM_RECORD)
+#define HCWARM_MHC_STREAM_WORKSPACE_BYTES(groups) \
+  (HCWARM_MHC_STREAM_COUNTER_BYTES(groups) +      \
+   (groups) * (HCWARM_MHC_STREAM_PRE_FLOATS + HCWARM_MHC_STREAM_RECORD_FLOATS) * 4)
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
