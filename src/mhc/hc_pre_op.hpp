@@ -107,7 +107,7 @@ class HcPreOp {
   // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
-  // Cuda, num_splits == 1 (large T): the one-pass cluster kernel where the shape
+  // Cuda, num_splits == 1 (large T): the one-pass kernel where the shape
   // and device allow it, or the two kernels (default: measured faster on the
   // H200, docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }

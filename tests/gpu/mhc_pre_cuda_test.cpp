@@ -150,7 +150,7 @@ TEST_F(MhcPreCuda, OtherGemmVariants) {
   }
 }
 
-// num_splits == 1: the one-pass cluster kernel and the two-kernel path (default), specialized and generic.
+// num_splits == 1: the one-pass kernel and the two-kernel path (default), specialized and generic.
 TEST_F(MhcPreCuda, OnePassLargeT) {
   struct Case {
     int hidden;
@@ -172,8 +172,8 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
     expect_close(c, fmt::format("{} D={} T={} one_pass={}", mhc::to_string(k.variant), k.hidden, k.T, k.one_pass));
     (k.one_pass ? one : two).merge(c);
   }
-  // Tiles the persistent grid does not cover evenly, and tails: T = 1, 37 and
-  // 1000 forced onto num_splits 1 (fewer tiles than clusters), with and without the norm.
+  // Forced onto num_splits 1, with and without the norm: T = 1 (one 32-token
+  // tile: one group), 37 and 1000 (part-filled last tiles).
   HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
   op.set_cuda_one_pass(true);
   for (int64_t T : {1, 37, 1000}) {

@@ -55,7 +55,6 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuLaunchKernel, "cuLaunchKernel");
   bind_optional(h, d->cuLaunchKernelEx, "cuLaunchKernelEx");
   bind_optional(h, d->cuFuncSetAttribute, "cuFuncSetAttribute");
-  bind_optional(h, d->cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters");
   bind_optional(h, d->cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   bind(h, d->cuStreamCreate, "cuStreamCreate");
   bind(h, d->cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");

@@ -32,9 +32,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
-inline constexpr int CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
-inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 
 // cuLaunchKernelEx's arguments (CUDA 12+), laid out as in cuda.h.
@@ -43,9 +41,6 @@ struct CUlaunchAttribute {
   char pad[4] = {};
   union alignas(8) Value {
     char bytes[64];
-    struct {
-      unsigned x, y, z;
-    } clusterDim;
     int programmaticStreamSerializationAllowed;
     int cooperative;
   } value{};
@@ -84,11 +79,11 @@ struct CudaDriver {
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
-  // Optional (null on drivers before CUDA 12): clusters and programmatic
-  // dependent launch; without them hcwarm launches the plain two-kernel path.
+  // Optional (null on drivers before CUDA 12): launch attributes (programmatic
+  // dependent launch, the one-pass kernel's cooperative launch) and occupancy;
+  // without them hcwarm launches the plain two-kernel path.
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
-  CUresult (*cuOccupancyMaxActiveClusters)(int*, CUfunction, const CUlaunchConfig*) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
