@@ -41,7 +41,8 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
 // of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
-// The one-pass block for `hidden`: hidden / 1024 compute warps, a copy warp and a scalar warp.
+// The one-pass block for `hidden`: hidden / 1024 compute warps and the copy,
+// pre, comb, signal and fetch warps.
 unsigned one_pass_threads(int hidden);
 // The workspace the one-pass kernel needs with `groups` groups.
 size_t one_pass_workspace_bytes(unsigned groups);

@@ -45,10 +45,11 @@
 // group taking STREAM_TILE tokens at a time. Block j of a group owns columns
 // [j * hidden / 64, +hidden / 64) of every stream (K-part j: num_parts =
 // STREAM_SLICES), one compute warp per 16 of them, after STREAM_ROLE_WARPS
-// warps with one job each (copy, pre, comb, signal, fetch): hidden / 1024 + 5 warps. hidden must be a multiple of 1024 and at
-// most STREAM_MAX_HIDDEN. The blocks of a group exchange per-token sums through
-// the workspace (a ring of STREAM_RING tiles); the launch is cooperative (every
-// block resident), grid = STREAM_SLICES * groups.
+// warps with one job each (copy, pre, comb, signal, fetch): hidden / 1024 + 5
+// warps. hidden must be a multiple of 1024 and at most STREAM_MAX_HIDDEN. The
+// blocks of a group exchange per-token sums through the workspace (a ring of
+// STREAM_RING tiles); the launch is cooperative (every block resident), grid =
+// STREAM_SLICES * groups.
 #define HCWARM_MHC_STREAM_SLICES 64
 #define HCWARM_MHC_STREAM_TILE 32
 #define HCWARM_MHC_STREAM_MAX_HIDDEN 7168
@@ -60,7 +61,9 @@
 #define HCWARM_MHC_STREAM_BUFFERS 5
 #define HCWARM_MHC_STREAM_LAG 3
 #define HCWARM_MHC_STREAM_RING 8
-// One (token, slice) record: 24 mix sums, the 10 Gram entries, padding (floats).
+// A token's sums over a slice: 24 mix sums and the 10 Gram entries (hc 4); as
+// a (token, slice) record in the workspace, padded to whole float4s.
+#define HCWARM_MHC_STREAM_SUMS 34
 #define HCWARM_MHC_STREAM_RECORD 36
 // A row (token, stream) of a residual tile in shared memory: the slice's
 // columns, padded to 128 bytes (the swizzle spans 8 16-byte granules).
@@ -69,7 +72,7 @@
 // warps' 34 sums per token (4 streams).
 #define HCWARM_MHC_STREAM_SMEM_BUFS(hidden, bufs)                              \
   ((bufs) * HCWARM_MHC_STREAM_TILE * 4 * HCWARM_MHC_STREAM_ROW_BYTES(hidden) + \
-   2 * (hidden) / 1024 * HCWARM_MHC_STREAM_TILE * 34 * 4)
+   2 * (hidden) / 1024 * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
 #define HCWARM_MHC_STREAM_SMEM(hidden) HCWARM_MHC_STREAM_SMEM_BUFS(hidden, HCWARM_MHC_STREAM_BUFFERS)
 // Workspace: per group, 2 counters per ring slot (records in, pre out) in the
 // first STREAM_COUNTER_BYTES, then per group pre / rn of a ring of tiles (8

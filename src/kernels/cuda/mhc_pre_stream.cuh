@@ -167,6 +167,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   constexpr int kGram = HC * (HC + 1) / 2;
   constexpr int kVals = kMix + kGram;  // 34 values per token and slice
   constexpr int kRed = kVals;          // a token's row of red_s (float2s: kVals is even)
+  static_assert(kVals == HCWARM_MHC_STREAM_SUMS, "HCWARM_MHC_STREAM_SMEM sizes red_s by HCWARM_MHC_STREAM_SUMS");
   static_assert(kRed % 2 == 0, "red_s rows are summed as float2s");
   constexpr int kRoleWarps = HCWARM_MHC_STREAM_ROLE_WARPS;  // copy, pre, comb, signal, fetch; then compute
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (a token's 4 streams fill 4 rows of an m16 tile)");
