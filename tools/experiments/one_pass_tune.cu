@@ -3,7 +3,8 @@
 // matches the first variant's bit for bit. Standalone (CUDA runtime, static):
 //   tools/experiments/build.sh one_pass_tune   -> .devcarry/one_pass_tune
 // then on the GPU machine: ./one_pass_tune [T [VARIANT [SINKHORN_ITERS]]]
-// (VARIANT: run only that one, 0-based, e.g. for a profiler).
+// (VARIANT: run only that one, 0-based, e.g. for a profiler). The kernel is
+// built with HCWARM_MHC_STREAM_TRACE: its exchange stamps cost ~2%.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
