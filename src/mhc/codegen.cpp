@@ -66,7 +66,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                              kCudaFinishSymbol, num_splits, hc, hidden, norm, fast));
   if (parts == 3) {
     // The one-pass block: hidden / 1024 compute warps after the copy, pre, comb, signal and fetch warps.
-    const int threads = (hidden / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
+    const int threads = HCWARM_MHC_STREAM_THREADS(hidden);
     src += part(2, fmt::format("#include \"cuda/mhc_pre_stream.cuh\"\n"
                                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p) "
                                "{{\n  hcwarm_kernels::cuda::mhc_pre_stream<{}, {}, {}, {}>(p);\n}}\n",

@@ -32,19 +32,18 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 }
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
-  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % 1024 == 0 && hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
+  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % HCWARM_MHC_STREAM_HIDDEN_STEP == 0 &&
+         hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
 }
 
-unsigned one_pass_threads(int hidden) {
-  return static_cast<unsigned>(hidden / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
-}
+unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_STREAM_THREADS(hidden)); }
 
 size_t one_pass_workspace_bytes(unsigned groups) { return HCWARM_MHC_STREAM_WORKSPACE_BYTES(static_cast<size_t>(groups)); }
 
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
   k.one_pass = nullptr;
   if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr ||
-      d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || hidden % 1024 != 0 ||
+      d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || hidden % HCWARM_MHC_STREAM_HIDDEN_STEP != 0 ||
       hidden > HCWARM_MHC_STREAM_MAX_HIDDEN) {
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }

@@ -54,7 +54,11 @@
 #define HCWARM_MHC_STREAM_TILE 32
 #define HCWARM_MHC_STREAM_MAX_HIDDEN 7168
 #define HCWARM_MHC_STREAM_ROLE_WARPS 5
-#define HCWARM_MHC_STREAM_MAX_WARPS (HCWARM_MHC_STREAM_MAX_HIDDEN / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS)
+// hidden is a multiple of this: 64 slices of whole 16-column compute warps.
+#define HCWARM_MHC_STREAM_HIDDEN_STEP (HCWARM_MHC_STREAM_SLICES * 16)
+// The block for `hidden` (the launcher's, the kernel's launch bounds).
+#define HCWARM_MHC_STREAM_THREADS(hidden) \
+  (((hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP + HCWARM_MHC_STREAM_ROLE_WARPS) * 32)
 // Residual tiles in shared memory, and how many tiles behind its sums a block
 // writes y (the exchanges of a tile run under the next LAG tiles' GEMMs); the
 // ring of exchanged tiles must be longer than LAG.
@@ -72,7 +76,7 @@
 // warps' 34 sums per token (4 streams).
 #define HCWARM_MHC_STREAM_SMEM_BUFS(hidden, bufs)                              \
   ((bufs) * HCWARM_MHC_STREAM_TILE * 4 * HCWARM_MHC_STREAM_ROW_BYTES(hidden) + \
-   2 * (hidden) / 1024 * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
+   2 * (hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
 #define HCWARM_MHC_STREAM_SMEM(hidden) HCWARM_MHC_STREAM_SMEM_BUFS(hidden, HCWARM_MHC_STREAM_BUFFERS)
 // Workspace: per group, 2 counters per ring slot (records in, pre out) in the
 // first STREAM_COUNTER_BYTES, then per group pre / rn of a ring of tiles (8

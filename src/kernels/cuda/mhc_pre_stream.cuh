@@ -83,6 +83,8 @@ __device__ __forceinline__ F4 ldcg_f4(const float* p) {
   asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
   return v;
 }
+// As ldcg_f32 (mhc_pre.cuh), but volatile: it stays after the acquire poll
+// before it.
 __device__ __forceinline__ float ldcg_f32_v(const float* p) {
   float v;
   asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
