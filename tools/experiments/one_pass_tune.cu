@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
                             "last GEMM start -> last records stored", "step (last GEMM start to the next)"};
     for (int k = 0; k < 8; ++k) printf("  %-44s %6.2f us\n", names[k], a[k] / cnt / 1000);
   }
+  run(k_variant<4, 6>, 6, "lag 4, 6 buffers", 0);
   run(k_variant<2, 4>, 4, "lag 2, 4 buffers", 0);
   run(k_variant<3, 5>, 5, "lag 3, 5 buffers, 1 group", 1);
   return 0;

@@ -72,11 +72,11 @@
 // A row (token, stream) of a residual tile in shared memory: the slice's
 // columns, padded to 128 bytes (the swizzle spans 8 16-byte granules).
 #define HCWARM_MHC_STREAM_ROW_BYTES(hidden) (((hidden) / HCWARM_MHC_STREAM_SLICES * 2 + 127) / 128 * 128)
-// Dynamic shared memory: `bufs` residual tiles and two sets of the compute
-// warps' 34 sums per token (4 streams).
+// Dynamic shared memory: `bufs` residual tiles and the compute warps' 34 sums
+// per token (4 streams) of one tile.
 #define HCWARM_MHC_STREAM_SMEM_BUFS(hidden, bufs)                              \
   ((bufs) * HCWARM_MHC_STREAM_TILE * 4 * HCWARM_MHC_STREAM_ROW_BYTES(hidden) + \
-   2 * (hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
+   (hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
 #define HCWARM_MHC_STREAM_SMEM(hidden) HCWARM_MHC_STREAM_SMEM_BUFS(hidden, HCWARM_MHC_STREAM_BUFFERS)
 // Workspace: per group, 2 counters per ring slot (records in, pre out) in the
 // first STREAM_COUNTER_BYTES, then per group pre / rn of a ring of tiles (8

@@ -16,10 +16,12 @@
 //    exact, sums in f32): X X^T over rows (token, stream), whose diagonal 4 x 4
 //    blocks are the tokens' Gram matrices. The block adds its warps' 34 values
 //    per token in a fixed order and stores them as the (token, slice) record of
-//    the tile in the workspace;
+//    the tile in the workspace (shared memory holds one tile's sums: a warp
+//    writes tile i's once every warp has read tile i - 1's);
 //  - 3, signal: then counts the block in (a release add on the group's counter);
 //  - 1, pre: for the tile's token j (blocks 0..31 on even tiles, 32..63 on odd
-//    ones), waits for the 64 records of its token, adds them in a fixed order,
+//    ones), waits for the 64 records of its token, adds them in a fixed order
+//    (pairs of records, then a reduce-scatter across the lanes),
 //    computes pre and rn = rsqrt(pre^T G pre / D + eps) (the norm's mean over
 //    the unrounded y; trace(G) is the sum of squares), publishes them for the
 //    group, then writes post and hands the comb sums to
@@ -34,10 +36,11 @@
 // clears them), and a ring slot is rewritten only after every block has read
 // the pre of the tile that last used it (RING >= LAG + 1).
 //
-// On the H200 the exchange of a tile takes ~8 us end to end (signal 0.7, the
-// pre warps seeing it 0.8, their work 3.8, the fetch 1.0, the GEMM 1.8;
-// tools/experiments/one_pass_tune.cu), so with LAG 3 (what shared memory
-// holds) a tile takes ~2.8 us: docs/BENCHMARKS.md.
+// On the H200 the exchange of a tile takes ~8 us end to end (signal 0.6, the
+// pre warps seeing it 0.8, their work 3.4, the fetch 1.3, the GEMM 2.0;
+// tools/experiments/one_pass_tune.cu) and a tile ~2.7 us, the same with LAG 4
+// (which shared memory also holds) and with one group alone: the bound is a
+// block's own work per tile, not the exchange. docs/BENCHMARKS.md.
 #include "cuda/mhc_pre.cuh"
 
 namespace hcwarm_kernels {
@@ -131,6 +134,24 @@ __device__ __forceinline__ void records_stored_arrive(long long i, int threads) 
 __device__ __forceinline__ void records_stored_sync(long long i, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(3 + (int)(i & 1)), "r"(threads) : "memory");
 }
+// One step of a reduce-scatter across a warp: lanes with bit M keep the upper
+// half of v[0, 4M) (values + 2M) and send the lower one, the others the
+// reverse; v[0, 2M) then holds the pair's sums of the kept half.
+template <int M>
+__device__ __forceinline__ void halve_across_lanes(float (&v)[64], int lane) {
+  const bool up = (lane & M) != 0;
+#pragma unroll
+  for (int k = 0; k < 2 * M; ++k) {
+    const float send = up ? v[k] : v[2 * M + k];
+    const float keep = up ? v[2 * M + k] : v[k];
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, M);
+  }
+}
+// Named barrier 5, the compute warps only: red_s holds one tile's sums, so a
+// warp writes tile i's only once every warp has read tile i - 1's.
+__device__ __forceinline__ void sums_read_sync(int threads) {
+  asm volatile("bar.sync 5, %0;" ::"r"(threads) : "memory");
+}
 __device__ __forceinline__ void ldmatrix_x4(unsigned int addr, unsigned int& r0, unsigned int& r1, unsigned int& r2,
                                             unsigned int& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -174,7 +195,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   constexpr int kRoleWarps = HCWARM_MHC_STREAM_ROLE_WARPS;  // copy, pre, comb, signal, fetch; then compute
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (a token's 4 streams fill 4 rows of an m16 tile)");
   static_assert(kVals <= kRec && kRec % 4 == 0, "a record holds the 34 values in whole float4s");
-  static_assert(kVals - 32 <= 32, "the pre warp sums a record with at most two values per lane");
+  static_assert(kRec <= 64, "the pre warp's reduce-scatter leaves two of at most 64 values per lane");
   static_assert(kTile == 32, "a tile is 4 mma n-tiles of tokens, and y gives one token to each lane");
   static_assert(kSlices == 2 * kTile, "the tile's token j is finished by block j (even tiles) or 32 + j (odd ones)");
   static_assert(kRing >= kLag + 1, "a ring slot is reused only after every block has read its pre");
@@ -198,11 +219,10 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
 
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* x_s = smem;                                          // [kBufs][tile_bytes]
-  float* red_s = reinterpret_cast<float*>(smem + kBufs * tile_bytes);  // [2][W][kTile][kRed]
+  float* red_s = reinterpret_cast<float*>(smem + kBufs * tile_bytes);  // [W][kTile][kRed]
   __shared__ __align__(8) unsigned long long full_bar[kBufs];
   __shared__ __align__(8) unsigned long long empty_bar[kBufs];
   __shared__ float mix_s[32];   // the pre warp's
-  __shared__ float tr_s[32][kRec + 1];
   __shared__ float junk_s[32];  // where the lanes without a Gram value write it
   __shared__ float gram_s[kGram];
   // The pre warp hands a token's 16 comb sums and r to the comb warp (ring of 4).
@@ -300,33 +320,36 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   auto records_of = [&](long long i, int tok) {
     return rec_g + ((long long)((i % kRing) * kTile + tok) * kSlices) * kRec;
   };
-  // The 34 sums of the 64 records r of a token, in two steps with every load in
-  // flight at once: lane l adds records l and 32 + l (9 float4s each), the
-  // lanes' partial sums go through tr_s, and lane v adds value v (and lanes 0, 1
-  // value 32 + v) over the 32 lanes in order. sum[0] = value lane, sum[1] =
-  // value 32 + lane.
+  // The 34 sums of the 64 records r of a token, with every load in flight at
+  // once: lane l adds records l and 32 + l (9 float4s each), then five
+  // halvings across the lanes (xor 16 .. 1, a fixed order) leave values 2 l and
+  // 2 l + 1 of the sum in lane l: 62 shuffles, and no shared memory.
   auto sum_records = [&](const float* r, float (&sum)[2]) {
-    F4 a[kRec / 4], b[kRec / 4];
+    float v[64];
+    {
+      F4 a[kRec / 4], b[kRec / 4];
 #pragma unroll
-    for (int c = 0; c < kRec / 4; ++c) {
-      a[c] = ldcg_f4(r + lane * kRec + 4 * c);
-      b[c] = ldcg_f4(r + (32 + lane) * kRec + 4 * c);
+      for (int c = 0; c < kRec / 4; ++c) {
+        a[c] = ldcg_f4(r + lane * kRec + 4 * c);
+        b[c] = ldcg_f4(r + (32 + lane) * kRec + 4 * c);
+      }
+#pragma unroll
+      for (int c = 0; c < kRec / 4; ++c) {
+        v[4 * c] = a[c].x + b[c].x;
+        v[4 * c + 1] = a[c].y + b[c].y;
+        v[4 * c + 2] = a[c].z + b[c].z;
+        v[4 * c + 3] = a[c].w + b[c].w;
+      }
     }
 #pragma unroll
-    for (int c = 0; c < kRec / 4; ++c) {
-      tr_s[lane][4 * c] = a[c].x + b[c].x;
-      tr_s[lane][4 * c + 1] = a[c].y + b[c].y;
-      tr_s[lane][4 * c + 2] = a[c].z + b[c].z;
-      tr_s[lane][4 * c + 3] = a[c].w + b[c].w;
-    }
-    __syncwarp();
-    sum[0] = sum[1] = 0.f;
-#pragma unroll
-    for (int l = 0; l < 32; ++l) {
-      sum[0] += tr_s[l][lane];
-      if (lane < kVals - 32) sum[1] += tr_s[l][32 + lane];
-    }
-    __syncwarp();  // tr_s is rewritten for the next token
+    for (int k = kRec; k < 64; ++k) v[k] = 0.f;
+    halve_across_lanes<16>(v, lane);
+    halve_across_lanes<8>(v, lane);
+    halve_across_lanes<4>(v, lane);
+    halve_across_lanes<2>(v, lane);
+    halve_across_lanes<1>(v, lane);
+    sum[0] = v[0];
+    sum[1] = v[1];
   };
 
   if (warp == 1) {
@@ -342,13 +365,15 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
       const float* r = records_of(i, tok);
       float sums[2];
       sum_records(r, sums);
-      const float s = sums[0], s2 = sums[1];
-      if (lane < kMix) {
-        mix_s[lane] = s;
-      } else {
-        gram_s[lane - kMix] = s;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int v = 2 * lane + e;
+        if (v < kMix) {
+          mix_s[v] = sums[e];
+        } else if (v < kVals) {
+          gram_s[v - kMix] = sums[e];
+        }
       }
-      if (lane < kVals - 32) gram_s[32 + lane - kMix] = s2;
       __syncwarp();
       if (lane == 0) mix_s[kMix] = (gram_s[0] + gram_s[1]) + (gram_s[2] + gram_s[3]);  // trace(G) = sum x^2
       __syncwarp();
@@ -475,9 +500,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   U4 wv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) wv[h] = FUSED_NORM ? ldg_u4(p.norm_weight + col0 + 8 * h) : U4{0u, 0u, 0u, 0u};
-  // red_s[i % 2]: warp w's sums of tile i at red_w + (i % 2) * red_stride.
-  const int red_stride = W * kTile * kRed;
-  float* red_w0 = red_s + w * kTile * kRed;
+  float* red_w = red_s + w * kTile * kRed;  // this warp's sums of the current tile
   // Shared-memory offsets of this lane, the same every tile (stream_row_off):
   // ldmatrix rows for the mix GEMM (matrix m = lane / 8: tokens 8 (2h + m / 2)
   // + lane % 8 of stream s, columns 8 (m % 2) + [0, 8); + h * 64 rows), for the
@@ -519,8 +542,6 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
       mbar_wait(full_l + 8 * b, (unsigned int)((i / kBufs) & 1));
       if (ctid == 0) HCWARM_STREAM_STAMP(5, i, slice);
       const unsigned int xb = x_l + b * tile_bytes;
-      float* red_w = red_w0 + (int)(i & 1) * red_stride;
-      const float* red_i = red_s + (int)(i & 1) * red_stride;
       // The mix sums: C[mix][token] over the warp's 16 columns of each stream.
       float acc[3][4][4];
 #pragma unroll
@@ -544,6 +565,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
           }
         }
       }
+      if (i > 0) sums_read_sync(cthreads);  // every warp has read tile i - 1's sums
       // The Gram matrices: A = rows (token, stream) of 4 tokens, B = the same rows
       // (n-tile 0: tokens 0-1 = A rows 0-7; n-tile 1: tokens 2-3 = rows 8-15).
 #pragma unroll
@@ -574,17 +596,17 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
       for (int e = ctid; e < kTile * (kRed / 2); e += cthreads) {
         const int t = e / (kRed / 2);
         const int c2 = 2 * (e - t * (kRed / 2));
-        float2 v = *reinterpret_cast<const float2*>(red_i + t * kRed + c2);
+        float2 v = *reinterpret_cast<const float2*>(red_s + t * kRed + c2);
         for (int w2 = 1; w2 < W; ++w2) {
-          const float2 u = *reinterpret_cast<const float2*>(red_i + (w2 * kTile + t) * kRed + c2);
+          const float2 u = *reinterpret_cast<const float2*>(red_s + (w2 * kTile + t) * kRed + c2);
           v.x += u.x;
           v.y += u.y;
         }
         *reinterpret_cast<float2*>(rec + (long long)t * kSlices * kRec + c2) = v;
       }
       // The signal warp counts the block in once every compute thread is here.
-      // red_s[i % 2] is rewritten in step i + 2, after every warp has passed
-      // step i + 1's barrier, i.e. finished this reduction.
+      // red_s is rewritten in step i + 1 after barrier 5, which every warp
+      // reaches only after this reduction.
       records_stored_arrive(i, cthreads + 32);
       if (ctid == 0) HCWARM_STREAM_STAMP(0, i, slice);
     }
