@@ -19,6 +19,12 @@ CUlaunchConfig one_pass_config(const MhcPreCudaKernels& k, unsigned groups, CUst
   return c;
 }
 
+// hidden a positive multiple of 1024 up to 7168: whole compute warps of 16
+// columns in each of the 64 slices, and shared memory for their tiles.
+bool one_pass_hidden(int hidden) {
+  return hidden > 0 && hidden % HCWARM_MHC_STREAM_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
+}
+
 }  // namespace
 
 CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
@@ -32,8 +38,7 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 }
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
-  return cc_major >= 9 && hc_mult == 4 && hidden > 0 && hidden % HCWARM_MHC_STREAM_HIDDEN_STEP == 0 &&
-         hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
+  return cc_major >= 9 && hc_mult == 4 && one_pass_hidden(hidden);
 }
 
 unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_STREAM_THREADS(hidden)); }
@@ -43,8 +48,7 @@ size_t one_pass_workspace_bytes(unsigned groups) { return HCWARM_MHC_STREAM_WORK
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
   k.one_pass = nullptr;
   if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr ||
-      d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || hidden % HCWARM_MHC_STREAM_HIDDEN_STEP != 0 ||
-      hidden > HCWARM_MHC_STREAM_MAX_HIDDEN) {
+      d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || !one_pass_hidden(hidden)) {
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
   const unsigned threads = one_pass_threads(hidden);
