@@ -11,7 +11,7 @@ for name in "$@"; do
   [ -f "$name.cu" ] || { echo "$0: no experiment $name ($name.cu)" >&2; exit 2; }
   tmp=$(mktemp -d)
   if [ -f "$name.py" ]; then python3 "$name.py" "$tmp/variants.cuh"; fi
-  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -I../../src/kernels -I"$tmp" -cudart static \
+  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I../../src/kernels -I"$tmp" -cudart static \
     -o "../../.devcarry/$name" "$name.cu"
   rm -rf "$tmp"
   echo "built .devcarry/$name"
