@@ -1,10 +1,14 @@
 // The one-pass kernel (cuda/mhc_pre_stream.cuh) at other LAG / BUFS settings and
-// group counts (H200, D 7168, T 8192, fused norm): us per call, and whether y
-// matches the first variant's bit for bit. Standalone (CUDA runtime, static):
+// group counts, and the wgmma variants of one_pass_wg.cuh (H200, D 7168, T 8192,
+// fused norm): us per call, and y against the first variant's (bit-exact share,
+// elements > 1 ulp apart). Inputs as models see them (residual ~ U(-2, 2) in
+// bf16, fn ~ 1e-3). Standalone (CUDA runtime, static; the tensor maps come from
+// the driver through cudaGetDriverEntryPoint):
 //   tools/experiments/build.sh one_pass_tune   -> .devcarry/one_pass_tune
 // then on the GPU machine: ./one_pass_tune [T [VARIANT [SINKHORN_ITERS]]]
-// (VARIANT: run only that one, 0-based, e.g. for a profiler). The kernel is
-// built with HCWARM_MHC_STREAM_TRACE: its exchange stamps cost ~2%.
+// (VARIANT: run only that one, 0-based, e.g. for a profiler; ITERS=N timed
+// calls, default 40; PER_BLOCK=1 adds each block's lag). The kernels are built
+// with HCWARM_MHC_STREAM_TRACE: their stamps (group 0, tiles 8..119) cost ~2%.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,12 +18,12 @@
 #include <cuda_runtime.h>
 #define HCWARM_MHC_STREAM_TRACE  // the kernel stamps its exchange (group 0, first 128 tiles)
 #include "cuda/mhc_pre_stream.cuh"
-#include "cuda/mhc_pre_stream_wg.cuh"
+#include "one_pass_wg.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int kD = 7168;
-template <int LAG, int BUFS, int YW = 0, bool MIX_HALF = false, int RW = 0>
-__global__ void __launch_bounds__((kD / 1024 + YW + RW + HCWARM_MHC_STREAM_ROLE_WARPS) * 32, 1) k_variant(hcwarm_mhc_pre_params p, const CUtensorMap*) {
-  mhc_pre_stream<4, kD, true, true, LAG, BUFS, YW, MIX_HALF, RW>(p);
+template <int LAG, int BUFS>
+__global__ void __launch_bounds__((kD / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32, 1) k_variant(hcwarm_mhc_pre_params p, const CUtensorMap*) {
+  mhc_pre_stream<4, kD, true, true, LAG, BUFS>(p);
 }
 template <int BUFS, int YW, bool SWAP = false, int PAD = 0, bool ATOM = false, int CW = 1, int PS = 2, bool NC = false,
           bool TMA = false, int SIGW = 1, int LOCK = 0, bool ST2 = false>
@@ -155,10 +159,10 @@ int main(int argc, char** argv) {
   if (c2) printf("  block: start -> issued+Gram %.2f, -> wgmma done %.2f, -> records %.2f us\n", w6 / c2 / 1000, w7 / c2 / 1000, w0 / c2 / 1000);
   CK(cudaMemset(trace, 0, trace_n * 8));
   };
-  auto run = [&](auto kern, int bufs, const char* name, int groups_req, int extra = 0, int smem_req = 0, size_t clear = 0) {
+  auto run = [&](auto kern, int bufs, const char* name, int groups_req, int warps = 0, int smem_req = 0, size_t clear = 0) {
     if (++index != only && only >= 0) return;
     const int smem = smem_req > 0 ? smem_req : HCWARM_MHC_STREAM_SMEM_BUFS(kD, bufs);
-    const int threads = (kD / 1024 + extra + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
+    const int threads = (warps > 0 ? warps : kD / 1024 + HCWARM_MHC_STREAM_ROLE_WARPS) * 32;
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int per_sm = 0; CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
     const int maxg = per_sm * sms / 64;
@@ -176,6 +180,7 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(first ? y0.data() : y1.data(), y, T * kD * 2, cudaMemcpyDeviceToHost));
     const bool same = first || memcmp(y0.data(), y1.data(), T * kD * 2) == 0;
     long long exact = 0, over1 = 0; int maxd = 0;
+    char ycmp[128] = "";
     if (!first) {
       for (long long e = 0; e < T * kD; ++e) {
         const int a = (short)y0[e] < 0 ? -(int)(y0[e] & 0x7fff) : (int)y0[e];
@@ -183,7 +188,8 @@ int main(int argc, char** argv) {
         const int dd = a > b ? a - b : b - a;
         exact += dd == 0; over1 += dd > 1; maxd = dd > maxd ? dd : maxd;
       }
-      printf("  y against the first: %.3f%% bit-exact, %lld > 1 ulp, max %d ulp\n", 100.0 * exact / (T * kD), over1, maxd);
+      snprintf(ycmp, sizeof ycmp, "  y against the first: %.3f%% bit-exact, %lld > 1 ulp, max %d ulp\n",
+               100.0 * exact / (T * kD), over1, maxd);
     }
     first = false;
     cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
@@ -197,14 +203,19 @@ int main(int argc, char** argv) {
     printf("%-22s groups %d smem %6d  %8.1f us  per-tile-step %.2f us  %.0f GB/s  y %s\n", name, groups, smem, us,
            us / ((tiles + groups - 1) / groups), (T * K * 2.0 + T * kD * 2.0) / (us * 1e-6) / 1e9,
            same ? "same" : "DIFFERS");
+    printf("%s", ycmp);
     if (groups > 1 || only >= 0) stamps();
   };
-  run(k_variant<3, 5>, 5, "lag 3, 5 buffers", 0);
+  // Warps of a wgmma variant: sum warps (4, or 8 in lockstep) + y warps + 4 roles + copy + extra signal warps.
   const size_t atom = HCWARM_WG_ATOM_BYTES((T + 31) / 32);
-  run(k_wg<5, 0, false, 0, false, 1, 2, false, true, 1, 3>, 5, "lock 3 2-hop tma", 0, 1, HCWARM_WG_SMEM(kD, 5, 0));
-  run(k_wg<5, 0, false, 0, false, 1, 2, false, true, 1, 3, true>, 5, "lock 3 staged 2-hop tma", 0, 1, HCWARM_WG_SMEM(kD, 5, 0));
-  run(k_wg<6, 0, false, 0, false, 1, 2, false, true, 1, 4, true>, 6, "lock 4 staged 2-hop tma", 0, 1, HCWARM_WG_SMEM(kD, 6, 0));
-  run(k_wg<5, 0, false, 0, false, 1, 2, false, true, 2, 3, true>, 5, "lock 3 staged, 2 sig", 0, 2, HCWARM_WG_SMEM(kD, 5, 0));
-  run(k_wg<6, 7, false, 0, false, 1, 6, false, true, 1, 0, true>, 6, "staged 2-hop tma, 7 y", 0, 11 - 7, HCWARM_WG_SMEM(kD, 6, 0));
+  run(k_variant<3, 5>, 5, "lag 3, 5 buffers", 0);
+  run(k_variant<3, 6>, 6, "lag 3, 6 buffers", 0);
+  run(k_variant<3, 5>, 5, "lag 3, 5 buffers, 1 group", 1);
+  run(k_wg<6, 4>, 6, "wg 2-hop, 4 y, 6 bufs", 0, 13, HCWARM_WG_SMEM(kD, 6, 0));
+  run(k_wg<6, 8, false, 0, true, 1, 6, false, true>, 6, "wg atom tma, 8 y", 0, 17, HCWARM_WG_SMEM(kD, 6, 0), atom);
+  run(k_wg<5, 8, false, 0, true, 1, 5, false, true, 2>, 5, "wg atom tma, 8 y, 2 sig", 0, 18, HCWARM_WG_SMEM(kD, 5, 0), atom);
+  run(k_wg<5, 0, false, 0, false, 1, 2, false, true, 1, 3>, 5, "wg lock 3 2-hop tma", 0, 13, HCWARM_WG_SMEM(kD, 5, 0));
+  run(k_wg<6, 0, false, 0, true, 1, 4, false, true, 1, 4>, 6, "wg lock 4 atom tma", 0, 13, HCWARM_WG_SMEM(kD, 6, 0), atom);
+  run(k_wg<5, 0, false, 0, false, 1, 2, false, true, 1, 3, true>, 5, "wg lock 3 staged tma", 0, 13, HCWARM_WG_SMEM(kD, 5, 0));
   return 0;
 }

@@ -152,9 +152,6 @@ __device__ __forceinline__ void halve_across_lanes(float (&v)[64], int lane) {
 __device__ __forceinline__ void sums_read_sync(int threads) {
   asm volatile("bar.sync 5, %0;" ::"r"(threads) : "memory");
 }
-__device__ __forceinline__ void sums_read_arrive(int threads) {
-  asm volatile("bar.arrive 5, %0;" ::"r"(threads) : "memory");
-}
 __device__ __forceinline__ void ldmatrix_x4(unsigned int addr, unsigned int& r0, unsigned int& r1, unsigned int& r2,
                                             unsigned int& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -180,12 +177,8 @@ __device__ __forceinline__ U4 weigh_streams8(const U4 (&x)[HC], const float (&pr
 
 // LAG, BUFS: see HCWARM_MHC_STREAM_LAG / _BUFFERS (dynamic shared memory
 // HCWARM_MHC_STREAM_SMEM_BUFS(hidden, BUFS)).
-// YW > 0: YW warps of their own write y (after the compute warps), and the
-// compute warps only sum; MIX_HALF: the mix GEMM 16 tokens at a time (fewer
-// registers); RW > 0: RW warps of their own add the compute warps' sums of a
-// tile and store the block's records (requires YW > 0).
 template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST, int LAG = HCWARM_MHC_STREAM_LAG,
-          int BUFS = HCWARM_MHC_STREAM_BUFFERS, int YW = 0, bool MIX_HALF = false, int RW = 0>
+          int BUFS = HCWARM_MHC_STREAM_BUFFERS>
 __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   constexpr int kSlices = HCWARM_MHC_STREAM_SLICES;
   constexpr int kTile = HCWARM_MHC_STREAM_TILE;
@@ -205,13 +198,8 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   static_assert(kRec <= 64, "the pre warp's reduce-scatter leaves two of at most 64 values per lane");
   static_assert(kTile == 32, "a tile is 4 mma n-tiles of tokens, and y gives one token to each lane");
   static_assert(kSlices == 2 * kTile, "the tile's token j is finished by block j (even tiles) or 32 + j (odd ones)");
-  static_assert(YW > 0 || kRing >= kLag + 1, "a ring slot is reused only after every block has read its pre");
-  static_assert(YW > 0 || (kLag >= 1 && kBufs >= kLag + 2),
-                "the copy warp needs a free buffer besides the LAG + 1 tiles in use");
-  // With y warps, a block sums tile i once its y of tile i - BUFS is written,
-  // so the pre of tiles <= i - BUFS - 1 of both parities has been read.
-  static_assert(RW == 0 || YW > 0, "reduce warps come with y warps");
-  static_assert(YW == 0 || (kBufs >= 3 && kRing >= kBufs + 1), "y warps: 3 buffers at least, and a longer ring");
+  static_assert(kRing >= kLag + 1, "a ring slot is reused only after every block has read its pre");
+  static_assert(kLag >= 1 && kBufs >= kLag + 2, "the copy warp needs a free buffer besides the LAG + 1 tiles in use");
   static_assert(HIDDEN % (kSlices * 16) == 0, "HIDDEN must be a multiple of 1024 (or 0: run time)");
   static_assert(HIDDEN <= HCWARM_MHC_STREAM_MAX_HIDDEN, "HIDDEN must be <= 7168 for the one-pass kernel");
   if (!shape_ok<1, HC, HIDDEN, true>(p)) return;
@@ -220,7 +208,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   const int DS = D / kSlices;  // the slice's columns
   const int W = DS / 16;       // compute warps
   // Uniform over the grid: every block returns, or none does.
-  if (D % (kSlices * 16) != 0 || D > HCWARM_MHC_STREAM_MAX_HIDDEN || (int)blockDim.x != (W + YW + RW + kRoleWarps) * 32 ||
+  if (D % (kSlices * 16) != 0 || D > HCWARM_MHC_STREAM_MAX_HIDDEN || (int)blockDim.x != (W + kRoleWarps) * 32 ||
       gridDim.x % kSlices != 0) {
     return;
   }
@@ -276,7 +264,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   if (tid == 0) {
     for (int b = 0; b < kBufs; ++b) {
       mbar_init(full_l + 8 * b, 32);  // the copy warp's lanes
-      mbar_init(empty_l + 8 * b, YW > 0 ? YW : W);  // the warps that write y
+      mbar_init(empty_l + 8 * b, W);  // the compute warps
     }
     for (int c = 0; c < 4; ++c) {
       mbar_init(smem_u32(&comb_full[c]), 1);
@@ -284,7 +272,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
     }
     for (int c = 0; c < 2; ++c) {
       mbar_init(smem_u32(&pre_full[c]), 1);
-      mbar_init(smem_u32(&pre_empty[c]), YW > 0 ? YW : W);
+      mbar_init(smem_u32(&pre_empty[c]), W);
     }
   }
   load_base_scale<HC>(p, base_s, scale_s, tid);
@@ -453,10 +441,8 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
     // stored a tile's records (they arrive at barrier 3 + i % 2 and go on). It
     // arrives at the compute warps' barrier of tile i + 2 only after that, so
     // no barrier ever holds the arrivals of two tiles.
-    const int threads = (RW > 0 ? RW : W) * 32 + 32;
-    if (RW == 0) {
-      for (long long i = 0; i < 2 && i < n; ++i) compute_warps_arrive(i, threads);
-    }
+    const int threads = W * 32 + 32;
+    for (long long i = 0; i < 2 && i < n; ++i) compute_warps_arrive(i, threads);
     for (long long i = 0; i < n; ++i) {
       records_stored_sync(i, threads);
       if (lane == 0) {
@@ -464,7 +450,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
         HCWARM_STREAM_STAMP(1, i, slice);
       }
       __syncwarp();
-      if (RW == 0 && i + 2 < n) compute_warps_arrive(i + 2, threads);
+      if (i + 2 < n) compute_warps_arrive(i + 2, threads);
     }
     return;
   }
@@ -492,76 +478,6 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
     return;
   }
 
-  // The block's records of tile i: the sum of the compute warps' sums in red_s,
-  // in a fixed order (warp 0, 1, ...), by threads r of `threads`.
-  auto reduce_sums = [&](long long i, int r, int threads) {
-    const int slot = (int)(i % kRing);
-    float* rec = rec_g + (long long)slot * kTile * kSlices * kRec + slice * kRec;
-    for (int e = r; e < kTile * (kRed / 2); e += threads) {
-      const int t = e / (kRed / 2);
-      const int c2 = 2 * (e - t * (kRed / 2));
-      float2 v = *reinterpret_cast<const float2*>(red_s + t * kRed + c2);
-      for (int w2 = 1; w2 < W; ++w2) {
-        const float2 u = *reinterpret_cast<const float2*>(red_s + (w2 * kTile + t) * kRed + c2);
-        v.x += u.x;
-        v.y += u.y;
-      }
-      *reinterpret_cast<float2*>(rec + (long long)t * kSlices * kRec + c2) = v;
-    }
-  };
-
-  if (RW > 0 && warp >= kRoleWarps + W + YW) {
-    // ---- The reduce warps: the block's records of each tile, then the signal.
-    const int r = (warp - kRoleWarps - W - YW) * 32 + lane;
-    for (long long i = 0; i < n; ++i) {
-      compute_warps_sync(i, W * 32 + RW * 32);  // red_s holds every warp's sums of tile i
-      reduce_sums(i, r, RW * 32);
-      if (i + 1 < n) sums_read_arrive(W * 32 + RW * 32);  // the compute warps may write tile i + 1's
-      records_stored_arrive(i, RW * 32 + 32);  // the signal warp counts the block in
-      if (r == 0) HCWARM_STREAM_STAMP(0, i, slice);
-    }
-    return;
-  }
-
-  if (YW > 0 && warp >= kRoleWarps + W && warp < kRoleWarps + W + YW) {
-    // ---- The y warps: y of each tile, token `lane`, granules yw, yw + YW, ... of the slice.
-    const int yw = warp - kRoleWarps - W;
-    constexpr int kPer = YW > 0 ? (HCWARM_MHC_STREAM_MAX_HIDDEN / kSlices / 8 + YW - 1) / (YW > 0 ? YW : 1) : 1;
-    const int gran = DS / 8;
-    U4 wv[kPer];
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int c = yw + YW * k;
-      wv[k] = FUSED_NORM && c < gran ? ldg_u4(p.norm_weight + slice * DS + 8 * c) : U4{0u, 0u, 0u, 0u};
-    }
-    for (long long j = 0; j < n; ++j) {
-      const int c2 = (int)(j & 1);
-      mbar_wait(smem_u32(&pre_full[c2]), (unsigned int)((j / 2) & 1));
-      const float pre[HC] = {pre_s[c2][lane][0], pre_s[c2][lane][1], pre_s[c2][lane][2], pre_s[c2][lane][3]};
-      const float rn = pre_s[c2][lane][4];
-      __syncwarp();
-      if (lane == 0) mbar_arrive(smem_u32(&pre_empty[c2]));
-      const long long t = tile_t0(j) + lane;
-      const int b = (int)(j % kBufs);
-      const unsigned int xb = x_l + b * tile_bytes;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const int c = yw + YW * k;
-        if (c < gran) {
-          U4 xs[HC];
-#pragma unroll
-          for (int s = 0; s < HC; ++s) xs[s] = lds_u4(xb + stream_row_off(lane, s, c, row_bytes));
-          U4 y = weigh_streams8<HC>(xs, pre);
-          if (FUSED_NORM) y = norm8(y, wv[k], rn);
-          if (t < T) stg_u4(p.y + t * D + slice * DS + 8 * c, y);
-        }
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty_l + 8 * b);
-    }
-    return;
-  }
-
   // ---- The compute warps: warp w owns columns [16w, +16) of the slice (granules 2w, 2w + 1).
   const int w = warp - kRoleWarps;
   const int ctid = w * 32 + lane;
@@ -583,7 +499,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
   }
   U4 wv[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) wv[h] = FUSED_NORM && YW == 0 ? ldg_u4(p.norm_weight + col0 + 8 * h) : U4{0u, 0u, 0u, 0u};
+  for (int h = 0; h < 2; ++h) wv[h] = FUSED_NORM ? ldg_u4(p.norm_weight + col0 + 8 * h) : U4{0u, 0u, 0u, 0u};
   float* red_w = red_s + w * kTile * kRed;  // this warp's sums of the current tile
   // Shared-memory offsets of this lane, the same every tile (stream_row_off):
   // ldmatrix rows for the mix GEMM (matrix m = lane / 8: tokens 8 (2h + m / 2)
@@ -618,7 +534,7 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
     gram_dst[e] = keep ? (g >> 2) * kRed + kMix + gi : -1;
   }
 
-  for (long long i = 0; i < n + (YW > 0 ? 0 : kLag); ++i) {
+  for (long long i = 0; i < n + kLag; ++i) {
     // Step i: the sums of tile i, then y of tile j = i - kLag.
     const long long j = i - kLag;
     if (i < n) {
@@ -626,51 +542,30 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
       mbar_wait(full_l + 8 * b, (unsigned int)((i / kBufs) & 1));
       if (ctid == 0) HCWARM_STREAM_STAMP(5, i, slice);
       const unsigned int xb = x_l + b * tile_bytes;
-      // The mix sums: C[mix][token] over the warp's 16 columns of each stream,
-      // tokens [16 h0, 16 (h0 + kNH)) at a time.
-      constexpr int kNH = MIX_HALF ? 1 : 2;
-      auto mix_gemm = [&](float (&acc)[3][2 * kNH][4], int h0) {
+      // The mix sums: C[mix][token] over the warp's 16 columns of each stream.
+      float acc[3][4][4];
 #pragma unroll
-        for (int mt = 0; mt < 3; ++mt) {
+      for (int mt = 0; mt < 3; ++mt) {
 #pragma unroll
-          for (int nt = 0; nt < 2 * kNH; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
-        }
-#pragma unroll
-        for (int s = 0; s < HC; ++s) {
-          unsigned int bf[2 * kNH][2];
-#pragma unroll
-          for (int h = 0; h < kNH; ++h) {
-            ldmatrix_x4(xb + mix_off[s] + (h0 + h) * 64 * row_bytes, bf[2 * h][0], bf[2 * h][1], bf[2 * h + 1][0],
-                        bf[2 * h + 1][1]);
-          }
-#pragma unroll
-          for (int mt = 0; mt < 3; ++mt) {
-#pragma unroll
-            for (int nt = 0; nt < 2 * kNH; ++nt) {
-              mma_bf16_16816(acc[mt][nt], fa[s][mt].x, fa[s][mt].y, fa[s][mt].z, fa[s][mt].w, bf[nt][0], bf[nt][1]);
-            }
-          }
-        }
-      };
-      auto mix_store = [&](const float (&acc)[3][2 * kNH][4], int h0) {
-#pragma unroll
-        for (int mt = 0; mt < 3; ++mt) {
-#pragma unroll
-          for (int nt = 0; nt < 2 * kNH; ++nt) {
-            const int t0 = 8 * (2 * h0 + nt) + 2 * q;
-            red_w[t0 * kRed + 8 * mt + g] = acc[mt][nt][0] + acc[mt][nt][2];
-            red_w[(t0 + 1) * kRed + 8 * mt + g] = acc[mt][nt][1] + acc[mt][nt][3];
-          }
-        }
-      };
-      float acc[3][2 * kNH][4];
-      mix_gemm(acc, 0);
-      if (i > 0) sums_read_sync(cthreads + RW * 32);  // every warp has read tile i - 1's sums
-      if (MIX_HALF) {
-        mix_store(acc, 0);
-        mix_gemm(acc, 1);
-        mix_store(acc, 1);
+        for (int nt = 0; nt < 4; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
       }
+#pragma unroll
+      for (int s = 0; s < HC; ++s) {
+        unsigned int bf[4][2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          ldmatrix_x4(xb + mix_off[s] + h * 64 * row_bytes, bf[2 * h][0], bf[2 * h][1], bf[2 * h + 1][0],
+                      bf[2 * h + 1][1]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 3; ++mt) {
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            mma_bf16_16816(acc[mt][nt], fa[s][mt].x, fa[s][mt].y, fa[s][mt].z, fa[s][mt].w, bf[nt][0], bf[nt][1]);
+          }
+        }
+      }
+      if (i > 0) sums_read_sync(cthreads);  // every warp has read tile i - 1's sums
       // The Gram matrices: A = rows (token, stream) of 4 tokens, B = the same rows
       // (n-tile 0: tokens 0-1 = A rows 0-7; n-tile 1: tokens 2-3 = rows 8-15).
 #pragma unroll
@@ -687,20 +582,35 @@ __device__ __forceinline__ void mhc_pre_stream(const hcwarm_mhc_pre_params& p) {
           d[gram_dst[e] >= 0 ? 2 * kRed : 0] = c1[2 + e];
         }
       }
-      if (!MIX_HALF) mix_store(acc, 0);
-      if (RW > 0) {
-        compute_warps_arrive(i, cthreads + RW * 32);  // to the reduce warps
-        continue;
+#pragma unroll
+      for (int mt = 0; mt < 3; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          red_w[(8 * nt + 2 * q) * kRed + 8 * mt + g] = acc[mt][nt][0] + acc[mt][nt][2];
+          red_w[(8 * nt + 2 * q + 1) * kRed + 8 * mt + g] = acc[mt][nt][1] + acc[mt][nt][3];
+        }
       }
       compute_warps_sync(i, cthreads + 32);  // red_s holds every warp's sums of tile i
-      reduce_sums(i, ctid, cthreads);
+      const int slot = (int)(i % kRing);
+      float* rec = rec_g + (long long)slot * kTile * kSlices * kRec + slice * kRec;
+      for (int e = ctid; e < kTile * (kRed / 2); e += cthreads) {
+        const int t = e / (kRed / 2);
+        const int c2 = 2 * (e - t * (kRed / 2));
+        float2 v = *reinterpret_cast<const float2*>(red_s + t * kRed + c2);
+        for (int w2 = 1; w2 < W; ++w2) {
+          const float2 u = *reinterpret_cast<const float2*>(red_s + (w2 * kTile + t) * kRed + c2);
+          v.x += u.x;
+          v.y += u.y;
+        }
+        *reinterpret_cast<float2*>(rec + (long long)t * kSlices * kRec + c2) = v;
+      }
       // The signal warp counts the block in once every compute thread is here.
       // red_s is rewritten in step i + 1 after barrier 5, which every warp
       // reaches only after this reduction.
       records_stored_arrive(i, cthreads + 32);
       if (ctid == 0) HCWARM_STREAM_STAMP(0, i, slice);
     }
-    if (YW == 0 && j >= 0) {
+    if (j >= 0) {
       // y of tile j: token `lane`, the warp's 16 columns.
       const int c = (int)(j & 1);
       mbar_wait(smem_u32(&pre_full[c]), (unsigned int)((j / 2) & 1));

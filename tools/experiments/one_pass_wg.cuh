@@ -1,18 +1,28 @@
 #pragma once
-// EXPERIMENT: the one-pass kernel with the mix GEMM on wgmma (one warpgroup,
-// operands in shared memory, no-swizzle core-matrix layout). See
-// mhc_pre_stream.cuh for the exchange; differences:
-//  - warps 0-3, the sum warpgroup: per tile, the 24 x 32 mix sums of the block's
-//    K = 4 * DS columns as one chain of wgmma.m64n32k16 (A = fn hi/lo rows in
-//    shared memory, rows 16 w + g = hi, 16 w + 8 + g = lo of mix 8 w + g; B = the
-//    residual tile), and meanwhile the tokens' Gram matrices with mma.sync
-//    (warp w: tokens 8 w .. 8 w + 7, over all columns); the records go straight
-//    from registers to the workspace (no cross-warp reduction);
-//  - warps 4 .. 4 + YW - 1: y of each tile once its pre is fetched;
-//  - then the role warps: copy, pre, comb, signal, fetch.
-// Residual tile layout, per stream s (stride SS = 4 * gran * 128 + 32 bytes):
-// core matrices of 8 tokens x 16 bytes (one granule), granule c of token t at
-// (t / 8) * gran * 128 + c * 128 + (t % 8) * 16.
+// EXPERIMENT (sixth session, not shipped): the one-pass kernel of
+// src/kernels/cuda/mhc_pre_stream.cuh rebuilt around wgmma, for
+// one_pass_tune.cu. Same exchange idea (groups of 64 blocks, block j owns
+// hidden columns [j D/64, +D/64) of all 4 streams, 32-token tiles); different:
+//  - the sum warps: warpgroup 0 computes the block's 24 x 32 mix sums of a tile
+//    as one chain of wgmma.m64n32k16 (A = fn's hi / lo bf16 rows in shared
+//    memory: rows 16 w + g = hi, 16 w + 8 + g = lo of mix 8 w + g, rows 48-63
+//    read whatever follows and are ignored; B = the residual tile), while the
+//    sum warps take the tokens' 4 x 4 Gram matrices with mma.sync over all the
+//    block's columns, so no cross-warp reduction is left;
+//  - the residual tile is in the no-swizzle core-matrix layout (8 tokens x 16
+//    bytes = 128 contiguous bytes), written by cp.async (8 tokens x 4 granules
+//    an instruction) or by one TMA tensor copy of the whole tile (TMA);
+//  - y by YW warps of their own (decoupled, the buffers bound the tiles in
+//    flight), or by 8 sum warps LOCK tiles after the sums (lockstep, as the
+//    shipped kernel);
+//  - the exchange: as shipped (records + pre warps, 2 hops), with the records
+//    staged in shared memory and written by the signal warp (STAGE2), or one
+//    hop (ATOM): the blocks red.add.v4 their sums into the tile's and count
+//    in; every block's fetch warp reads its tokens' sums and computes pre / rn.
+// Every variant is correct (y within 1-2 bf16 ulp of the shipped kernel's on
+// model-like inputs, except in a few dozen near-cancelling elements) and every
+// one is slower: 442-522 us at T = 8192, D 7168 against 338 us
+// (docs/BENCHMARKS.md, "sixth session"; docs/results/one-pass-tune-h200.txt).
 #include "cuda/mhc_pre_stream.cuh"
 
 namespace hcwarm_kernels {
