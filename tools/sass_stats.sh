@@ -2,9 +2,11 @@
 # Instruction mix of one kernel instantiation, without a GPU: compiles
 #   extern "C" __global__ void __launch_bounds__(BOUNDS) k(hcwarm_mhc_pre_params p) { CALL(p); }
 # with nvcc for sm_90a (src/kernels on the include path), then prints ptxas's
-# register / spill line and the SASS opcode counts, for the whole kernel and
-# for one iteration of its main loop (between the 3rd and 4th runs of residual
-# loads, LDG.E.NA.128: a step of the one-pass kernel).
+# register / spill line and the SASS opcode counts of the whole kernel. (Until
+# the sixth session it also cut out one step of the third session's cluster
+# kernel, between runs of its residual loads, LDG.E.NA.128: see 88c1796. No
+# kernel since has such runs; the one-pass loop is not unrolled, so its step
+# is the whole loop body.)
 #
 # Usage: tools/sass_stats.sh BOUNDS CALL
 #   tools/sass_stats.sh "384, 1" "hcwarm_kernels::cuda::mhc_pre_stream<4, 7168, true, true>"
@@ -12,7 +14,7 @@
 # PyPI wheel nvidia-cuda-cuobjdump (pip download --no-deps nvidia-cuda-cuobjdump;
 # unzip it; the binary is nvidia/cu13/bin/cuobjdump).
 set -eu
-[ $# -eq 2 ] || { sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 cd "$(dirname "$0")/.."
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 [ -n "$cuobjdump" ] && [ -x "$cuobjdump" ] || { echo "$0: no cuobjdump (set CUOBJDUMP; see --help)" >&2; exit 2; }
@@ -29,10 +31,3 @@ count() {  # opcode histogram of SASS lines on stdin
 }
 echo "whole kernel:"
 count <"$tmp/k.sass"
-# Starts of the runs of residual loads (a gap of more than 40 lines starts a new run).
-read -r a b < <(grep -nE 'LDG\.E\.NA\.128' "$tmp/k.sass" | cut -d: -f1 |
-  awk 'NR == 1 || $1 - p > 40 {print} {p = $1}' | sed -n 3,4p | tr '\n' ' '; echo)
-if [ -n "${b:-}" ]; then
-  echo "one loop step (SASS lines $a-$b):"
-  sed -n "${a},${b}p" "$tmp/k.sass" | count
-fi

@@ -259,7 +259,8 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
 // The one-pass kernel is part of a num_splits 1 key only where it can run:
 // sm_90 or newer (the targets it is built and measured for) and a hidden size
 // that is a multiple of 1024, at most 7168 (one compute warp per 16 columns of a
-// 64th of hidden; 7 warps and 4 residual tiles fill the shared memory).
+// 64th of hidden; 8 of them would make 13 warps a block, which leaves 128
+// registers a thread, and the compute warps would spill).
 TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;

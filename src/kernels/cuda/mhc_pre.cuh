@@ -868,9 +868,10 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 }  // namespace hcwarm_kernels
 
 // The launch geometry, for the host side (kept here beside the kernels).
-//   partial:  grid (num_parts, ceil(T / (16 * warps))), block 32 * warps, no dynamic
-//             shared memory; warps = HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the
-//             specialized mma_smem kernel, else 4.
+//   partial:  grid (num_parts, ceil(T / (16 * warps))), block 32 * warps; warps =
+//             HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the specialized mma_smem
+//             kernel, else 4; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
+//             for mma_smem (the generic kernel too), none otherwise.
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
 //   one-pass: see cuda/mhc_pre_stream.cuh: grid (64 * groups), cooperative, block
-//             (hidden / 1024 + 2) * 32, dynamic shared memory HCWARM_MHC_STREAM_SMEM(hidden).
+//             HCWARM_MHC_STREAM_THREADS(hidden), dynamic shared memory HCWARM_MHC_STREAM_SMEM(hidden).
