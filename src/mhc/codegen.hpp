@@ -16,7 +16,7 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
 // Only in num_splits == 1 modules built with one_pass: the one-pass kernel
-// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_stream.cuh).
+// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_chunk.cuh).
 inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
 // Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.

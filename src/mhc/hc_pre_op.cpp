@@ -264,9 +264,10 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   }
   const bool norm = a.norm_weight != nullptr;
   const Kernels& k = kernels_for(splits, norm);
-  // The one-pass kernel (when the module has it and the device runs it) exchanges its sums through a ring.
-  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
-  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_STREAM_SLICES : cuda::cuda_num_parts(splits);
+  // The one-pass kernel, when the module has it, the device runs it and TMA can read the residual.
+  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr &&
+                        cuda::one_pass_residual_ok(a.residual);
+  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda::cuda_num_parts(splits);
 
   hcwarm_mhc_pre_params p{};
   p.num_tokens = a.num_tokens;
@@ -287,7 +288,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(k.cuda.one_pass_groups)
+  ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
                             : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
   p.partials = workspace_.as<float>();
 

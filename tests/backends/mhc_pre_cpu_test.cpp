@@ -257,10 +257,10 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
 }
 
 // The one-pass kernel is part of a num_splits 1 key only where it can run:
-// sm_90 or newer (the targets it is built and measured for) and a hidden size
-// that is a multiple of 1024, at most 7168 (one compute warp per 16 columns of a
-// 64th of hidden; 8 of them would make 13 warps a block, which leaves 128
-// registers a thread, and the compute warps would spill).
+// sm_90 or newer (TMA; the targets it is built and measured for) and a hidden
+// size that is a multiple of 1024 (whole 64-column boxes in each of its 64
+// K-parts), at most 7168 (one y warp per 1024 columns: 7 make the block 14
+// warps, which leaves 128 registers a thread, all the y warps' row needs).
 TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
@@ -275,20 +275,20 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   EXPECT_TRUE(has(1, 4096, "sm_100a"));
   EXPECT_FALSE(has(2, 7168, "sm_90a"));   // only the num_splits 1 bucket
   EXPECT_FALSE(has(1, 7168, "sm_80"));    // not an sm_90 target
-  EXPECT_TRUE(has(1, 1024, "sm_90a"));    // one compute warp
+  EXPECT_TRUE(has(1, 1024, "sm_90a"));    // one y warp
   EXPECT_FALSE(has(1, 4608, "sm_90a"));   // hidden not a multiple of 1024
-  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 compute warps
+  EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 y warps
   cuda.one_pass = false;
   EXPECT_FALSE(has(1, 7168, "sm_90a"));
 }
 
-// The one-pass kernel's launch bounds are the block the launcher gives it,
-// hidden / 1024 compute warps and the copy, pre, comb, signal and fetch warps (a
-// smaller block would make the kernel return without writing).
+// The one-pass kernel's launch bounds are the block the launcher gives it: the
+// TMA warp, 4 mma warps, hidden / 1024 y warps and 2 comb warps (another block
+// would make the kernel return without writing).
 TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
-  for (const auto& [hidden, threads] : {std::pair{7168, 384}, std::pair{4096, 288}, std::pair{1024, 192}}) {
+  for (const auto& [hidden, threads] : {std::pair{7168, 448}, std::pair{4096, 352}, std::pair{1024, 256}}) {
     EXPECT_EQ(cuda::one_pass_threads(hidden), static_cast<unsigned>(threads)) << hidden;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
     EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, mhc::kCudaOnePassSymbol)),

@@ -56,6 +56,7 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind_optional(h, d->cuLaunchKernelEx, "cuLaunchKernelEx");
   bind_optional(h, d->cuFuncSetAttribute, "cuFuncSetAttribute");
   bind_optional(h, d->cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  bind_optional(h, d->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
   bind(h, d->cuStreamCreate, "cuStreamCreate");
   bind(h, d->cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
   bind(h, d->cuStreamSynchronize, "cuStreamSynchronize");

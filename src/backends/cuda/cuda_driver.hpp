@@ -34,6 +34,12 @@ inline constexpr unsigned CU_EVENT_DEFAULT = 0;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+// cuTensorMapEncodeTiled's enums (values as in cuda.h).
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9;
+inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_SWIZZLE_128B = 3;
+inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3;
+inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
 
 // cuLaunchKernelEx's arguments (CUDA 12+), laid out as in cuda.h.
 struct CUlaunchAttribute {
@@ -85,6 +91,12 @@ struct CudaDriver {
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
+  // Optional (CUDA 12+): a TMA descriptor (the map is 128 opaque bytes, 64-byte
+  // aligned; see hcwarm_tensor_map). Without it there is no one-pass kernel.
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int dtype, unsigned rank, void* address, const unsigned long long* dims,
+                                     const unsigned long long* strides, const unsigned* box,
+                                     const unsigned* element_strides, int interleave, int swizzle, int l2_promotion,
+                                     int oob_fill) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;

@@ -1,28 +1,30 @@
 #include "backends/cuda/mhc_pre_cuda.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace hcwarm::cuda {
 namespace {
 
-// The cooperative launch of the one-pass kernel over `groups` groups of 64 blocks.
-CUlaunchConfig one_pass_config(const MhcPreCudaKernels& k, unsigned groups, CUstream stream, CUlaunchAttribute& coop) {
-  coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-  coop.value.cooperative = 1;
-  CUlaunchConfig c;
-  c.gridDimX = groups * HCWARM_MHC_STREAM_SLICES;
-  c.blockDimX = k.one_pass_threads;
-  c.sharedMemBytes = k.one_pass_smem;
-  c.hStream = stream;
-  c.attrs = &coop;
-  c.numAttrs = 1;
-  return c;
+// hidden a positive multiple of 1024 up to 7168: whole 64-column TMA boxes in
+// each of the 64 K-parts, and one y warp per 1024 columns (at most 7: the block
+// is then 14 warps, which leaves 128 registers a thread).
+bool one_pass_hidden(int hidden) {
+  return hidden > 0 && hidden % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_CHUNK_MAX_HIDDEN;
 }
 
-// hidden a positive multiple of 1024 up to 7168: whole compute warps of 16
-// columns in each of the 64 slices, and shared memory for their tiles.
-bool one_pass_hidden(int hidden) {
-  return hidden > 0 && hidden % HCWARM_MHC_STREAM_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_STREAM_MAX_HIDDEN;
+// The one-pass kernel's view of the residual: T rows of hc * hidden bf16
+// columns, read in 64 x 64 boxes with the 128-byte swizzle.
+CUresult encode_residual_map(const CudaDriver& d, const hcwarm_mhc_pre_params& p, hcwarm_tensor_map& map) {
+  const unsigned long long cols = static_cast<unsigned long long>(p.hc_mult) * static_cast<unsigned long long>(p.hidden);
+  const unsigned long long dims[2] = {cols, static_cast<unsigned long long>(p.num_tokens)};
+  const unsigned long long strides[1] = {cols * 2};
+  const unsigned box[2] = {HCWARM_MHC_CHUNK_BOX, HCWARM_MHC_CHUNK_BOX};
+  const unsigned element_strides[2] = {1, 1};
+  return d.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<unsigned short*>(p.residual),
+                                  dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 }  // namespace
@@ -41,30 +43,32 @@ bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
   return cc_major >= 9 && hc_mult == 4 && one_pass_hidden(hidden);
 }
 
-unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_STREAM_THREADS(hidden)); }
+unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_CHUNK_THREADS(hidden)); }
 
-size_t one_pass_workspace_bytes(unsigned groups) { return HCWARM_MHC_STREAM_WORKSPACE_BYTES(static_cast<size_t>(groups)); }
+size_t one_pass_workspace_bytes(long long num_tokens) {
+  return HCWARM_MHC_CHUNK_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
+}
+
+bool one_pass_residual_ok(const void* residual) { return reinterpret_cast<uintptr_t>(residual) % 16 == 0; }
 
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
   k.one_pass = nullptr;
-  if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr ||
+  if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr || d.cuTensorMapEncodeTiled == nullptr ||
       d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || !one_pass_hidden(hidden)) {
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
   const unsigned threads = one_pass_threads(hidden);
-  const unsigned smem = HCWARM_MHC_STREAM_SMEM(static_cast<unsigned>(hidden));
+  const unsigned smem = HCWARM_MHC_CHUNK_SMEM(static_cast<unsigned>(hidden));
   CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
   if (rc != CUDA_SUCCESS) return rc;
   int per_sm = 0;
   rc = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), smem);
   if (rc != CUDA_SUCCESS) return rc;
   // Every block of the grid must be resident at once (they wait for each other).
-  const int groups = per_sm * num_sms / HCWARM_MHC_STREAM_SLICES;
-  if (groups <= 0) return CUDA_SUCCESS;
+  if (per_sm * num_sms < HCWARM_MHC_CHUNK_BLOCKS) return CUDA_SUCCESS;
   k.one_pass = f;
   k.one_pass_threads = threads;
   k.one_pass_smem = smem;
-  k.one_pass_groups = static_cast<unsigned>(groups);
   return CUDA_SUCCESS;
 }
 
@@ -74,16 +78,26 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
   if (k.one_pass != nullptr && stages == 3) {
-    params.num_parts = HCWARM_MHC_STREAM_SLICES;
-    const long long tiles = (p.num_tokens + HCWARM_MHC_STREAM_TILE - 1) / HCWARM_MHC_STREAM_TILE;
-    const unsigned groups = static_cast<unsigned>(std::min<long long>(tiles, k.one_pass_groups));
-    // The groups' counters start at zero (p.partials: HCWARM_MHC_STREAM_WORKSPACE_BYTES).
-    const CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
-                                          HCWARM_MHC_STREAM_COUNTER_BYTES(static_cast<size_t>(groups)), stream);
+    params.num_parts = HCWARM_MHC_CHUNK_PARTS;
+    // The chunks' counters start at zero (p.partials: HCWARM_MHC_CHUNK_WORKSPACE_BYTES).
+    CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
+                                    HCWARM_MHC_CHUNK_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
     if (rc != CUDA_SUCCESS) return rc;
+    hcwarm_tensor_map map;
+    rc = encode_residual_map(d, params, map);
+    if (rc != CUDA_SUCCESS) return rc;
+    void* one_pass_args[] = {&params, &map};
     CUlaunchAttribute coop;
-    const CUlaunchConfig c = one_pass_config(k, groups, stream, coop);
-    return d.cuLaunchKernelEx(&c, k.one_pass, args, nullptr);
+    coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    coop.value.cooperative = 1;
+    CUlaunchConfig c;
+    c.gridDimX = HCWARM_MHC_CHUNK_BLOCKS;
+    c.blockDimX = k.one_pass_threads;
+    c.sharedMemBytes = k.one_pass_smem;
+    c.hStream = stream;
+    c.attrs = &coop;
+    c.numAttrs = 1;
+    return d.cuLaunchKernelEx(&c, k.one_pass, one_pass_args, nullptr);
   }
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);

@@ -18,16 +18,16 @@ struct MhcPreCudaKernels {
   // prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;
   unsigned one_pass_threads = 0;
-  unsigned one_pass_smem = 0;    // dynamic shared memory per block, bytes
-  unsigned one_pass_groups = 0;  // groups of 64 blocks resident at once (the persistent grid)
+  unsigned one_pass_smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_CHUNK_BLOCKS)
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
 // With k.one_pass set and stages == 3, runs the one-pass kernel instead: p.partials
-// must then hold one_pass_workspace_bytes(k.one_pass_groups) (the launcher clears
-// its counters and sets p.num_parts itself).
+// must then hold one_pass_workspace_bytes(T) (the launcher clears its counters,
+// sets p.num_parts and encodes the residual's TMA map itself), and p.residual
+// must be 16-byte aligned (one_pass_residual_ok).
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
@@ -41,16 +41,19 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
 // of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
-// The one-pass block for `hidden`: hidden / 1024 compute warps and the copy,
-// pre, comb, signal and fetch warps.
+// The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
+// warps and the comb warps (cuda/mhc_pre_chunk.cuh).
 unsigned one_pass_threads(int hidden);
-// The workspace the one-pass kernel needs with `groups` groups.
-size_t one_pass_workspace_bytes(unsigned groups);
-// Gives `f` (a one-pass kernel for `hidden`) its shared memory and asks the
-// driver how many blocks fit per SM: the grid is as many groups of 64 blocks as
-// `num_sms` SMs hold at once. On success fills k.one_pass and its geometry and
+// The workspace the one-pass kernel needs for T tokens: a counter per chunk of
+// 128 tokens and a 16 MiB ring of records.
+size_t one_pass_workspace_bytes(long long num_tokens);
+// TMA reads the residual: it must be 16-byte aligned (else the two-kernel path).
+bool one_pass_residual_ok(const void* residual);
+// Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
+// its HCWARM_MHC_CHUNK_BLOCKS blocks can all be resident on `num_sms` SMs (they
+// wait for each other). On success fills k.one_pass and its geometry and
 // returns CUDA_SUCCESS; otherwise leaves k.one_pass null (the caller falls back
-// to the two-kernel path).
+// to the two-kernel path): no TMA entry point in the driver, too few SMs.
 CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k);
 
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).

@@ -2,7 +2,7 @@
 // arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
 // a fatbin embedded in libhcwarm; loaded with cuModuleLoadData.
 #include "cuda/mhc_pre.cuh"
-#include "cuda/mhc_pre_stream.cuh"
+#include "cuda/mhc_pre_chunk.cuh"
 
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_partial_generic(hcwarm_mhc_pre_params p) {
@@ -16,11 +16,11 @@ extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic_norm(hcwarm_mhc_pre_params p) {
   hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, true>(p);
 }
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_STREAM_THREADS(HCWARM_MHC_STREAM_MAX_HIDDEN), 1)
-    hcwarm_mhc_pre_one_pass_generic(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_stream<4, 0, false, false>(p);
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CHUNK_THREADS(HCWARM_MHC_CHUNK_MAX_HIDDEN), 1)
+    hcwarm_mhc_pre_one_pass_generic(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {
+  hcwarm_kernels::cuda::mhc_pre_chunk<4, 0, false, false>(p, &tmap);
 }
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_STREAM_THREADS(HCWARM_MHC_STREAM_MAX_HIDDEN), 1)
-    hcwarm_mhc_pre_one_pass_generic_norm(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_stream<4, 0, true, false>(p);
+extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CHUNK_THREADS(HCWARM_MHC_CHUNK_MAX_HIDDEN), 1)
+    hcwarm_mhc_pre_one_pass_generic_norm(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {
+  hcwarm_kernels::cuda::mhc_pre_chunk<4, 0, true, false>(p, &tmap);
 }

@@ -40,54 +40,39 @@
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 #define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
-// The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_stream in
-// cuda/mhc_pre_stream.cuh): groups of STREAM_SLICES blocks, one per SM, each
-// group taking STREAM_TILE tokens at a time. Block j of a group owns columns
-// [j * hidden / 64, +hidden / 64) of every stream (K-part j: num_parts =
-// STREAM_SLICES), one compute warp per 16 of them, after STREAM_ROLE_WARPS
-// warps with one job each (copy, pre, comb, signal, fetch): hidden / 1024 + 5
-// warps. hidden must be a multiple of 1024 and at most STREAM_MAX_HIDDEN. The
-// blocks of a group exchange per-token sums through the workspace (a ring of
-// STREAM_RING tiles); the launch is cooperative (every block resident), grid =
-// STREAM_SLICES * groups.
-#define HCWARM_MHC_STREAM_SLICES 64
-#define HCWARM_MHC_STREAM_TILE 32
-#define HCWARM_MHC_STREAM_MAX_HIDDEN 7168
-#define HCWARM_MHC_STREAM_ROLE_WARPS 5
-// hidden is a multiple of this: 64 slices of whole 16-column compute warps.
-#define HCWARM_MHC_STREAM_HIDDEN_STEP (HCWARM_MHC_STREAM_SLICES * 16)
-// The block for `hidden` (the launcher's, the kernel's launch bounds).
-#define HCWARM_MHC_STREAM_THREADS(hidden) \
-  (((hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP + HCWARM_MHC_STREAM_ROLE_WARPS) * 32)
-// Residual tiles in shared memory, and how many tiles behind its sums a block
-// writes y (the exchanges of a tile run under the next LAG tiles' GEMMs); the
-// ring of exchanged tiles must be longer than LAG.
-#define HCWARM_MHC_STREAM_BUFFERS 5
-#define HCWARM_MHC_STREAM_LAG 3
-#define HCWARM_MHC_STREAM_RING 8
-// A token's sums over a slice: 24 mix sums and the 10 Gram entries (hc 4); as
-// a (token, slice) record in the workspace, padded to whole float4s.
-#define HCWARM_MHC_STREAM_SUMS 34
-#define HCWARM_MHC_STREAM_RECORD 36
-// A row (token, stream) of a residual tile in shared memory: the slice's
-// columns, padded to 128 bytes (the swizzle spans 8 16-byte granules).
-#define HCWARM_MHC_STREAM_ROW_BYTES(hidden) (((hidden) / HCWARM_MHC_STREAM_SLICES * 2 + 127) / 128 * 128)
-// Dynamic shared memory: `bufs` residual tiles and the compute warps' 34 sums
-// per token (4 streams) of one tile.
-#define HCWARM_MHC_STREAM_SMEM_BUFS(hidden, bufs)                              \
-  ((bufs) * HCWARM_MHC_STREAM_TILE * 4 * HCWARM_MHC_STREAM_ROW_BYTES(hidden) + \
-   (hidden) / HCWARM_MHC_STREAM_HIDDEN_STEP * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SUMS * 4)
-#define HCWARM_MHC_STREAM_SMEM(hidden) HCWARM_MHC_STREAM_SMEM_BUFS(hidden, HCWARM_MHC_STREAM_BUFFERS)
-// Workspace: per group, 2 counters per ring slot (records in, pre out) in the
-// first STREAM_COUNTER_BYTES, then per group pre / rn of a ring of tiles (8
-// floats a token) and the records of a ring of tiles.
-#define HCWARM_MHC_STREAM_COUNTER_BYTES(groups) (((groups) * HCWARM_MHC_STREAM_RING * 2 * 4 + 255) / 256 * 256)
-#define HCWARM_MHC_STREAM_PRE_FLOATS (HCWARM_MHC_STREAM_RING * HCWARM_MHC_STREAM_TILE * 8)
-#define HCWARM_MHC_STREAM_RECORD_FLOATS \
-  (HCWARM_MHC_STREAM_RING * HCWARM_MHC_STREAM_TILE * HCWARM_MHC_STREAM_SLICES * HCWARM_MHC_STREAM_RECORD)
-#define HCWARM_MHC_STREAM_WORKSPACE_BYTES(groups) \
-  (HCWARM_MHC_STREAM_COUNTER_BYTES(groups) +      \
-   (groups) * (HCWARM_MHC_STREAM_PRE_FLOATS + HCWARM_MHC_STREAM_RECORD_FLOATS) * 4)
+// The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_chunk in
+// cuda/mhc_pre_chunk.cuh): CHUNK_BLOCKS persistent blocks, one per SM (a
+// cooperative launch), take the tokens in chunks of CHUNK_TOKENS. Block b
+// streams the residual of half b / CHUNK_PARTS of a chunk over K-part
+// b % CHUNK_PARTS (4 * hidden / 64 columns) by TMA and writes a record per
+// (token, part); then re-reads token chunk * 128 + b's whole row from L2 and
+// writes its y. hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
+#define HCWARM_MHC_CHUNK_BLOCKS 128
+#define HCWARM_MHC_CHUNK_PARTS 64
+#define HCWARM_MHC_CHUNK_TOKENS 128
+#define HCWARM_MHC_CHUNK_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
+#define HCWARM_MHC_CHUNK_STAGES 12     // TMA boxes in flight per block
+// Chunks a block's TMA may run ahead of its own y: how long the rows stay in
+// L2 before their re-read (H200, T 8192, D 7168: 1 / 2 / 3 / 5 chunks -> 662 /
+// 413 / 328 / 295 us). The record ring must hold more than 2 * WINDOW chunks.
+#define HCWARM_MHC_CHUNK_WINDOW 5
+#define HCWARM_MHC_CHUNK_RING 16
+#define HCWARM_MHC_CHUNK_COMB_WARPS 2  // post and Sinkhorn, alternate chunks (one warp: 452 us)
+#define HCWARM_MHC_CHUNK_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares
+#define HCWARM_MHC_CHUNK_MAX_HIDDEN 7168
+#define HCWARM_MHC_CHUNK_HIDDEN_STEP 1024
+// The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps.
+#define HCWARM_MHC_CHUNK_THREADS(hidden) ((5 + (hidden) / HCWARM_MHC_CHUNK_HIDDEN_STEP + HCWARM_MHC_CHUNK_COMB_WARPS) * 32)
+// Dynamic shared memory: alignment slack, the TMA stages, fn's mma fragments
+// of the part (6 * hidden bytes), and 12 KB of barriers and scratch.
+#define HCWARM_MHC_CHUNK_SMEM(hidden) \
+  (1024 + HCWARM_MHC_CHUNK_STAGES * HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2 + 6 * (hidden) + 12 * 1024)
+// Workspace: a counter per chunk (zero at launch), then the ring of records.
+#define HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) \
+  ((((tokens) + HCWARM_MHC_CHUNK_TOKENS - 1) / HCWARM_MHC_CHUNK_TOKENS * 4 + 255) / 256 * 256)
+#define HCWARM_MHC_CHUNK_RECORD_BYTES \
+  (HCWARM_MHC_CHUNK_RING * HCWARM_MHC_CHUNK_TOKENS * HCWARM_MHC_CHUNK_PARTS * HCWARM_MHC_CHUNK_RECORD * 4)
+#define HCWARM_MHC_CHUNK_WORKSPACE_BYTES(tokens) (HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) + HCWARM_MHC_CHUNK_RECORD_BYTES)
 
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
@@ -116,5 +101,10 @@ struct hcwarm_mhc_pre_params {
   float norm_eps;
   float post_mult;
   int reserved;
+};
+// A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned): the
+// one-pass kernel's view of the residual as (T rows, hc * hidden columns).
+struct alignas(64) hcwarm_tensor_map {
+  unsigned long long opaque[16];
 };
 }

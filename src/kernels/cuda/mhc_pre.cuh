@@ -17,7 +17,7 @@
 //   one-Newton-step reciprocals), y in f32, rounded once to bf16; the fused norm
 //   takes its mean over the bf16 y. Launched as a programmatic dependent of (a).
 // One-pass (num_splits == 1, sm_90): both stages in one persistent launch that
-//   reads the residual once (mhc_pre_stream, in cuda/mhc_pre_stream.cuh).
+//   reads the residual from memory once (mhc_pre_chunk, in cuda/mhc_pre_chunk.cuh).
 #include "common/mhc_params.hpp"
 #include "cuda/bf16.cuh"
 
@@ -198,7 +198,7 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (NUM_SPLITS != 0 && p.num_splits != NUM_SPLITS) return false;
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > 8192) return false;
   if (p.num_splits < 1) return false;
-  const int parts = ONE_PASS ? HCWARM_MHC_STREAM_SLICES : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
+  const int parts = ONE_PASS ? HCWARM_MHC_CHUNK_PARTS : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
   return p.num_parts == parts;
 }
 
@@ -873,5 +873,6 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 //             kernel, else 4; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
 //             for mma_smem (the generic kernel too), none otherwise.
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
-//   one-pass: see cuda/mhc_pre_stream.cuh: grid (64 * groups), cooperative, block
-//             HCWARM_MHC_STREAM_THREADS(hidden), dynamic shared memory HCWARM_MHC_STREAM_SMEM(hidden).
+//   one-pass: see cuda/mhc_pre_chunk.cuh: grid HCWARM_MHC_CHUNK_BLOCKS, cooperative,
+//             block HCWARM_MHC_CHUNK_THREADS(hidden), dynamic shared memory
+//             HCWARM_MHC_CHUNK_SMEM(hidden); a TMA map of the residual as its second argument.

@@ -1,0 +1,473 @@
+#pragma once
+// The one-pass mHC pre kernel (num_splits == 1, sm_90): one persistent launch
+// that reads the residual from memory once, and a second time from L2.
+//
+// HCWARM_MHC_CHUNK_BLOCKS blocks (one per SM, cooperative launch) take the
+// tokens in chunks of 128. In block b:
+//   TMA warp   streams half b / 64 of each chunk (64 tokens) over K-part b % 64
+//              (4 * hidden / 64 columns) into shared memory, 64 x 64 boxes with
+//              the 128-byte swizzle, STAGES in flight. Before chunk c it waits
+//              for this block's own y of chunk c - WINDOW, so a chunk's rows are
+//              re-read while still in L2 (loads marked evict_last, re-reads
+//              evict_first).
+//   mma warps  (4, 16 tokens each) the 24 mix sums on the tensor cores (A =
+//              the residual by ldmatrix, B = fn split into hi + lo bf16, the
+//              part's fragments in shared memory for the whole launch) and the
+//              sum of squares; a record per (token, part) in a ring of chunks
+//              in the workspace, then a release add on the chunk's counter.
+//   y warps    (hidden / 1024) once the chunk's counter is full, token
+//              c * 128 + b's whole row from L2: pre from its 64 records, y, and
+//              the fused norm over the row itself (mean of the bf16 y, as
+//              REFERENCE.md defines it). Token c + 1's loads go out before
+//              token c's norm barrier when its chunk is complete by then.
+//   comb warps (COMB_WARPS, alternate chunks) the same token's 24 sums: post,
+//              and the Sinkhorn for comb.
+// Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
+// the tensor cores with f32 accumulation, the parts summed in f32.
+// HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
+// HCWARM_MHC_CHUNK_THREADS(hidden), its dynamic shared memory
+// HCWARM_MHC_CHUNK_SMEM(hidden), and p.partials HCWARM_MHC_CHUNK_WORKSPACE_BYTES(T)
+// with the counters zero.
+#include "cuda/mhc_pre.cuh"
+
+namespace hcwarm_kernels {
+namespace cuda {
+namespace chunk {
+
+__device__ __forceinline__ void mbar_init(unsigned a, unsigned n) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned a, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned a) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
+  unsigned ok = 0;
+  while (!ok) {
+    asm volatile(
+        "{\n\t.reg .pred P;\n\tmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\n\tselp.u32 %0, 1, 0, P;\n\t}"
+        : "=r"(ok)
+        : "r"(a), "r"(parity)
+        : "memory");
+  }
+}
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int col, int row, unsigned mbar,
+                                            unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(tmap), "r"(col), "r"(row), "r"(mbar), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ unsigned long long policy_evict_last() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ unsigned long long policy_evict_first() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ U4 ldg_u4_policy(const void* ptr, unsigned long long policy) {
+  U4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(ptr), "l"(policy));
+  return v;
+}
+// The norm weight: the same 64 bytes per thread every token, so L1 keeps them.
+__device__ __forceinline__ U4 ldg_u4_cached(const void* ptr) {
+  U4 v;
+  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(ptr));
+  return v;
+}
+// Record loads, with a memory clobber: they must stay after the acquire of the
+// chunk's counter (and the warp barrier that hands it to the other lanes).
+__device__ __forceinline__ F4 ld_record4(const float* ptr) {
+  F4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(ptr)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ float ld_record1(const float* ptr) {
+  float v;
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(ptr) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* ptr) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned& a0, unsigned& a1, unsigned& a2, unsigned& a3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+               : "r"(addr));
+}
+// Sum of the squares of the two bf16 values of a word.
+__device__ __forceinline__ float squares2(unsigned w) {
+  const float a = bf16_lo(w), b = bf16_hi(w);
+  return fmaf(a, a, b * b);
+}
+
+}  // namespace chunk
+
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
+__device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, const void* tmap) {
+  using namespace chunk;
+  static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
+  static_assert(HIDDEN % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_CHUNK_MAX_HIDDEN,
+                "hidden must be a multiple of 1024 (whole 64-column boxes per part), at most 7168 (7 y warps)");
+  static_assert(HCWARM_MHC_CHUNK_RING > 2 * HCWARM_MHC_CHUNK_WINDOW,
+                "chunk c's records are written once every block's y of chunk c - 2 * WINDOW is done");
+  static_assert(HCWARM_MHC_CHUNK_BLOCKS == 2 * HCWARM_MHC_CHUNK_PARTS &&
+                    HCWARM_MHC_CHUNK_TOKENS == 2 * HCWARM_MHC_CHUNK_BOX,
+                "a chunk is two halves of one box height, each over every part");
+  static_assert(HCWARM_MHC_CHUNK_COMB_WARPS >= 1 && HCWARM_MHC_CHUNK_COMB_WARPS <= 3,
+                "1-3 comb warps (their progress shares 16 bytes with y's)");
+  constexpr int kMix = HC * (2 + HC);
+  constexpr int kParts = HCWARM_MHC_CHUNK_PARTS;
+  constexpr int kChunk = HCWARM_MHC_CHUNK_TOKENS;
+  constexpr int kBox = HCWARM_MHC_CHUNK_BOX;
+  constexpr int kStages = HCWARM_MHC_CHUNK_STAGES;
+  constexpr int kStageBytes = kBox * kBox * 2;
+  constexpr int kWindow = HCWARM_MHC_CHUNK_WINDOW;
+  constexpr int kRing = HCWARM_MHC_CHUNK_RING;
+  constexpr int kRec = HCWARM_MHC_CHUNK_RECORD;
+  constexpr int kCombWarps = HCWARM_MHC_CHUNK_COMB_WARPS;
+  constexpr int kGran = 4;  // 16-byte granules per y thread and stream: hidden / 8 over 32 * hidden / 1024 threads
+  constexpr int kY0 = 5;    // first y warp
+  const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
+  // The launcher checked all of this; never write garbage.
+  if (!shape_ok<1, HC, HIDDEN, true>(p) || D % HCWARM_MHC_CHUNK_HIDDEN_STEP != 0 ||
+      D > HCWARM_MHC_CHUNK_MAX_HIDDEN || (FUSED_NORM && p.norm_weight == nullptr) ||
+      (int)blockDim.x != HCWARM_MHC_CHUNK_THREADS(D) || gridDim.x != HCWARM_MHC_CHUNK_BLOCKS) {
+    return;
+  }
+  const long long K = (long long)HC * D;
+  const int part_k = D / 16;      // K / kParts
+  const int spc = part_k / kBox;  // TMA stages per chunk
+  const int ksteps = part_k / 16;
+  const int y_warps = D / HCWARM_MHC_CHUNK_HIDDEN_STEP;
+  const int y_threads = 32 * y_warps;
+  const int c0 = kY0 + y_warps;  // first comb warp
+
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned raw = smem_u32(smem_raw);
+  const unsigned stages = (raw + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
+  unsigned char* base_ptr = smem_raw + (stages - raw);
+  const unsigned fnf = stages + kStages * kStageBytes;  // [k-step][lane][n-tile j: hi b0, hi b1, lo b0, lo b1]
+  unsigned* fnf_ptr = reinterpret_cast<unsigned*>(base_ptr + kStages * kStageBytes);
+  unsigned char* small = base_ptr + kStages * kStageBytes + 6 * D;
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(small);
+  unsigned long long* empty = full + kStages;
+  volatile int* y_done = reinterpret_cast<volatile int*>(empty + kStages);
+  volatile int* comb_done = y_done + 1;                                     // [kCombWarps]
+  float* pre_s = reinterpret_cast<float*>(small + 16 * kStages + 16);      // [2][8]
+  float* ssq_s = pre_s + 16;                                                // [2][8]
+  float* base_s = ssq_s + 16;                                               // [kMix]
+  float* scale_s = base_s + kMix;                                           // [3] (+1)
+  float* mix_s = scale_s + 4;                                               // [kCombWarps][32]
+  float* pre_unused = mix_s + 32 * kCombWarps;                              // [kCombWarps][4]
+  float* scratch = pre_unused + 4 * kCombWarps;                             // [kCombWarps][32][25]
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int b = blockIdx.x;
+  const int part = b % kParts;
+  const int half = b / kParts;
+  const long long T = p.num_tokens;
+  const int nchunks = (int)((T + kChunk - 1) / kChunk);
+  unsigned* counters = reinterpret_cast<unsigned*>(p.partials);
+  float* rec = p.partials + HCWARM_MHC_CHUNK_COUNTER_BYTES(T) / 4;
+  const unsigned full_count = 2 * kParts;  // every block adds 1 per chunk
+
+  // fn's part as mma B fragments, split once: thread (g, q) of n-tile j holds
+  // fn[8j + g][k + 2q, +1] and [k + 2q + 8, +1] (hi and lo).
+  for (int i = tid; i < ksteps * 32 * 6; i += blockDim.x) {
+    const int r = i & 1;
+    const int j = (i >> 1) % 3;
+    const int ln = (i / 6) & 31;
+    const int ks = i / 192;
+    const int g = ln >> 2, q = ln & 3;
+    const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
+    unsigned hi, lo;
+    split_fn_pair(f[0], f[1], hi, lo);
+    fnf_ptr[(ks * 32 + ln) * 12 + j * 4 + r] = hi;
+    fnf_ptr[(ks * 32 + ln) * 12 + j * 4 + 2 + r] = lo;
+  }
+  load_base_scale<HC>(p, base_s, scale_s, tid);
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(smem_u32(full + s), 1);
+      mbar_init(smem_u32(empty + s), 4);
+    }
+    *y_done = 0;
+    for (int k = 0; k < kCombWarps; ++k) comb_done[k] = 0;
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == 0) {
+    // ---- TMA ----
+    if (lane != 0) return;
+    const unsigned long long policy = policy_evict_last();
+    int n = 0;
+    for (int c = 0; c < nchunks; ++c) {
+      const int d = c - kWindow;
+      if (d >= 0) {
+        while (*y_done <= d || comb_done[d % kCombWarps] < d / kCombWarps + 1) __nanosleep(32);
+      }
+      for (int s = 0; s < spc; ++s, ++n) {
+        const int st = n % kStages;
+        mbar_wait(smem_u32(empty + st), ((unsigned)(n / kStages) & 1u) ^ 1u);
+        mbar_expect_tx(smem_u32(full + st), kStageBytes);
+        tma_load_2d(stages + st * kStageBytes, tmap, part * part_k + kBox * s, c * kChunk + kBox * half,
+                    smem_u32(full + st), policy);
+      }
+    }
+  } else if (warp < kY0) {
+    // ---- mma: tokens [16m, +16) of the half-chunk ----
+    const int m = warp - 1;
+    const int g = lane >> 2, q = lane & 3;
+    const int row = 16 * m + (lane & 7) + ((lane >> 3) & 1) * 8;  // ldmatrix: this lane's row of the 4 8x8 tiles
+    const unsigned row_off = row * 128;
+    const int swz = row & 7;
+    int n = 0;
+    int prev = -1;
+    for (int c = 0; c < nchunks; ++c) {
+      float ah[3][4], al[3][4];
+#pragma unroll
+      for (int j = 0; j < 3; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ah[j][e] = al[j][e] = 0.f;
+      float ss0 = 0.f, ss1 = 0.f;
+      for (int s = 0; s < spc; ++s, ++n) {
+        const int st = n % kStages;
+        mbar_wait(smem_u32(full + st), (unsigned)(n / kStages) & 1u);
+        // The stage before is released only now: an arrive right after its
+        // ldmatrix can overtake the shared-memory read (the barrier unit and
+        // the load unit are not ordered), and the TMA would then overwrite the
+        // stage mid-read. Its HMMAs, issued before this wait, had their operands.
+        if (prev >= 0 && lane == 0) mbar_arrive(smem_u32(empty + prev));
+        prev = st;
+        const unsigned tile = stages + st * kStageBytes + row_off;
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          unsigned a0, a1, a2, a3;
+          ldmatrix_x4(tile + (((2 * kk + (lane >> 4)) ^ swz) << 4), a0, a1, a2, a3);
+          const unsigned fa = fnf + ((s * 4 + kk) * 32 + lane) * 48;
+          const U4 f0 = lds_u4(fa), f1 = lds_u4(fa + 16), f2 = lds_u4(fa + 32);
+          mma_bf16_16816(ah[0], a0, a1, a2, a3, f0.x, f0.y);
+          mma_bf16_16816(al[0], a0, a1, a2, a3, f0.z, f0.w);
+          mma_bf16_16816(ah[1], a0, a1, a2, a3, f1.x, f1.y);
+          mma_bf16_16816(al[1], a0, a1, a2, a3, f1.z, f1.w);
+          mma_bf16_16816(ah[2], a0, a1, a2, a3, f2.x, f2.y);
+          mma_bf16_16816(al[2], a0, a1, a2, a3, f2.z, f2.w);
+          ss0 += squares2(a0) + squares2(a2);
+          ss1 += squares2(a1) + squares2(a3);
+        }
+      }
+      ss0 = quad_sum(ss0);
+      ss1 = quad_sum(ss1);
+      const int lt0 = kBox * half + 16 * m + g;  // token in the chunk
+      const long long t0 = (long long)c * kChunk + lt0;
+      float* r0 = rec + (((size_t)(c % kRing) * kChunk + lt0) * kParts + part) * kRec;
+      float* r1 = r0 + (size_t)8 * kParts * kRec;
+      if (t0 < T) {
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+          r0[8 * j + 2 * q] = ah[j][0] + al[j][0];
+          r0[8 * j + 2 * q + 1] = ah[j][1] + al[j][1];
+        }
+        if (q == 0) r0[kMix] = ss0;
+      }
+      if (t0 + 8 < T) {
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+          r1[8 * j + 2 * q] = ah[j][2] + al[j][2];
+          r1[8 * j + 2 * q + 1] = ah[j][3] + al[j][3];
+        }
+        if (q == 0) r1[kMix] = ss1;
+      }
+      __threadfence();
+      named_barrier(1, 128);
+      if (warp == 1 && lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + c) : "memory");
+    }
+  } else if (warp < c0) {
+    // ---- y: token c * 128 + b ----
+    const int yw = warp - kY0;
+    const int yt = tid - 32 * kY0;
+    const int nvec = D / 8;
+    const unsigned long long policy = policy_evict_first();
+    U4 xv[kGran][HC];
+    float rv[5];
+    auto wait_chunk = [&](int c) {
+      if (lane == 0) {
+        while (ld_acquire(counters + c) < full_count) __nanosleep(20);
+      }
+      __syncwarp();
+    };
+    auto load_x = [&](int c) {
+      const long long t = (long long)c * kChunk + b;
+      if (t < T) {
+        const unsigned short* x = p.residual + t * K;
+#pragma unroll
+        for (int v = 0; v < kGran; ++v) {
+          const int idx = yt + y_threads * v;
+#pragma unroll
+          for (int i = 0; i < HC; ++i) xv[v][i] = ldg_u4_policy(x + (long long)i * D + idx * 8, policy);
+        }
+      }
+    };
+    // Warp 0: the first 4 mix sums and the sum of squares of the token's 64 records.
+    auto load_records = [&](int c) {
+      const float* rr = rec + ((size_t)(c % kRing) * kChunk + b) * kParts * kRec;
+      const F4 m0 = ld_record4(rr + lane * kRec), m1 = ld_record4(rr + (lane + 32) * kRec);
+      const float s0 = ld_record1(rr + lane * kRec + kMix), s1 = ld_record1(rr + (lane + 32) * kRec + kMix);
+      rv[0] = m0.x + m1.x, rv[1] = m0.y + m1.y, rv[2] = m0.z + m1.z, rv[3] = m0.w + m1.w, rv[4] = s0 + s1;
+    };
+    auto publish_pre = [&](int c) {
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+        for (int e = 0; e < 5; ++e) rv[e] += __shfl_xor_sync(0xffffffffu, rv[e], off);
+      const float r = scalar_rms_inv<FAST>(p, rv, 4, (float)K);
+      if (lane < HC) {
+        const float mx = lane == 0 ? rv[0] : lane == 1 ? rv[1] : lane == 2 ? rv[2] : rv[3];
+        pre_s[(c & 1) * 8 + lane] = rcp_sel<FAST>(1.0f + expf(-(mx * r * scale_s[0] + base_s[lane]))) + p.hc_eps;
+      }
+    };
+    wait_chunk(0);
+    load_x(0);
+    if (yw == 0) {
+      load_records(0);
+      publish_pre(0);
+    }
+    for (int c = 0; c < nchunks; ++c) {
+      const long long t = (long long)c * kChunk + b;
+      named_barrier(2, y_threads);  // pre(c) is in pre_s
+      float pre[HC];
+#pragma unroll
+      for (int i = 0; i < HC; ++i) pre[i] = pre_s[(c & 1) * 8 + i];
+      float ssq = 0.f;
+      U4 yv[kGran];
+#pragma unroll
+      for (int v = 0; v < kGran; ++v) yv[v] = mix_streams8<HC>(xv[v], pre, ssq);
+      // Token c + 1's loads now if its chunk is complete, else after token c's stores.
+      bool fetched = false;
+      if (c + 1 < nchunks) {
+        unsigned ready = 0;
+        if (lane == 0) ready = ld_acquire(counters + c + 1) >= full_count;
+        if (__shfl_sync(0xffffffffu, ready, 0)) {
+          load_x(c + 1);
+          if (yw == 0) load_records(c + 1);
+          fetched = true;
+        }
+      }
+      float rn = 1.f;
+      if (FUSED_NORM) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) ssq += __shfl_xor_sync(0xffffffffu, ssq, off);
+        if (lane == 0) ssq_s[(c & 1) * 8 + yw] = ssq;
+        named_barrier(3, y_threads);
+        float tot = 0.f;
+        for (int w = 0; w < y_warps; ++w) tot += ssq_s[(c & 1) * 8 + w];
+        rn = rcp_sel<FAST>(sqrtf(tot / (float)D + p.norm_eps));
+      }
+      if (t < T) {
+        unsigned short* y = p.y + t * D;
+#pragma unroll
+        for (int v = 0; v < kGran; ++v) {
+          const int idx = yt + y_threads * v;
+          if (idx < nvec) {
+            stg_u4(y + idx * 8,
+                   FUSED_NORM ? norm8(yv[v], ldg_u4_cached(p.norm_weight + idx * 8), rn) : yv[v]);
+          }
+        }
+      }
+      if (yt == 0) *y_done = c + 1;
+      if (c + 1 < nchunks && !fetched) {
+        wait_chunk(c + 1);
+        load_x(c + 1);
+        if (yw == 0) load_records(c + 1);
+      }
+      if (yw == 0 && c + 1 < nchunks) publish_pre(c + 1);
+    }
+  } else {
+    // ---- comb: chunks k, k + kCombWarps, ...; the next one's records are
+    // loaded before this one is reduced when its chunk is complete ----
+    const int k = warp - c0;
+    float* mine = mix_s + 32 * k;
+    float* scr = scratch + k * 32 * 25;
+    auto load = [&](int c, float (&v)[25]) {
+      if (lane == 0) {
+        while (ld_acquire(counters + c) < full_count) __nanosleep(20);
+      }
+      __syncwarp();
+      const float* rr = rec + ((size_t)(c % kRing) * kChunk + b) * kParts * kRec;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float* r = rr + (lane + 32 * h) * kRec;
+#pragma unroll
+        for (int e = 0; e < 6; ++e) {
+          const F4 f = ld_record4(r + 4 * e);
+          v[4 * e] = h == 0 ? f.x : v[4 * e] + f.x;
+          v[4 * e + 1] = h == 0 ? f.y : v[4 * e + 1] + f.y;
+          v[4 * e + 2] = h == 0 ? f.z : v[4 * e + 2] + f.z;
+          v[4 * e + 3] = h == 0 ? f.w : v[4 * e + 3] + f.w;
+        }
+        const float s = ld_record1(r + kMix);
+        v[24] = h == 0 ? s : v[24] + s;
+      }
+    };
+    float v[25], vn[25];
+    if (k < nchunks) load(k, v);
+    for (int c = k; c < nchunks; c += kCombWarps) {
+      const long long t = (long long)c * kChunk + b;
+      const bool more = c + kCombWarps < nchunks;
+      bool fetched = false;
+      if (more) {
+        unsigned ready = 0;
+        if (lane == 0) ready = ld_acquire(counters + c + kCombWarps) >= full_count;
+        if (__shfl_sync(0xffffffffu, ready, 0)) {
+          load(c + kCombWarps, vn);
+          fetched = true;
+        }
+      }
+      // Lane l holds parts l and l + 32: the column sums over the lanes, in a fixed order.
+#pragma unroll
+      for (int e = 0; e < 25; ++e) scr[lane * 25 + e] = v[e];
+      __syncwarp();
+      if (lane <= kMix) {
+        float s = 0.f;
+#pragma unroll 8
+        for (int l = 0; l < 32; ++l) s += scr[l * 25 + lane];
+        mine[lane] = s;
+      }
+      __syncwarp();
+      const float r = scalar_rms_inv<FAST>(p, mine, kMix, (float)K);
+      scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_unused + 4 * k, lane, r);
+      scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
+      __syncwarp();
+      if (lane == 0) comb_done[k] = c / kCombWarps + 1;
+      if (more && !fetched) load(c + kCombWarps, vn);
+      if (more) {
+#pragma unroll
+        for (int e = 0; e < 25; ++e) v[e] = vn[e];
+      }
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace hcwarm_kernels
