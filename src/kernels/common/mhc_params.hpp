@@ -61,8 +61,8 @@
 #define HCWARM_MHC_CHUNK_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares
 #define HCWARM_MHC_CHUNK_MAX_HIDDEN 7168
 #define HCWARM_MHC_CHUNK_HIDDEN_STEP 1024
-// The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps.
-#define HCWARM_MHC_CHUNK_THREADS(hidden) ((5 + (hidden) / HCWARM_MHC_CHUNK_HIDDEN_STEP + HCWARM_MHC_CHUNK_COMB_WARPS) * 32)
+// The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps, the signal warp.
+#define HCWARM_MHC_CHUNK_THREADS(hidden) ((6 + (hidden) / HCWARM_MHC_CHUNK_HIDDEN_STEP + HCWARM_MHC_CHUNK_COMB_WARPS) * 32)
 // Dynamic shared memory: alignment slack, the TMA stages, fn's mma fragments
 // of the part (6 * hidden bytes), and 12 KB of barriers and scratch.
 #define HCWARM_MHC_CHUNK_SMEM(hidden) \

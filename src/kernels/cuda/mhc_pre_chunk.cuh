@@ -14,7 +14,10 @@
 //              the residual by ldmatrix, B = fn split into hi + lo bf16, the
 //              part's fragments in shared memory for the whole launch) and the
 //              sum of squares; a record per (token, part) in a ring of chunks
-//              in the workspace, then a release add on the chunk's counter.
+//              in the workspace, then arrive on the chunk's named barrier and
+//              go on (a fence of their own would stall them ~1.3 us a chunk:
+//              H200, 116.7 -> 198.7 us of streaming at T 8192).
+//   signal     waits on that barrier and counts the chunk in (release add).
 //   y warps    (hidden / 1024) once the chunk's counter is full, token
 //              c * 128 + b's whole row from L2: pre from its 64 records, y, and
 //              the fused norm over the row itself (mean of the bf16 y, as
@@ -133,6 +136,10 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
                 "a chunk is two halves of one box height, each over every part");
   static_assert(HCWARM_MHC_CHUNK_COMB_WARPS >= 1 && HCWARM_MHC_CHUNK_COMB_WARPS <= 3,
                 "1-3 comb warps (their progress shares 16 bytes with y's)");
+  // The mma warps hand chunk c to the signal warp on named barrier 4 + c % 8:
+  // they reach chunk c + 8 only after this block's y of chunk c + 8 - WINDOW,
+  // which the signal of chunk c preceded, so no barrier is reused early.
+  static_assert(HCWARM_MHC_CHUNK_WINDOW <= 8, "signal barriers 4..11 are reused every 8 chunks");
   constexpr int kMix = HC * (2 + HC);
   constexpr int kParts = HCWARM_MHC_CHUNK_PARTS;
   constexpr int kChunk = HCWARM_MHC_CHUNK_TOKENS;
@@ -159,6 +166,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   const int y_warps = D / HCWARM_MHC_CHUNK_HIDDEN_STEP;
   const int y_threads = 32 * y_warps;
   const int c0 = kY0 + y_warps;  // first comb warp
+  const int signal_warp = c0 + kCombWarps;
 
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
@@ -299,9 +307,14 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         }
         if (q == 0) r1[kMix] = ss1;
       }
-      __threadfence();
-      named_barrier(1, 128);
-      if (warp == 1 && lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + c) : "memory");
+      // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
+      asm volatile("bar.arrive %0, %1;" ::"r"(4 + (c & 7)), "r"(160) : "memory");
+    }
+  } else if (warp == signal_warp) {
+    // ---- signal: chunk c's records are in; count the block in ----
+    for (int c = 0; c < nchunks; ++c) {
+      named_barrier(4 + (c & 7), 160);
+      if (lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + c) : "memory");
     }
   } else if (warp < c0) {
     // ---- y: token c * 128 + b ----
