@@ -65,7 +65,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                              HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3,
                              kCudaFinishSymbol, num_splits, hc, hidden, norm, fast));
   if (parts == 3) {
-    // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps.
+    // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
     src += part(2, fmt::format("#include \"cuda/mhc_pre_chunk.cuh\"\n"
                                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p, "
                                "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"

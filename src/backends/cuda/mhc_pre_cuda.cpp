@@ -8,7 +8,7 @@ namespace {
 
 // hidden a positive multiple of 1024 up to 7168: whole 64-column TMA boxes in
 // each of the 64 K-parts, and one y warp per 1024 columns (at most 7: the block
-// is then 14 warps, which leaves 128 registers a thread).
+// is then 15 warps, which leaves at most 136 registers a thread).
 bool one_pass_hidden(int hidden) {
   return hidden > 0 && hidden % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_CHUNK_MAX_HIDDEN;
 }

@@ -42,7 +42,7 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 // of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
 // The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
-// warps and the comb warps (cuda/mhc_pre_chunk.cuh).
+// warps, the comb warps and the signal warp (cuda/mhc_pre_chunk.cuh).
 unsigned one_pass_threads(int hidden);
 // The workspace the one-pass kernel needs for T tokens: a counter per chunk of
 // 128 tokens and a 16 MiB ring of records.

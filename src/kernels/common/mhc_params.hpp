@@ -53,8 +53,9 @@
 #define HCWARM_MHC_CHUNK_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
 #define HCWARM_MHC_CHUNK_STAGES 12     // TMA boxes in flight per block
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
-// L2 before their re-read (H200, T 8192, D 7168: 1 / 2 / 3 / 5 chunks -> 662 /
-// 413 / 328 / 295 us). The record ring must hold more than 2 * WINDOW chunks.
+// L2 before their re-read (H200, T 8192, D 7168: the first version 662 / 413 /
+// 328 us at 1 / 2 / 3 chunks; as shipped 291.8 / 318.1 / 324.3 us at 5 / 6 / 7;
+// docs/results/l2-chunk-h200.txt). The record ring must hold more than 2 * WINDOW chunks.
 #define HCWARM_MHC_CHUNK_WINDOW 5
 #define HCWARM_MHC_CHUNK_RING 16
 #define HCWARM_MHC_CHUNK_COMB_WARPS 2  // post and Sinkhorn, alternate chunks (one warp: 452 us)
