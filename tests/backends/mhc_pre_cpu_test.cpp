@@ -298,6 +298,26 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   }
 }
 
+// The one-pass launch's workspace: a 4-byte counter per chunk of 128 tokens
+// (cleared before every launch, rounded to 256 bytes) in front of the record
+// ring; and TMA's 16-byte alignment rule for the residual (anything else takes
+// the two-kernel path).
+TEST(MhcPreCudaSource, OnePassWorkspaceAndResidualAlignment) {
+  const size_t ring = size_t{16} * 128 * 64 * 32 * 4;  // 16 chunks x 128 tokens x 64 parts x 32 floats
+  EXPECT_EQ(static_cast<size_t>(HCWARM_MHC_CHUNK_RECORD_BYTES), ring);
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(0), ring);
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(-5), ring);       // no tokens: no counters
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(1), 256 + ring);  // one chunk
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(8192), 256 + ring);      // 64 counters, 256 bytes
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(8193), 512 + ring);      // 65 counters
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(16384 * 4), 2048 + ring);  // 512 counters
+  alignas(16) static unsigned short residual[16] = {};
+  EXPECT_TRUE(cuda::one_pass_residual_ok(residual));
+  EXPECT_FALSE(cuda::one_pass_residual_ok(residual + 1));  // bf16-aligned only
+  EXPECT_FALSE(cuda::one_pass_residual_ok(residual + 4));  // 8 bytes
+  EXPECT_TRUE(cuda::one_pass_residual_ok(residual + 8));
+}
+
 // Through the JIT runtime, from the device-free spec builder that warmup and
 // `cache build` use: a CUDA kernel built on a machine without a GPU.
 TEST(MhcPreCudaSource, JitCompileOnlyWithoutGpu) {
