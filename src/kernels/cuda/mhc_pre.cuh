@@ -615,12 +615,18 @@ __device__ __forceinline__ float scalar_rms_inv(const hcwarm_mhc_pre_params& p, 
   const float ms = FAST ? mix[kmix] * (1.0f / K) : mix[kmix] / K;
   return rcp_sel<FAST>(sqrtf(ms + p.rms_eps));
 }
+// pre[i] = sigmoid(mix[i] * r * scale[0] + base[i]) + hc_eps, from stream i's mix sum.
+template <bool FAST>
+__device__ __forceinline__ float pre_weight(const hcwarm_mhc_pre_params& p, float mix, float r, float scale0,
+                                            float base) {
+  return rcp_sel<FAST>(1.0f + expf(-(mix * r * scale0 + base))) + p.hc_eps;
+}
 template <int HC, bool FAST>
 __device__ __forceinline__ void scalar_sigmoids(const hcwarm_mhc_pre_params& p, long long t, bool valid,
                                                 const float* mix, const float* base, const float* scale, float* pre,
                                                 int lane, float r) {
   if (lane < HC) {
-    pre[lane] = rcp_sel<FAST>(1.0f + expf(-(mix[lane] * r * scale[0] + base[lane]))) + p.hc_eps;
+    pre[lane] = pre_weight<FAST>(p, mix[lane], r, scale[0], base[lane]);
   } else if (lane < 2 * HC) {
     const float b = mix[lane] * r * scale[1] + base[lane];
     if (valid) p.post[t * HC + (lane - HC)] = p.post_mult * rcp_sel<FAST>(1.0f + expf(-b));

@@ -357,7 +357,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       const float r = scalar_rms_inv<FAST>(p, rv, 4, (float)K);
       if (lane < HC) {
         const float mx = lane == 0 ? rv[0] : lane == 1 ? rv[1] : lane == 2 ? rv[2] : rv[3];
-        pre_s[(c & 1) * 8 + lane] = rcp_sel<FAST>(1.0f + expf(-(mx * r * scale_s[0] + base_s[lane]))) + p.hc_eps;
+        pre_s[(c & 1) * 8 + lane] = pre_weight<FAST>(p, mx, r, scale_s[0], base_s[lane]);
       }
     };
     wait_chunk(0);
