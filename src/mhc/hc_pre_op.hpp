@@ -108,8 +108,9 @@ class HcPreOp {
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
   // Cuda, num_splits == 1 (large T): the one-pass kernel where the shape
-  // and device allow it, or the two kernels (default: measured faster on the
-  // H200, docs/BENCHMARKS.md).
+  // and device allow it, or the two kernels (default: the one-pass kernel is
+  // faster at hidden 7168 but not at 4096 on the H200, and its cooperative
+  // launch waits for 128 free SMs; docs/BENCHMARKS.md).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
   // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
   // reciprocals (default), or with IEEE ones.

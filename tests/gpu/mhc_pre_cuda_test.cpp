@@ -172,8 +172,9 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
     expect_close(c, fmt::format("{} D={} T={} one_pass={}", mhc::to_string(k.variant), k.hidden, k.T, k.one_pass));
     (k.one_pass ? one : two).merge(c);
   }
-  // Forced onto num_splits 1, with and without the norm: T = 1 (one 32-token
-  // tile: one group), 37 and 1000 (part-filled last tiles).
+  // Forced onto num_splits 1, with and without the norm: T = 1 (one token of
+  // one 128-token chunk), 37 (a part-filled first half-chunk) and 1000 (a
+  // part-filled last chunk).
   HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
   op.set_cuda_one_pass(true);
   for (int64_t T : {1, 37, 1000}) {
