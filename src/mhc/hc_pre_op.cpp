@@ -264,9 +264,8 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   }
   const bool norm = a.norm_weight != nullptr;
   const Kernels& k = kernels_for(splits, norm);
-  // The one-pass kernel, when the module has it, the device runs it and TMA can read the residual.
-  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr &&
-                        cuda::one_pass_residual_ok(a.residual);
+  // The one-pass kernel, when the module has it and the device runs it.
+  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
   const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda::cuda_num_parts(splits);
 
   hcwarm_mhc_pre_params p{};
@@ -288,6 +287,12 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
+  if (backend_ == Backend::Cuda) {
+    if (const char* bad = cuda::misaligned_argument(p)) {
+      HCWARM_THROW(ErrorKind::InvalidArgument,
+                   "hc_pre (cuda): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", bad);
+    }
+  }
   ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
                             : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
   p.partials = workspace_.as<float>();

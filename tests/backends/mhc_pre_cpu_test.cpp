@@ -284,12 +284,12 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
 }
 
 // The one-pass kernel's launch bounds are the block the launcher gives it: the
-// TMA warp, 4 mma warps, hidden / 1024 y warps, 2 comb warps and the signal warp (another block
+// TMA warp, 4 mma warps, hidden / 1024 y warps, 3 comb warps and the signal warp (another block
 // would make the kernel return without writing).
 TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   mhc::CudaKernelOptions cuda;
   cuda.one_pass = true;
-  for (const auto& [hidden, threads] : {std::pair{7168, 480}, std::pair{4096, 384}, std::pair{1024, 288}}) {
+  for (const auto& [hidden, threads] : {std::pair{7168, 512}, std::pair{4096, 416}, std::pair{1024, 320}}) {
     EXPECT_EQ(cuda::one_pass_threads(hidden), static_cast<unsigned>(threads)) << hidden;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
     EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, mhc::kCudaOnePassSymbol)),
@@ -298,24 +298,48 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   }
 }
 
-// The one-pass launch's workspace: a 4-byte counter per chunk of 128 tokens
-// (cleared before every launch, rounded to 256 bytes) in front of the record
-// ring; and TMA's 16-byte alignment rule for the residual (anything else takes
-// the two-kernel path).
-TEST(MhcPreCudaSource, OnePassWorkspaceAndResidualAlignment) {
+// The one-pass launch's workspace: a 4-byte counter per half of each chunk of
+// 128 tokens (cleared before every launch, rounded to 256 bytes) in front of the record
+// ring; and the 16-byte alignment every CUDA kernel needs.
+TEST(MhcPreCudaSource, OnePassWorkspaceAndAlignment) {
   const size_t ring = size_t{16} * 128 * 64 * 32 * 4;  // 16 chunks x 128 tokens x 64 parts x 32 floats
   EXPECT_EQ(static_cast<size_t>(HCWARM_MHC_CHUNK_RECORD_BYTES), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(0), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(-5), ring);       // no tokens: no counters
   EXPECT_EQ(cuda::one_pass_workspace_bytes(1), 256 + ring);  // one chunk
-  EXPECT_EQ(cuda::one_pass_workspace_bytes(8192), 256 + ring);      // 64 counters, 256 bytes
-  EXPECT_EQ(cuda::one_pass_workspace_bytes(8193), 512 + ring);      // 65 counters
-  EXPECT_EQ(cuda::one_pass_workspace_bytes(16384 * 4), 2048 + ring);  // 512 counters
-  alignas(16) static unsigned short residual[16] = {};
-  EXPECT_TRUE(cuda::one_pass_residual_ok(residual));
-  EXPECT_FALSE(cuda::one_pass_residual_ok(residual + 1));  // bf16-aligned only
-  EXPECT_FALSE(cuda::one_pass_residual_ok(residual + 4));  // 8 bytes
-  EXPECT_TRUE(cuda::one_pass_residual_ok(residual + 8));
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(4096), 256 + ring);      // 32 chunks, 64 counters, 256 bytes
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(4097), 512 + ring);      // 33 chunks
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(8192), 512 + ring);      // 64 chunks
+  EXPECT_EQ(cuda::one_pass_workspace_bytes(16384 * 4), 4096 + ring);  // 512 chunks, 1024 counters
+  // Every CUDA kernel moves 16 bytes at a time: hc_pre refuses (InvalidArgument,
+  // naming it) a residual, fn, y or norm weight that is not 16-byte aligned.
+  alignas(16) static unsigned char buf[64] = {};
+  hcwarm_mhc_pre_params p{};
+  p.residual = reinterpret_cast<const unsigned short*>(buf);
+  p.fn = reinterpret_cast<const float*>(buf + 16);
+  p.y = reinterpret_cast<unsigned short*>(buf + 32);
+  EXPECT_EQ(cuda::misaligned_argument(p), nullptr);  // no norm weight
+  p.norm_weight = reinterpret_cast<const unsigned short*>(buf + 48);
+  EXPECT_EQ(cuda::misaligned_argument(p), nullptr);
+  auto name = [](const hcwarm_mhc_pre_params& q) {
+    const char* n = cuda::misaligned_argument(q);
+    return std::string(n != nullptr ? n : "none");
+  };
+  auto at = [&](int offset) { return buf + offset; };
+  hcwarm_mhc_pre_params q = p;
+  q.residual = reinterpret_cast<const unsigned short*>(at(2));  // bf16-aligned only
+  EXPECT_EQ(name(q), "residual");
+  q.residual = reinterpret_cast<const unsigned short*>(at(8));  // 8 bytes
+  EXPECT_EQ(name(q), "residual");
+  q = p;
+  q.fn = reinterpret_cast<const float*>(at(20));
+  EXPECT_EQ(name(q), "fn");
+  q = p;
+  q.y = reinterpret_cast<unsigned short*>(at(40));
+  EXPECT_EQ(name(q), "y");
+  q = p;
+  q.norm_weight = reinterpret_cast<const unsigned short*>(at(50));
+  EXPECT_EQ(name(q), "norm_weight");
 }
 
 // Through the JIT runtime, from the device-free spec builder that warmup and

@@ -150,7 +150,7 @@ TEST_F(MhcPreCuda, OtherGemmVariants) {
   }
 }
 
-// num_splits == 1: the one-pass kernel and the two-kernel path (default), specialized and generic.
+// num_splits == 1: the one-pass kernel (default) and the two-kernel path, specialized and generic.
 TEST_F(MhcPreCuda, OnePassLargeT) {
   struct Case {
     int hidden;
@@ -210,6 +210,50 @@ TEST_F(MhcPreCuda, PreciseFinish) {
   expect_close(c, "precise finish one-pass T=4300 N(0,1000)");
   all.merge(c);
   report("cuda precise finish D=7168", all);
+}
+
+// Every CUDA kernel moves 16 bytes at a time: a residual 2 bytes off (a bf16
+// view at an odd offset) is refused before anything runs, naming it, and y is
+// left as it was; the same buffers aligned run.
+TEST_F(MhcPreCuda, MisalignedResidualIsRefused) {
+  const int D = 7168;
+  const int64_t T = 4300;  // num_splits 1: the one-pass kernel by default
+  HcPreOp op(Backend::Cuda, dims_of(D), {}, 132, jit_, *device_);
+  ASSERT_EQ(op.num_splits(T), 1);
+  const auto in = random_hc_pre_inputs(T, 4, D, 77, 1.0f);
+  const size_t res_bytes = in.residual.numel() * sizeof(bf16), y_bytes = static_cast<size_t>(T) * D * sizeof(bf16);
+  DeviceBuffer res(*device_, res_bytes + 16), fn(*device_, in.fn.numel() * sizeof(float)), scale(*device_, 64),
+      base(*device_, 256), y(*device_, y_bytes), post(*device_, T * 16), comb(*device_, T * 64);
+  device_->copy_from_host(fn.get(), in.fn.data(), in.fn.numel() * sizeof(float));
+  device_->copy_from_host(scale.get(), in.scale.data(), in.scale.numel() * sizeof(float));
+  device_->copy_from_host(base.get(), in.base.data(), in.base.numel() * sizeof(float));
+  const std::vector<unsigned char> poison(y_bytes, 0xff);
+  device_->copy_from_host(y.get(), poison.data(), y_bytes);
+  mhc::HcPreArgs a;
+  a.num_tokens = T;
+  a.residual = reinterpret_cast<const bf16*>(res.as<unsigned char>() + 2);
+  a.fn = fn.as<float>();
+  a.scale = scale.as<float>();
+  a.base = base.as<float>();
+  a.y = y.as<bf16>();
+  a.post = post.as<float>();
+  a.comb = comb.as<float>();
+  device_->copy_from_host(res.as<unsigned char>() + 2, in.residual.data(), res_bytes);
+  try {
+    op.run(a);
+    FAIL() << "a residual 2 bytes off 16-byte alignment was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("residual"), std::string::npos) << e.message();
+  }
+  device_->synchronize();
+  std::vector<unsigned char> after(y_bytes);
+  device_->copy_to_host(after.data(), y.get(), y_bytes);
+  EXPECT_EQ(after, poison) << "y was written";
+  device_->copy_from_host(res.get(), in.residual.data(), res_bytes);
+  a.residual = res.as<bf16>();
+  EXPECT_NO_THROW(op.run(a));
+  device_->synchronize();
 }
 
 TEST_F(MhcPreCuda, ZeroTokensIsANoOp) {

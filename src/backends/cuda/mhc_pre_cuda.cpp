@@ -49,7 +49,14 @@ size_t one_pass_workspace_bytes(long long num_tokens) {
   return HCWARM_MHC_CHUNK_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
 }
 
-bool one_pass_residual_ok(const void* residual) { return reinterpret_cast<uintptr_t>(residual) % 16 == 0; }
+const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
+  const std::pair<const char*, const void*> args[] = {
+      {"residual", p.residual}, {"fn", p.fn}, {"y", p.y}, {"norm_weight", p.norm_weight}};
+  for (const auto& [name, ptr] : args) {
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return name;  // a null norm_weight passes
+  }
+  return nullptr;
+}
 
 CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
   k.one_pass = nullptr;

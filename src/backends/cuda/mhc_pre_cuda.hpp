@@ -26,8 +26,8 @@ struct MhcPreCudaKernels {
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
 // With k.one_pass set and stages == 3, runs the one-pass kernel instead: p.partials
 // must then hold one_pass_workspace_bytes(T) (the launcher clears its counters,
-// sets p.num_parts and encodes the residual's TMA map itself), and p.residual
-// must be 16-byte aligned (one_pass_residual_ok).
+// sets p.num_parts and encodes the residual's TMA map itself). Every kernel
+// needs the pointers misaligned_argument() checks 16-byte aligned.
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
@@ -44,11 +44,13 @@ bool one_pass_supported(int hc_mult, int hidden, int cc_major);
 // The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
 // warps, the comb warps and the signal warp (cuda/mhc_pre_chunk.cuh).
 unsigned one_pass_threads(int hidden);
-// The workspace the one-pass kernel needs for T tokens: a counter per chunk of
-// 128 tokens and a 16 MiB ring of records.
+// The workspace the one-pass kernel needs for T tokens: a counter per half of
+// each chunk of 128 tokens and a 16 MiB ring of records.
 size_t one_pass_workspace_bytes(long long num_tokens);
-// TMA reads the residual: it must be 16-byte aligned (else the two-kernel path).
-bool one_pass_residual_ok(const void* residual);
+// The kernels move 16 bytes at a time (and TMA reads the residual): the name of
+// the first of residual, fn, y and norm_weight (when set) that is not 16-byte
+// aligned, or nullptr when all are.
+const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
 // its HCWARM_MHC_CHUNK_BLOCKS blocks can all be resident on `num_sms` SMs (they
 // wait for each other). On success fills k.one_pass and its geometry and

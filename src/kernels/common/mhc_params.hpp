@@ -46,31 +46,55 @@
 // streams the residual of half b / CHUNK_PARTS of a chunk over K-part
 // b % CHUNK_PARTS (4 * hidden / 64 columns) by TMA and writes a record per
 // (token, part); then re-reads token chunk * 128 + b's whole row from L2 and
-// writes its y. hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
+// writes its y (pre from the token's records by the block's comb warps). hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
 #define HCWARM_MHC_CHUNK_BLOCKS 128
 #define HCWARM_MHC_CHUNK_PARTS 64
 #define HCWARM_MHC_CHUNK_TOKENS 128
 #define HCWARM_MHC_CHUNK_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
-#define HCWARM_MHC_CHUNK_STAGES 12     // TMA boxes in flight per block
+// The tuning values below are #ifndef so that tools/experiments/l2_chunk.cu can
+// build variants with -D; the library uses them as they are. Figures: H200,
+// T 8192, D 7168, harness us per call (docs/BENCHMARKS.md, eighth session;
+// raw output in docs/results/l2-chunk-h200.txt).
+// TMA boxes in flight per block: 6 / 8 / 12 -> 237-241 / 240-253 / 263 us
+// (three runs each); more in flight only lengthens every round trip.
+#ifndef HCWARM_MHC_CHUNK_STAGES
+#define HCWARM_MHC_CHUNK_STAGES 6
+#endif
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
-// L2 before their re-read (H200, T 8192, D 7168: the first version 662 / 413 /
-// 328 us at 1 / 2 / 3 chunks; as shipped 291.8 / 318.1 / 324.3 us at 5 / 6 / 7;
-// docs/results/l2-chunk-h200.txt). The record ring must hold more than 2 * WINDOW chunks.
+// L2 before their re-read (5 / 6 -> 237-241 / 252-267 us; the seventh
+// session's kernel 291.8 / 318.1 / 324.3 us at 5 / 6 / 7, and 662 / 413 / 328
+// at 1 / 2 / 3 in its first version).
+#ifndef HCWARM_MHC_CHUNK_WINDOW
 #define HCWARM_MHC_CHUNK_WINDOW 5
+#endif
+// Chunks a block's TMA may run ahead of its own comb warps; the record ring
+// bounds it (WINDOW + COMB_WINDOW < RING). 10 measured no faster (236-249 us).
+#ifndef HCWARM_MHC_CHUNK_COMB_WINDOW
+#define HCWARM_MHC_CHUNK_COMB_WINDOW 5
+#endif
+#ifndef HCWARM_MHC_CHUNK_RING
 #define HCWARM_MHC_CHUNK_RING 16
-#define HCWARM_MHC_CHUNK_COMB_WARPS 2  // post and Sinkhorn, alternate chunks (one warp: 452 us)
-#define HCWARM_MHC_CHUNK_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares
+#endif
+// Comb warps: pre (first, for the y warps), post and the Sinkhorn of every
+// third chunk each (2 warps: 294.6 against 271.0 us, before the records filled
+// whole sectors).
+#ifndef HCWARM_MHC_CHUNK_COMB_WARPS
+#define HCWARM_MHC_CHUNK_COMB_WARPS 3
+#endif
+#define HCWARM_MHC_CHUNK_PRE_RING 8    // pre slots, comb warps -> y warps (at least WINDOW)
+#define HCWARM_MHC_CHUNK_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
 #define HCWARM_MHC_CHUNK_MAX_HIDDEN 7168
 #define HCWARM_MHC_CHUNK_HIDDEN_STEP 1024
 // The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps, the signal warp.
 #define HCWARM_MHC_CHUNK_THREADS(hidden) ((6 + (hidden) / HCWARM_MHC_CHUNK_HIDDEN_STEP + HCWARM_MHC_CHUNK_COMB_WARPS) * 32)
 // Dynamic shared memory: alignment slack, the TMA stages, fn's mma fragments
-// of the part (6 * hidden bytes), and 12 KB of barriers and scratch.
+// of the part (6 * hidden bytes), the norm weight (2 * hidden), and 12 KB of
+// barriers and scratch.
 #define HCWARM_MHC_CHUNK_SMEM(hidden) \
-  (1024 + HCWARM_MHC_CHUNK_STAGES * HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2 + 6 * (hidden) + 12 * 1024)
-// Workspace: a counter per chunk (zero at launch), then the ring of records.
+  (1024 + HCWARM_MHC_CHUNK_STAGES * HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2 + 8 * (hidden) + 12 * 1024)
+// Workspace: a counter per (chunk, half) (zero at launch), then the ring of records.
 #define HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) \
-  ((((tokens) + HCWARM_MHC_CHUNK_TOKENS - 1) / HCWARM_MHC_CHUNK_TOKENS * 4 + 255) / 256 * 256)
+  ((((tokens) + HCWARM_MHC_CHUNK_TOKENS - 1) / HCWARM_MHC_CHUNK_TOKENS * 8 + 255) / 256 * 256)
 #define HCWARM_MHC_CHUNK_RECORD_BYTES \
   (HCWARM_MHC_CHUNK_RING * HCWARM_MHC_CHUNK_TOKENS * HCWARM_MHC_CHUNK_PARTS * HCWARM_MHC_CHUNK_RECORD * 4)
 #define HCWARM_MHC_CHUNK_WORKSPACE_BYTES(tokens) (HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) + HCWARM_MHC_CHUNK_RECORD_BYTES)

@@ -9,22 +9,31 @@
 //              the 128-byte swizzle, STAGES in flight. Before chunk c it waits
 //              for this block's own y of chunk c - WINDOW, so a chunk's rows are
 //              re-read while still in L2 (loads marked evict_last, re-reads
-//              evict_first).
+//              evict_first), and for its comb warps' chunk c - COMB_WINDOW (the
+//              record ring).
 //   mma warps  (4, 16 tokens each) the 24 mix sums on the tensor cores (A =
 //              the residual by ldmatrix, B = fn split into hi + lo bf16, the
 //              part's fragments in shared memory for the whole launch) and the
 //              sum of squares; a record per (token, part) in a ring of chunks
-//              in the workspace, then arrive on the chunk's named barrier and
-//              go on (a fence of their own would stall them ~1.3 us a chunk:
-//              H200, 116.7 -> 198.7 us of streaming at T 8192).
-//   signal     waits on that barrier and counts the chunk in (release add).
-//   y warps    (hidden / 1024) once the chunk's counter is full, token
-//              c * 128 + b's whole row from L2: pre from its 64 records, y, and
-//              the fused norm over the row itself (mean of the bf16 y, as
-//              REFERENCE.md defines it). Token c + 1's loads go out before
-//              token c's norm barrier when its chunk is complete by then.
-//   comb warps (COMB_WARPS, alternate chunks) the same token's 24 sums: post,
-//              and the Sinkhorn for comb.
+//              in the workspace (whole 32-byte sectors), then arrive on the
+//              chunk's named barrier and go on (a fence of their own would
+//              stall them ~1.3 us a chunk: H200, 116.7 -> 198.7 us of streaming
+//              at T 8192).
+//   signal     waits on that barrier and counts the block into the chunk's
+//              counter of its half (release add).
+//   comb warps (COMB_WARPS, every COMB_WARPS-th chunk each) once the counter of
+//              token c * 128 + b's half is full, its 64 records: pre first,
+//              handed to the y warps in shared memory (an mbarrier per slot of
+//              a PRE_RING ring), then post, and the Sinkhorn for comb.
+//   y warps    (hidden / 1024) token c * 128 + b's whole row from L2, y, and the
+//              fused norm over the row itself (mean of the bf16 y, as
+//              REFERENCE.md defines it). No global round trip on their path:
+//              the rows are read-only input, loaded as soon as the registers
+//              are free (token c + 1's right after token c's y); pre and the
+//              norm weight are in shared memory.
+// What bounds it (H200, D 7168, T 8192, docs/BENCHMARKS.md): the loop from a
+// chunk's TMA through its records, every block of the half, pre and y, back to
+// the TMA of chunk c + WINDOW, which WINDOW (L2's room for rows) cannot hide.
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
 // the tensor cores with f32 accumulation, the parts summed in f32.
 // HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
@@ -32,6 +41,11 @@
 // HCWARM_MHC_CHUNK_SMEM(hidden), and p.partials HCWARM_MHC_CHUNK_WORKSPACE_BYTES(T)
 // with the counters zero.
 #include "cuda/mhc_pre.cuh"
+
+// Timing hook for tools/experiments/l2_chunk.cu (-DSTAMPS builds): point p of chunk c.
+#ifndef HCWARM_MHC_CHUNK_STAMP
+#define HCWARM_MHC_CHUNK_STAMP(p, c)
+#endif
 
 namespace hcwarm_kernels {
 namespace cuda {
@@ -81,11 +95,8 @@ __device__ __forceinline__ U4 ldg_u4_policy(const void* ptr, unsigned long long 
                : "l"(ptr), "l"(policy));
   return v;
 }
-// The norm weight: the same 64 bytes per thread every token, so L1 keeps them.
-__device__ __forceinline__ U4 ldg_u4_cached(const void* ptr) {
-  U4 v;
-  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(ptr));
-  return v;
+__device__ __forceinline__ void stg_f2(float* ptr, float a, float b) {
+  asm volatile("st.global.v2.f32 [%0], {%1,%2};" ::"l"(ptr), "f"(a), "f"(b) : "memory");
 }
 // Record loads, with a memory clobber: they must stay after the acquire of the
 // chunk's counter (and the warp barrier that hands it to the other lanes).
@@ -129,13 +140,23 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
   static_assert(HIDDEN % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_CHUNK_MAX_HIDDEN,
                 "hidden must be a multiple of 1024 (whole 64-column boxes per part), at most 7168 (7 y warps)");
-  static_assert(HCWARM_MHC_CHUNK_RING > 2 * HCWARM_MHC_CHUNK_WINDOW,
-                "chunk c's records are written once every block's y of chunk c - 2 * WINDOW is done");
+  // Block b writes chunk c's records after its TMA of chunk c, which waited for
+  // its own y of chunk c - WINDOW (so every block of its half did chunk c -
+  // WINDOW's TMA, which waited for their comb of chunk c - WINDOW - COMB_WINDOW)
+  // and for its own comb of c - COMB_WINDOW (so, likewise, theirs of c - 2 *
+  // COMB_WINDOW). The records of a half are read by that half's comb warps only.
+  static_assert(HCWARM_MHC_CHUNK_RING > HCWARM_MHC_CHUNK_WINDOW + HCWARM_MHC_CHUNK_COMB_WINDOW &&
+                    HCWARM_MHC_CHUNK_COMB_WINDOW >= HCWARM_MHC_CHUNK_WINDOW,
+                "the ring's slot of chunk c - RING is rewritten only when every comb warp of the half is done with it");
   static_assert(HCWARM_MHC_CHUNK_BLOCKS == 2 * HCWARM_MHC_CHUNK_PARTS &&
                     HCWARM_MHC_CHUNK_TOKENS == 2 * HCWARM_MHC_CHUNK_BOX,
                 "a chunk is two halves of one box height, each over every part");
   static_assert(HCWARM_MHC_CHUNK_COMB_WARPS >= 1 && HCWARM_MHC_CHUNK_COMB_WARPS <= 3,
                 "1-3 comb warps (their progress shares 16 bytes with y's)");
+  // The comb warp of chunk c writes pre slot c % PRE_RING once its counter is
+  // full, i.e. after this block's TMA of chunk c, which waited for this block's
+  // y of chunk c - WINDOW: every y warp has read the slot's chunk c - PRE_RING.
+  static_assert(HCWARM_MHC_CHUNK_PRE_RING >= HCWARM_MHC_CHUNK_WINDOW, "a pre slot is rewritten WINDOW chunks later");
   // The mma warps hand chunk c to the signal warp on named barrier 4 + c % 8:
   // they reach chunk c + 8 only after this block's y of chunk c + 8 - WINDOW,
   // which the signal of chunk c preceded, so no barrier is reused early.
@@ -147,9 +168,11 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   constexpr int kStages = HCWARM_MHC_CHUNK_STAGES;
   constexpr int kStageBytes = kBox * kBox * 2;
   constexpr int kWindow = HCWARM_MHC_CHUNK_WINDOW;
+  constexpr int kCombWindow = HCWARM_MHC_CHUNK_COMB_WINDOW;
   constexpr int kRing = HCWARM_MHC_CHUNK_RING;
   constexpr int kRec = HCWARM_MHC_CHUNK_RECORD;
   constexpr int kCombWarps = HCWARM_MHC_CHUNK_COMB_WARPS;
+  constexpr int kPreRing = HCWARM_MHC_CHUNK_PRE_RING;
   constexpr int kGran = 4;  // 16-byte granules per y thread and stream: hidden / 8 over 32 * hidden / 1024 threads
   constexpr int kY0 = 5;    // first y warp
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
@@ -174,18 +197,19 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   unsigned char* base_ptr = smem_raw + (stages - raw);
   const unsigned fnf = stages + kStages * kStageBytes;  // [k-step][lane][n-tile j: hi b0, hi b1, lo b0, lo b1]
   unsigned* fnf_ptr = reinterpret_cast<unsigned*>(base_ptr + kStages * kStageBytes);
-  unsigned char* small = base_ptr + kStages * kStageBytes + 6 * D;
+  unsigned short* nw_s = reinterpret_cast<unsigned short*>(base_ptr + kStages * kStageBytes + 6 * D);  // [D]
+  unsigned char* small = base_ptr + kStages * kStageBytes + 8 * D;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(small);
   unsigned long long* empty = full + kStages;
-  volatile int* y_done = reinterpret_cast<volatile int*>(empty + kStages);
+  unsigned long long* pre_full = empty + kStages;                           // [kPreRing]
+  volatile int* y_done = reinterpret_cast<volatile int*>(pre_full + kPreRing);
   volatile int* comb_done = y_done + 1;                                     // [kCombWarps]
-  float* pre_s = reinterpret_cast<float*>(small + 16 * kStages + 16);      // [2][8]
-  float* ssq_s = pre_s + 16;                                                // [2][8]
+  float* pre_s = reinterpret_cast<float*>(small + 8 * (2 * kStages + kPreRing) + 16);  // [kPreRing][4]
+  float* ssq_s = pre_s + 4 * kPreRing;                                      // [2][8]
   float* base_s = ssq_s + 16;                                               // [kMix]
   float* scale_s = base_s + kMix;                                           // [3] (+1)
   float* mix_s = scale_s + 4;                                               // [kCombWarps][32]
-  float* pre_unused = mix_s + 32 * kCombWarps;                              // [kCombWarps][4]
-  float* scratch = pre_unused + 4 * kCombWarps;                             // [kCombWarps][32][25]
+  float* scratch = mix_s + 32 * kCombWarps;                                 // [kCombWarps][32][25]
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -197,7 +221,10 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   const int nchunks = (int)((T + kChunk - 1) / kChunk);
   unsigned* counters = reinterpret_cast<unsigned*>(p.partials);
   float* rec = p.partials + HCWARM_MHC_CHUNK_COUNTER_BYTES(T) / 4;
-  const unsigned full_count = 2 * kParts;  // every block adds 1 per chunk
+  // A counter per (chunk, half): a token's records come from the 64 blocks of
+  // its half, and block b's y and comb token is in b's own half.
+  unsigned* my_counters = counters + half;
+  const unsigned full_count = kParts;  // every block of the half adds 1 per chunk
 
   // fn's part as mma B fragments, split once: thread (g, q) of n-tile j holds
   // fn[8j + g][k + 2q, +1] and [k + 2q + 8, +1] (hi and lo).
@@ -214,11 +241,15 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
     fnf_ptr[(ks * 32 + ln) * 12 + j * 4 + 2 + r] = lo;
   }
   load_base_scale<HC>(p, base_s, scale_s, tid);
+  if (FUSED_NORM) {
+    for (int i = tid; i < D / 8; i += blockDim.x) *reinterpret_cast<U4*>(nw_s + 8 * i) = ldg_u4(p.norm_weight + 8 * i);
+  }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(full + s), 1);
       mbar_init(smem_u32(empty + s), 4);
     }
+    for (int s = 0; s < kPreRing; ++s) mbar_init(smem_u32(pre_full + s), 1);
     *y_done = 0;
     for (int k = 0; k < kCombWarps; ++k) comb_done[k] = 0;
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -233,8 +264,13 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
     for (int c = 0; c < nchunks; ++c) {
       const int d = c - kWindow;
       if (d >= 0) {
-        while (*y_done <= d || comb_done[d % kCombWarps] < d / kCombWarps + 1) __nanosleep(32);
+        while (*y_done <= d) __nanosleep(32);
       }
+      const int e = c - kCombWindow;
+      if (e >= 0) {
+        while (comb_done[e % kCombWarps] < e / kCombWarps + 1) __nanosleep(32);
+      }
+      HCWARM_MHC_CHUNK_STAMP(0, c);
       for (int s = 0; s < spc; ++s, ++n) {
         const int st = n % kStages;
         mbar_wait(smem_u32(empty + st), ((unsigned)(n / kStages) & 1u) ^ 1u);
@@ -291,45 +327,39 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       const long long t0 = (long long)c * kChunk + lt0;
       float* r0 = rec + (((size_t)(c % kRing) * kChunk + lt0) * kParts + part) * kRec;
       float* r1 = r0 + (size_t)8 * kParts * kRec;
+      // Whole 32-byte sectors (the sum of squares' sector padded with zeros):
+      // a partial sector costs the L2 a fill from memory.
       if (t0 < T) {
 #pragma unroll
-        for (int j = 0; j < 3; ++j) {
-          r0[8 * j + 2 * q] = ah[j][0] + al[j][0];
-          r0[8 * j + 2 * q + 1] = ah[j][1] + al[j][1];
-        }
-        if (q == 0) r0[kMix] = ss0;
+        for (int j = 0; j < 3; ++j) stg_f2(r0 + 8 * j + 2 * q, ah[j][0] + al[j][0], ah[j][1] + al[j][1]);
+        stg_f2(r0 + kMix + 2 * q, q == 0 ? ss0 : 0.f, 0.f);
       }
       if (t0 + 8 < T) {
 #pragma unroll
-        for (int j = 0; j < 3; ++j) {
-          r1[8 * j + 2 * q] = ah[j][2] + al[j][2];
-          r1[8 * j + 2 * q + 1] = ah[j][3] + al[j][3];
-        }
-        if (q == 0) r1[kMix] = ss1;
+        for (int j = 0; j < 3; ++j) stg_f2(r1 + 8 * j + 2 * q, ah[j][2] + al[j][2], ah[j][3] + al[j][3]);
+        stg_f2(r1 + kMix + 2 * q, q == 0 ? ss1 : 0.f, 0.f);
       }
       // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
       asm volatile("bar.arrive %0, %1;" ::"r"(4 + (c & 7)), "r"(160) : "memory");
+      if (m == 0 && lane == 0) HCWARM_MHC_CHUNK_STAMP(7, c);
     }
   } else if (warp == signal_warp) {
     // ---- signal: chunk c's records are in; count the block in ----
     for (int c = 0; c < nchunks; ++c) {
       named_barrier(4 + (c & 7), 160);
-      if (lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + c) : "memory");
+      if (lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(my_counters + 2 * c) : "memory");
+      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(1, c);
     }
   } else if (warp < c0) {
-    // ---- y: token c * 128 + b ----
+    // ---- y: token c * 128 + b. No global round trip on the way: the rows are
+    // read-only input (their loads need no acquire, and go out as soon as the
+    // registers are free), pre comes from the comb warps through shared memory,
+    // the norm weight sits in shared memory ----
     const int yw = warp - kY0;
     const int yt = tid - 32 * kY0;
     const int nvec = D / 8;
     const unsigned long long policy = policy_evict_first();
     U4 xv[kGran][HC];
-    float rv[5];
-    auto wait_chunk = [&](int c) {
-      if (lane == 0) {
-        while (ld_acquire(counters + c) < full_count) __nanosleep(20);
-      }
-      __syncwarp();
-    };
     auto load_x = [&](int c) {
       const long long t = (long long)c * kChunk + b;
       if (t < T) {
@@ -342,57 +372,33 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         }
       }
     };
-    // Warp 0: the first 4 mix sums and the sum of squares of the token's 64 records.
-    auto load_records = [&](int c) {
-      const float* rr = rec + ((size_t)(c % kRing) * kChunk + b) * kParts * kRec;
-      const F4 m0 = ld_record4(rr + lane * kRec), m1 = ld_record4(rr + (lane + 32) * kRec);
-      const float s0 = ld_record1(rr + lane * kRec + kMix), s1 = ld_record1(rr + (lane + 32) * kRec + kMix);
-      rv[0] = m0.x + m1.x, rv[1] = m0.y + m1.y, rv[2] = m0.z + m1.z, rv[3] = m0.w + m1.w, rv[4] = s0 + s1;
-    };
-    auto publish_pre = [&](int c) {
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-        for (int e = 0; e < 5; ++e) rv[e] += __shfl_xor_sync(0xffffffffu, rv[e], off);
-      const float r = scalar_rms_inv<FAST>(p, rv, 4, (float)K);
-      if (lane < HC) {
-        const float mx = lane == 0 ? rv[0] : lane == 1 ? rv[1] : lane == 2 ? rv[2] : rv[3];
-        pre_s[(c & 1) * 8 + lane] = pre_weight<FAST>(p, mx, r, scale_s[0], base_s[lane]);
-      }
-    };
-    wait_chunk(0);
     load_x(0);
-    if (yw == 0) {
-      load_records(0);
-      publish_pre(0);
-    }
     for (int c = 0; c < nchunks; ++c) {
       const long long t = (long long)c * kChunk + b;
-      named_barrier(2, y_threads);  // pre(c) is in pre_s
+      const int slot = c % kPreRing;
+      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(4, c);
+      mbar_wait(smem_u32(pre_full + slot), (unsigned)(c / kPreRing) & 1u);
+      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(5, c);
       float pre[HC];
 #pragma unroll
-      for (int i = 0; i < HC; ++i) pre[i] = pre_s[(c & 1) * 8 + i];
+      for (int i = 0; i < HC; ++i) pre[i] = pre_s[4 * slot + i];
       float ssq = 0.f;
       U4 yv[kGran];
 #pragma unroll
       for (int v = 0; v < kGran; ++v) yv[v] = mix_streams8<HC>(xv[v], pre, ssq);
-      // Token c + 1's loads now if its chunk is complete, else after token c's stores.
-      bool fetched = false;
-      if (c + 1 < nchunks) {
-        unsigned ready = 0;
-        if (lane == 0) ready = ld_acquire(counters + c + 1) >= full_count;
-        if (__shfl_sync(0xffffffffu, ready, 0)) {
-          load_x(c + 1);
-          if (yw == 0) load_records(c + 1);
-          fetched = true;
-        }
-      }
+      if (c + 1 < nchunks) load_x(c + 1);
       float rn = 1.f;
       if (FUSED_NORM) {
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) ssq += __shfl_xor_sync(0xffffffffu, ssq, off);
         if (lane == 0) ssq_s[(c & 1) * 8 + yw] = ssq;
-        named_barrier(3, y_threads);
+      }
+      // Every y warp is past chunk c's rows and pre slot: the TMA may run on,
+      // and the comb warps may reuse the slot (PRE_RING >= WINDOW).
+      named_barrier(3, y_threads);
+      if (yt == 0) *y_done = c + 1;
+      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(6, c);
+      if (FUSED_NORM) {
         float tot = 0.f;
         for (int w = 0; w < y_warps; ++w) tot += ssq_s[(c & 1) * 8 + w];
         rn = rcp_sel<FAST>(sqrtf(tot / (float)D + p.norm_eps));
@@ -403,30 +409,20 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         for (int v = 0; v < kGran; ++v) {
           const int idx = yt + y_threads * v;
           if (idx < nvec) {
-            stg_u4(y + idx * 8,
-                   FUSED_NORM ? norm8(yv[v], ldg_u4_cached(p.norm_weight + idx * 8), rn) : yv[v]);
+            stg_u4(y + idx * 8, FUSED_NORM ? norm8(yv[v], lds_u4(smem_u32(nw_s + idx * 8)), rn) : yv[v]);
           }
         }
       }
-      if (yt == 0) *y_done = c + 1;
-      if (c + 1 < nchunks && !fetched) {
-        wait_chunk(c + 1);
-        load_x(c + 1);
-        if (yw == 0) load_records(c + 1);
-      }
-      if (yw == 0 && c + 1 < nchunks) publish_pre(c + 1);
     }
   } else {
-    // ---- comb: chunks k, k + kCombWarps, ...; the next one's records are
-    // loaded before this one is reduced when its chunk is complete ----
+    // ---- comb: chunks k, k + kCombWarps, ...: pre to the y warps first, then
+    // the next one's records (when its chunk is complete), then post and the
+    // Sinkhorn for comb ----
     const int k = warp - c0;
     float* mine = mix_s + 32 * k;
     float* scr = scratch + k * 32 * 25;
-    auto load = [&](int c, float (&v)[25]) {
-      if (lane == 0) {
-        while (ld_acquire(counters + c) < full_count) __nanosleep(20);
-      }
-      __syncwarp();
+    // Chunk c's records, once its counter was seen full (acquire) by lane 0.
+    auto load_records = [&](int c, float (&v)[25]) {
       const float* rr = rec + ((size_t)(c % kRing) * kChunk + b) * kParts * kRec;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -443,20 +439,18 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         v[24] = h == 0 ? s : v[24] + s;
       }
     };
+    auto load = [&](int c, float (&v)[25]) {
+      if (lane == 0) {
+        while (ld_acquire(my_counters + 2 * c) < full_count) __nanosleep(20);
+      }
+      __syncwarp();
+      load_records(c, v);
+    };
     float v[25], vn[25];
     if (k < nchunks) load(k, v);
     for (int c = k; c < nchunks; c += kCombWarps) {
       const long long t = (long long)c * kChunk + b;
       const bool more = c + kCombWarps < nchunks;
-      bool fetched = false;
-      if (more) {
-        unsigned ready = 0;
-        if (lane == 0) ready = ld_acquire(counters + c + kCombWarps) >= full_count;
-        if (__shfl_sync(0xffffffffu, ready, 0)) {
-          load(c + kCombWarps, vn);
-          fetched = true;
-        }
-      }
       // Lane l holds parts l and l + 32: the column sums over the lanes, in a fixed order.
 #pragma unroll
       for (int e = 0; e < 25; ++e) scr[lane * 25 + e] = v[e];
@@ -469,10 +463,26 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       }
       __syncwarp();
       const float r = scalar_rms_inv<FAST>(p, mine, kMix, (float)K);
-      scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_unused + 4 * k, lane, r);
+      const int slot = c % kPreRing;
+      scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_s + 4 * slot, lane, r);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(smem_u32(pre_full + slot));  // release: pre[0..HC) to the y warps
+      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(2, c);
+      // The next chunk's records go out before the Sinkhorn if they are in.
+      bool fetched = false;
+      if (more) {
+        unsigned ready = 0;
+        if (lane == 0) ready = ld_acquire(my_counters + 2 * (c + kCombWarps)) >= full_count;
+        if (__shfl_sync(0xffffffffu, ready, 0)) {
+          __syncwarp();  // orders the other lanes' record loads after lane 0's acquire
+          load_records(c + kCombWarps, vn);
+          fetched = true;
+        }
+      }
       scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
       __syncwarp();
       if (lane == 0) comb_done[k] = c / kCombWarps + 1;
+      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(3, c);
       if (more && !fetched) load(c + kCombWarps, vn);
       if (more) {
 #pragma unroll
