@@ -29,6 +29,7 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   in.env = ctx.env;
   in.backend = o.model.backend.empty() ? mhc::Backend::Cuda : mhc::parse_backend(o.model.backend);
   in.cuda.arch = o.arch;
+  in.cuda.one_pass = ctx.env.mhc_one_pass;  // the keys the runner will ask for
   in.mlp_width = o.mlp_width;
   HCWARM_CHECK_ARG(in.backend != mhc::Backend::Reference, "--backend reference has no kernels to build");
   HCWARM_CHECK_ARG(o.mlp_width >= 1, "--mlp-width must be >= 1, got {}", o.mlp_width);

@@ -19,6 +19,10 @@ struct EnvConfig {
   bool strict_warmup = false;
   // HCWARM_MHC_PREWARM=0: the model's mHC prewarm hook does nothing.
   bool mhc_prewarm = true;
+  // HCWARM_MHC_ONE_PASS=0: large-T hc_pre (num_splits 1) on CUDA takes the two
+  // kernels instead of the one-pass kernel, whose cooperative launch waits for
+  // 128 free SMs (for engines that keep other kernels resident meanwhile).
+  bool mhc_one_pass = true;
   // HCWARM_JOBS: parallel compiles (default: hardware threads).
   int jobs = 0;
   // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).

@@ -52,7 +52,7 @@ using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(cons
 struct CudaKernelOptions {
   std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
   CudaGemm gemm = CudaGemm::MmaSmem;
-  bool one_pass = false;            // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the one-pass kernel
+  bool one_pass = true;             // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the one-pass kernel
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
 };
 
@@ -108,9 +108,9 @@ class HcPreOp {
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
   CudaGemm cuda_gemm() const { return gemm_; }
   // Cuda, num_splits == 1 (large T): the one-pass kernel where the shape
-  // and device allow it, or the two kernels (default: the one-pass kernel is
-  // faster at hidden 7168 but not at 4096 on the H200, and its cooperative
-  // launch waits for 128 free SMs; docs/BENCHMARKS.md).
+  // and device allow it (default: on the H200 it is faster at hidden 4096 and
+  // 7168; docs/BENCHMARKS.md), or the two kernels (HCWARM_MHC_ONE_PASS=0: its
+  // cooperative launch waits for 128 free SMs).
   void set_cuda_one_pass(bool on) { one_pass_ = on; }
   // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
   // reciprocals (default), or with IEEE ones.

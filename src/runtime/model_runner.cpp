@@ -48,6 +48,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   hc_pre_ = std::make_unique<mhc::HcPreOp>(config_.backend, mc.mhc_dims(), mc.mhc_constants(),
                                            server_.num_sms, jit_.get(), *device_);
   if (config_.backend == mhc::Backend::Cpu) hc_pre_->set_cpu_pool(pool_);
+  hc_pre_->set_cuda_one_pass(config_.env.mhc_one_pass);
   const auto* cuda_dev = dynamic_cast<const cuda::CudaDevice*>(device_.get());
   hc_post_ = std::make_unique<mhc::HcPostOp>(mc.mhc_dims(), *device_, jit_.get(),
                                              cuda_dev ? cuda_dev->arch() : std::string(), pool_);

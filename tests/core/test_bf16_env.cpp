@@ -30,6 +30,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
   const auto c = EnvConfig::from_map({{"HCWARM_CACHE_DIR", "/tmp/x"},
                                       {"HCWARM_STRICT_WARMUP", "1"},
                                       {"HCWARM_MHC_PREWARM", "0"},
+                                      {"HCWARM_MHC_ONE_PASS", "0"},
                                       {"HCWARM_JOBS", "3"},
                                       {"HCWARM_CACHE_MAX_MB", "10"},
                                       {"HCWARM_NUM_SMS", "148"},
@@ -38,6 +39,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
   EXPECT_EQ(c.cache_dir, std::filesystem::path("/tmp/x"));
   EXPECT_TRUE(c.strict_warmup);
   EXPECT_FALSE(c.mhc_prewarm);
+  EXPECT_FALSE(c.mhc_one_pass);
   EXPECT_EQ(c.jobs, 3);
   EXPECT_EQ(c.cache_max_bytes, 10u << 20);
   EXPECT_EQ(c.num_sms, 148);
@@ -53,10 +55,12 @@ TEST(EnvConfig, DefaultsAndCacheDirFallbacks) {
   const auto d = EnvConfig::from_map({});
   EXPECT_FALSE(d.strict_warmup);
   EXPECT_TRUE(d.mhc_prewarm);
+  EXPECT_TRUE(d.mhc_one_pass);
 }
 
 TEST(EnvConfig, BadValuesNameTheVariable) {
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"HCWARM_STRICT_WARMUP", "maybe"},
+                                                                      {"HCWARM_MHC_ONE_PASS", "2"},
                                                                       {"HCWARM_JOBS", "-1"},
                                                                       {"HCWARM_JOBS", "2x"},
                                                                       {"HCWARM_NUM_SMS", "0"},
