@@ -257,6 +257,12 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   if (a.num_tokens == 0) return;
   HCWARM_CHECK_ARG(a.residual && a.fn && a.scale && a.base && a.y && a.post && a.comb,
                    "hc_pre: a required pointer is null");
+  if (backend_ == Backend::Cuda) {
+    if (const char* bad = cuda::misaligned_argument(a.residual, a.fn, a.y, a.norm_weight)) {
+      HCWARM_THROW(ErrorKind::InvalidArgument,
+                   "hc_pre (cuda): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", bad);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (backend_ == Backend::Reference) {
     run_reference(a);
@@ -287,12 +293,6 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  if (backend_ == Backend::Cuda) {
-    if (const char* bad = cuda::misaligned_argument(p)) {
-      HCWARM_THROW(ErrorKind::InvalidArgument,
-                   "hc_pre (cuda): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", bad);
-    }
-  }
   ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
                             : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
   p.partials = workspace_.as<float>();

@@ -314,32 +314,19 @@ TEST(MhcPreCudaSource, OnePassWorkspaceAndAlignment) {
   // Every CUDA kernel moves 16 bytes at a time: hc_pre refuses (InvalidArgument,
   // naming it) a residual, fn, y or norm weight that is not 16-byte aligned.
   alignas(16) static unsigned char buf[64] = {};
-  hcwarm_mhc_pre_params p{};
-  p.residual = reinterpret_cast<const unsigned short*>(buf);
-  p.fn = reinterpret_cast<const float*>(buf + 16);
-  p.y = reinterpret_cast<unsigned short*>(buf + 32);
-  EXPECT_EQ(cuda::misaligned_argument(p), nullptr);  // no norm weight
-  p.norm_weight = reinterpret_cast<const unsigned short*>(buf + 48);
-  EXPECT_EQ(cuda::misaligned_argument(p), nullptr);
-  auto name = [](const hcwarm_mhc_pre_params& q) {
-    const char* n = cuda::misaligned_argument(q);
+  auto name = [](int residual, int fn, int y, int norm_weight) {
+    const char* n = cuda::misaligned_argument(buf + residual, buf + fn, buf + y,
+                                              norm_weight < 0 ? nullptr : buf + norm_weight);
     return std::string(n != nullptr ? n : "none");
   };
-  auto at = [&](int offset) { return buf + offset; };
-  hcwarm_mhc_pre_params q = p;
-  q.residual = reinterpret_cast<const unsigned short*>(at(2));  // bf16-aligned only
-  EXPECT_EQ(name(q), "residual");
-  q.residual = reinterpret_cast<const unsigned short*>(at(8));  // 8 bytes
-  EXPECT_EQ(name(q), "residual");
-  q = p;
-  q.fn = reinterpret_cast<const float*>(at(20));
-  EXPECT_EQ(name(q), "fn");
-  q = p;
-  q.y = reinterpret_cast<unsigned short*>(at(40));
-  EXPECT_EQ(name(q), "y");
-  q = p;
-  q.norm_weight = reinterpret_cast<const unsigned short*>(at(50));
-  EXPECT_EQ(name(q), "norm_weight");
+  EXPECT_EQ(name(0, 16, 32, -1), "none");  // no norm weight
+  EXPECT_EQ(name(0, 16, 32, 48), "none");
+  EXPECT_EQ(name(2, 16, 32, 48), "residual");  // bf16-aligned only
+  EXPECT_EQ(name(8, 16, 32, 48), "residual");  // 8 bytes
+  EXPECT_EQ(name(0, 20, 32, 48), "fn");
+  EXPECT_EQ(name(0, 16, 40, 48), "y");
+  EXPECT_EQ(name(0, 16, 32, 50), "norm_weight");
+  EXPECT_EQ(name(4, 20, 32, 48), "residual");  // the first one named
 }
 
 // Through the JIT runtime, from the device-free spec builder that warmup and

@@ -49,9 +49,9 @@ size_t one_pass_workspace_bytes(long long num_tokens) {
   return HCWARM_MHC_CHUNK_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
 }
 
-const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
+const char* misaligned_argument(const void* residual, const void* fn, const void* y, const void* norm_weight) {
   const std::pair<const char*, const void*> args[] = {
-      {"residual", p.residual}, {"fn", p.fn}, {"y", p.y}, {"norm_weight", p.norm_weight}};
+      {"residual", residual}, {"fn", fn}, {"y", y}, {"norm_weight", norm_weight}};
   for (const auto& [name, ptr] : args) {
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return name;  // a null norm_weight passes
   }

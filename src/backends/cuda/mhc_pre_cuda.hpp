@@ -48,9 +48,9 @@ unsigned one_pass_threads(int hidden);
 // each chunk of 128 tokens and a 16 MiB ring of records.
 size_t one_pass_workspace_bytes(long long num_tokens);
 // The kernels move 16 bytes at a time (and TMA reads the residual): the name of
-// the first of residual, fn, y and norm_weight (when set) that is not 16-byte
-// aligned, or nullptr when all are.
-const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
+// the first of residual, fn, y and norm_weight (null: no norm) that is not
+// 16-byte aligned, or nullptr when all are.
+const char* misaligned_argument(const void* residual, const void* fn, const void* y, const void* norm_weight);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
 // its HCWARM_MHC_CHUNK_BLOCKS blocks can all be resident on `num_sms` SMs (they
 // wait for each other). On success fills k.one_pass and its geometry and
