@@ -23,7 +23,8 @@
 #include <cuda.h>
 #ifdef STAMPS  // -DSTAMPS: clock64 at the kernel's HCWARM_MHC_CHUNK_STAMP points, [block][chunk][point]
 __device__ unsigned long long* g_stamps;
-#define HCWARM_MHC_CHUNK_STAMP(p, c) (g_stamps[((size_t)blockIdx.x * 256 + (c)) * 8 + (p)] = clock64())
+#define HCWARM_MHC_CHUNK_STAMP(p, c) \
+  ((c) < 256 ? (void)(g_stamps[((size_t)blockIdx.x * 256 + (c)) * 8 + (p)] = clock64()) : (void)0)  // T <= 32768
 #endif
 #include "cuda/mhc_pre_chunk.cuh"
 using namespace hcwarm_kernels::cuda;
@@ -297,7 +298,7 @@ int run(long long T) {
     {
       std::vector<unsigned long long> st(nst);
       CK(cudaMemcpy(st.data(), stamps, nst * 8, cudaMemcpyDeviceToHost));
-      const int nc = (int)((T + 127) / 128);
+      const int nc = (int)std::min<long long>(256, (T + 127) / 128);  // the stamps hold 256 chunks
       auto at = [&](int b, int c, int pt) { return (double)st[((size_t)b * 256 + c) * 8 + pt]; };
       // points: 0 TMA start, 7 mma records out, 1 signal, 2 pre out, 3 comb done, 4 y asks pre, 5 y has pre, 6 y past norm barrier
       const int order[8] = {0, 7, 1, 2, 3, 4, 5, 6};

@@ -46,7 +46,8 @@
 // streams the residual of half b / CHUNK_PARTS of a chunk over K-part
 // b % CHUNK_PARTS (4 * hidden / 64 columns) by TMA and writes a record per
 // (token, part); then re-reads token chunk * 128 + b's whole row from L2 and
-// writes its y (pre from the token's records by the block's comb warps). hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
+// writes its y (pre from the token's records by the block's comb warps).
+// hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
 #define HCWARM_MHC_CHUNK_BLOCKS 128
 #define HCWARM_MHC_CHUNK_PARTS 64
 #define HCWARM_MHC_CHUNK_TOKENS 128
@@ -55,13 +56,13 @@
 // build variants with -D; the library uses them as they are. Figures: H200,
 // T 8192, D 7168, harness us per call (docs/BENCHMARKS.md, eighth session;
 // raw output in docs/results/l2-chunk-h200.txt).
-// TMA boxes in flight per block: 6 / 8 / 12 -> 237-241 / 240-253 / 263 us
-// (three runs each); more in flight only lengthens every round trip.
+// TMA boxes in flight per block: 6 / 8 / 12 -> 237-249 / 240-253 / 263 us
+// (repeated runs); more in flight only lengthens every round trip.
 #ifndef HCWARM_MHC_CHUNK_STAGES
 #define HCWARM_MHC_CHUNK_STAGES 6
 #endif
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
-// L2 before their re-read (5 / 6 -> 237-241 / 252-267 us; the seventh
+// L2 before their re-read (5 / 6 -> 237-249 / 252-267 us; the seventh
 // session's kernel 291.8 / 318.1 / 324.3 us at 5 / 6 / 7, and 662 / 413 / 328
 // at 1 / 2 / 3 in its first version).
 #ifndef HCWARM_MHC_CHUNK_WINDOW
