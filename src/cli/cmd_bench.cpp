@@ -216,6 +216,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
     spec.set_cuda_gemm(o.gemm == "ffma" ? mhc::CudaGemm::Ffma : (o.gemm == "mma" ? mhc::CudaGemm::Mma : mhc::CudaGemm::MmaSmem));
     mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
+    gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
     // Weights, shared by every call.
     std::vector<float> fn(static_cast<size_t>(dims.mix() * dims.k())), scale(3), basev(static_cast<size_t>(dims.mix()));
     for (auto& v : fn) v = 1e-3f * n01(rng);
