@@ -60,6 +60,13 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuStreamCreate, "cuStreamCreate");
   bind(h, d->cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
   bind(h, d->cuStreamSynchronize, "cuStreamSynchronize");
+  bind(h, d->cuStreamIsCapturing, "cuStreamIsCapturing");
+  bind(h, d->cuStreamBeginCapture, "cuStreamBeginCapture_v2", "cuStreamBeginCapture");
+  bind(h, d->cuStreamEndCapture, "cuStreamEndCapture");
+  bind(h, d->cuGraphInstantiate, "cuGraphInstantiateWithFlags");
+  bind(h, d->cuGraphLaunch, "cuGraphLaunch");
+  bind(h, d->cuGraphExecDestroy, "cuGraphExecDestroy");
+  bind(h, d->cuGraphDestroy, "cuGraphDestroy");
   bind(h, d->cuEventCreate, "cuEventCreate");
   bind(h, d->cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
   bind(h, d->cuEventRecord, "cuEventRecord");
