@@ -46,6 +46,15 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
   if (const auto* v = get("HCWARM_STRICT_WARMUP")) c.strict_warmup = parse_bool("HCWARM_STRICT_WARMUP", *v);
   if (const auto* v = get("HCWARM_MHC_PREWARM")) c.mhc_prewarm = parse_bool("HCWARM_MHC_PREWARM", *v);
   if (const auto* v = get("HCWARM_MHC_ONE_PASS")) c.mhc_one_pass = parse_bool("HCWARM_MHC_ONE_PASS", *v);
+  if (const auto* v = get("HCWARM_JIT")) {
+    if (*v == "on" || *v == "1") {
+      c.jit_compile = true;
+    } else if (*v == "off" || *v == "0") {
+      c.jit_compile = false;
+    } else {
+      HCWARM_THROW(ErrorKind::InvalidArgument, "HCWARM_JIT={:?} is not one of on, off", *v);
+    }
+  }
   if (const auto* v = get("HCWARM_JOBS")) c.jobs = static_cast<int>(parse_int("HCWARM_JOBS", *v, 0, 1024));
   if (const auto* v = get("HCWARM_CXX"); v != nullptr && !v->empty()) c.host_cxx = *v;
   if (const auto* v = get("HCWARM_NUM_SMS")) c.num_sms = static_cast<int>(parse_int("HCWARM_NUM_SMS", *v, 1, 100000));

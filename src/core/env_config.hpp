@@ -23,6 +23,9 @@ struct EnvConfig {
   // kernels instead of the one-pass kernel, whose cooperative launch waits for
   // 128 free SMs (for engines that keep other kernels resident meanwhile).
   bool mhc_one_pass = true;
+  // HCWARM_JIT=off: no kernel is ever compiled; a kernel missing from memory and
+  // the disk cache is an error (deployments that run only ahead-of-time builds).
+  bool jit_compile = true;
   // HCWARM_JOBS: parallel compiles (default: hardware threads).
   int jobs = 0;
   // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).

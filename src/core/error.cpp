@@ -13,6 +13,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::Nvrtc: return "NVRTC error";
     case ErrorKind::System: return "system error";
     case ErrorKind::Unavailable: return "unavailable";
+    case ErrorKind::NotWarmed: return "not warmed";
     case ErrorKind::Internal: return "internal error";
   }
   return "error";

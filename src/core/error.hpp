@@ -17,6 +17,8 @@ enum class ErrorKind {
   Nvrtc,            // NVRTC API
   System,           // POSIX calls
   Unavailable,      // a backend or feature this machine does not have
+  NotWarmed,        // a kernel a call needs is not loaded, and it may not be built or loaded now
+                    // (inside CUDA-graph capture, or with HCWARM_JIT=off): warm it first
   Internal,         // a broken invariant: a bug in hcwarm
 };
 

@@ -48,6 +48,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.cache_dir = env.cache_dir;
   o.cache_max_bytes = env.cache_max_bytes;
   o.strict_warmup = env.strict_warmup;
+  o.allow_compile = env.jit_compile;
   o.jobs = env.jobs;
   o.host_cxx = env.host_cxx;
   o.nvrtc_library = env.nvrtc_library;
@@ -200,6 +201,12 @@ bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
 void JitRuntime::mark_ready() { ready_ = true; }
 
 void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string& key) {
+  if (!opts_.allow_compile) {
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "{} (key {}) is neither loaded nor in the kernel cache, and HCWARM_JIT=off forbids compiling it: "
+                 "build it ahead of time (hcwarm cache build) into the cache directory",
+                 spec.describe(), key);
+  }
   if (!ready_) return;
   {
     std::lock_guard lock(stats_mu_);

@@ -39,6 +39,7 @@ struct JitOptions {
   std::optional<std::filesystem::path> cache_dir;  // nullopt: memory only
   uint64_t cache_max_bytes = 4ull << 30;           // LRU-pruned past this after a publish
   bool strict_warmup = false;                      // HCWARM_STRICT_WARMUP
+  bool allow_compile = true;                       // HCWARM_JIT=off: a miss in memory and on disk throws NotWarmed
   int jobs = 0;                                    // build() pool size; 0: hardware threads
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
@@ -133,6 +134,9 @@ class JitRuntime {
   BuildReport build(std::span<const KernelSpec> specs, BuildMode mode = BuildMode::Load);
 
   void mark_ready();
+  // Back to the warmup phase (prewarming another configuration): compiles are
+  // not flagged again until the next mark_ready().
+  void mark_warming() { ready_ = false; }
   bool ready() const { return ready_.load(); }
 
   CompileStats stats() const;

@@ -42,12 +42,24 @@ std::vector<jit::KernelSpec> HcPostOp::planned_specs() const {
   return {cuda_spec(dims_, cuda_arch_)};
 }
 
+void HcPostOp::load() {
+  if (device_.kind() != DeviceKind::Cuda) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!module_) module_ = jit_->get(cuda_spec(dims_, cuda_arch_));
+}
+
+bool HcPostOp::loaded() const {
+  if (device_.kind() != DeviceKind::Cuda) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return module_ != nullptr;
+}
+
 void HcPostOp::run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post,
-                   const float* comb, bf16* residual_out) {
+                   const float* comb, bf16* residual_out, const LaunchContext& launch) {
   HCWARM_CHECK_ARG(num_tokens >= 0, "hc_post: num_tokens must be >= 0, got {}", num_tokens);
   if (num_tokens == 0) return;
   if (device_.kind() == DeviceKind::Cuda) {
-    run_cuda(num_tokens, out, residual_in, post, comb, residual_out);
+    run_cuda(num_tokens, out, residual_in, post, comb, residual_out, launch);
   } else {
     run_cpu(num_tokens, out, residual_in, post, comb, residual_out);
   }
@@ -84,17 +96,31 @@ void HcPostOp::run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual
 }
 
 void HcPostOp::run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post,
-                        const float* comb, bf16* residual_out) {
-  std::call_once(module_once_, [&] { module_ = jit_->get(cuda_spec(dims_, cuda_arch_)); });
+                        const float* comb, bf16* residual_out, const LaunchContext& launch) {
   auto& dev = static_cast<cuda::CudaDevice&>(device_);
-  auto fn = static_cast<cuda::CUfunction>(module_->function("hcwarm_mhc_post"));
+  const cuda::ScopedContext scoped(dev);
+  const cuda::CUstream stream = launch.stream != nullptr ? static_cast<cuda::CUstream>(launch.stream) : dev.stream();
+  if (!loaded() && cuda::stream_capturing(dev.driver(), stream)) {
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_post (cuda, hc {}, hidden {}): the kernel is not loaded, and the call is inside CUDA-graph "
+                 "capture, where nothing may be compiled or loaded: prewarm (hcwarm.prewarm / kernel_warmup) or "
+                 "make one eager call before capturing",
+                 dims_.hc_mult, dims_.hidden);
+  }
+  load();
+  std::shared_ptr<const jit::LoadedModule> module;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    module = module_;
+  }
+  auto fn = static_cast<cuda::CUfunction>(module->function("hcwarm_mhc_post"));
   long long t = num_tokens;
   const void* args_p[] = {out, residual_in, post, comb, residual_out};
   void* params[] = {&t, &args_p[0], &args_p[1], &args_p[2], &args_p[3], &args_p[4]};
   const long long threads = t * (dims_.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
   HCWARM_CHECK_CU(dev.driver(),
-                  dev.driver().cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, dev.stream(), params, nullptr));
+                  dev.driver().cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
 }
 
 }  // namespace hcwarm::mhc

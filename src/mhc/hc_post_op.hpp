@@ -29,22 +29,27 @@ class HcPostOp {
   // The CUDA kernel's spec for these dims and architecture (no device needed).
   static jit::KernelSpec cuda_spec(MhcDims dims, const std::string& arch);
 
-  // residual_out may alias residual_in. Pointers are on the device; T = 0 is a no-op.
+  // residual_out may alias residual_in. Pointers are on the device; T = 0 is a
+  // no-op. On CUDA, asynchronous on launch.stream (else the device's); inside
+  // graph capture a kernel not loaded yet throws ErrorKind::NotWarmed.
   void run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
-           bf16* residual_out);
+           bf16* residual_out, const LaunchContext& launch = {});
+  // Fetches the CUDA kernel now (warmup); nothing on the CPU.
+  void load();
+  bool loaded() const;
 
  private:
   void run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
                bf16* residual_out);
   void run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
-                bf16* residual_out);
+                bf16* residual_out, const LaunchContext& launch);
 
   MhcDims dims_;
   Device& device_;
   jit::JitRuntime* jit_;
   std::string cuda_arch_;
   std::shared_ptr<ThreadPool> pool_;
-  std::once_flag module_once_;
+  mutable std::mutex mu_;
   std::shared_ptr<const jit::LoadedModule> module_;  // the CUDA kernel, fetched once
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "backends/cuda/cuda_device.hpp"
@@ -163,10 +164,52 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
   return mhc::representatives(max_num_tokens, dims_.k(), num_sms_);
 }
 
-const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
+HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm) const {
   // Generic kernels do not depend on the split count: one entry per norm flag.
-  const auto id = std::make_tuple(variant_ == Variant::Generic ? 0 : splits, fused_norm,
-                                  static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0));
+  return {variant_ == Variant::Generic ? 0 : splits, fused_norm,
+          static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0)};
+}
+
+bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm) {
+  if (backend_ == Backend::Reference || num_tokens <= 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return kernels_.count(kernels_id(num_splits(num_tokens), fused_norm)) != 0;
+}
+
+void HcPreOp::load(int splits, bool fused_norm) {
+  HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
+  if (backend_ == Backend::Reference) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  kernels_for(splits, fused_norm);
+}
+
+bool HcPreOp::one_pass_possible(int splits) const {
+  if (backend_ != Backend::Cuda || splits != 1 || !one_pass_) return false;
+  const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_);
+  return cuda::one_pass_supported(dims_.hc_mult, static_cast<int>(dims_.hidden), cd ? cd->cc_major() : 9);
+}
+
+size_t HcPreOp::workspace_bytes(int64_t num_tokens) const {
+  if (num_tokens <= 0 || backend_ == Backend::Reference) return 0;
+  const int splits = num_splits(num_tokens);
+  const int parts = backend_ == Backend::Cpu ? splits : cuda::cuda_num_parts(splits);
+  size_t bytes = static_cast<size_t>(num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  // The one-pass kernel may still fall back to the two kernels (too few free SMs): room for either.
+  if (one_pass_possible(splits)) bytes = std::max(bytes, cuda::one_pass_workspace_bytes(num_tokens));
+  return bytes;
+}
+
+void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
+  size_t bytes = 0;
+  // Not monotonic in T (the split count falls as T grows): the largest over the buckets' extremes.
+  for (const int64_t t : representatives(max_num_tokens)) bytes = std::max(bytes, workspace_bytes(t));
+  if (max_num_tokens > 0) bytes = std::max(bytes, workspace_bytes(max_num_tokens));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes > 0) ensure_workspace(bytes);
+}
+
+const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
+  const KernelsId id = kernels_id(splits, fused_norm);
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
   if (backend_ == Backend::Cpu) {
@@ -249,9 +292,11 @@ void HcPreOp::run_reference(const HcPreArgs& a) {
   device_->copy_from_host(a.comb, r.comb.data(), r.comb.numel() * sizeof(float));
 }
 
-void HcPreOp::run(const HcPreArgs& a) { run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1); }
+void HcPreOp::run(const HcPreArgs& a, const LaunchContext& launch) {
+  run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1, 3, launch);
+}
 
-void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
+void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const LaunchContext& launch) {
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
   if (a.num_tokens == 0) return;
@@ -263,12 +308,28 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
                    "hc_pre (cuda): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", bad);
     }
   }
+  if (launch.workspace != nullptr && reinterpret_cast<uintptr_t>(launch.workspace) % 16 != 0) {
+    HCWARM_THROW(ErrorKind::InvalidArgument, "hc_pre: workspace is not 16-byte aligned");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (backend_ == Backend::Reference) {
     run_reference(a);
     return;
   }
   const bool norm = a.norm_weight != nullptr;
+  cuda::CudaDevice* dev = backend_ == Backend::Cuda ? static_cast<cuda::CudaDevice*>(device_) : nullptr;
+  std::optional<cuda::ScopedContext> scoped;
+  if (dev != nullptr) scoped.emplace(*dev);
+  const cuda::CUstream stream =
+      dev == nullptr ? nullptr : launch.stream != nullptr ? static_cast<cuda::CUstream>(launch.stream) : dev->stream();
+  const bool capturing = dev != nullptr && cuda::stream_capturing(dev->driver(), stream);
+  if (capturing && kernels_.count(kernels_id(splits, norm)) == 0) {
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_pre (cuda, hidden {}, {}): the kernels of split bucket num_splits={} (T={}) are not loaded, and "
+                 "the call is inside CUDA-graph capture, where nothing may be compiled or loaded: prewarm the "
+                 "model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before capturing",
+                 dims_.hidden, norm ? "fused norm" : "no norm", splits, a.num_tokens, a.num_tokens);
+  }
   const Kernels& k = kernels_for(splits, norm);
   // The one-pass kernel, when the module has it and the device runs it.
   const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
@@ -293,9 +354,22 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  ensure_workspace(one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
-                            : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float));
-  p.partials = workspace_.as<float>();
+  const size_t need = one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
+                              : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  if (launch.workspace != nullptr) {
+    HCWARM_CHECK_ARG(launch.workspace_bytes >= need, "hc_pre: the workspace holds {} bytes, T={} needs {}",
+                     launch.workspace_bytes, a.num_tokens, need);
+    p.partials = static_cast<float*>(launch.workspace);
+  } else {
+    if (capturing && workspace_.bytes() < need) {
+      HCWARM_THROW(ErrorKind::NotWarmed,
+                   "hc_pre (cuda): the op's workspace holds {} bytes and T={} needs {}; inside CUDA-graph capture it "
+                   "cannot grow: pass a workspace, or reserve_workspace(max_num_tokens) before capturing",
+                   workspace_.bytes(), a.num_tokens, need);
+    }
+    ensure_workspace(need);
+    p.partials = workspace_.as<float>();
+  }
 
   if (backend_ == Backend::Cpu) {
     const int rc = cpu::launch_mhc_pre_host(k.host, p, *pool_, stages);
@@ -304,11 +378,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages) {
     }
     return;
   }
-  auto& dev = static_cast<cuda::CudaDevice&>(*device_);
-  dev.make_current();
-  cuda::MhcPreCudaKernels launch = k.cuda;
-  if (!one_pass) launch.one_pass = nullptr;  // generic modules serve every split count
-  HCWARM_CHECK_CU(dev.driver(), cuda::launch_mhc_pre_cuda(dev.driver(), launch, p, dev.stream(), stages));
+  cuda::MhcPreCudaKernels kernels = k.cuda;
+  if (!one_pass) kernels.one_pass = nullptr;  // generic modules serve every split count
+  HCWARM_CHECK_CU(dev->driver(), cuda::launch_mhc_pre_cuda(dev->driver(), kernels, p, stream, stages));
 }
 
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,

@@ -97,11 +97,27 @@ class HcPreOp {
   // One token count per reachable split count (REFERENCE.md section 2).
   std::vector<int64_t> representatives(int64_t max_num_tokens) const;
 
-  // Pointers on `device`. T == 0 is a no-op. Asynchronous on CUDA (the device's stream).
-  void run(const HcPreArgs& args);
+  // Pointers on `device`. T == 0 is a no-op. Asynchronous on CUDA: on
+  // launch.stream, else the device's stream. Inside CUDA-graph capture the call
+  // only launches: kernels not loaded yet, or a workspace too small, throw
+  // ErrorKind::NotWarmed naming the split bucket instead of compiling,
+  // loading, allocating or synchronizing.
+  void run(const HcPreArgs& args, const LaunchContext& launch = {});
   // Tests and benchmarks: the kernels of an explicit split count (any T);
   // stages: bit 0 = partial, bit 1 = finish (3 = both; one alone only for timing).
-  void run_with_splits(const HcPreArgs& args, int num_splits, int stages = 3);
+  void run_with_splits(const HcPreArgs& args, int num_splits, int stages = 3, const LaunchContext& launch = {});
+
+  // Scratch bytes a call on T tokens needs (LaunchContext::workspace), 0 for T == 0.
+  size_t workspace_bytes(int64_t num_tokens) const;
+  // Grows the op's own workspace to serve every T <= max_num_tokens without
+  // allocating later (for callers that pass no workspace).
+  void reserve_workspace(int64_t max_num_tokens);
+  // Whether the kernels a call on T tokens needs are loaded into this op (a
+  // call in graph capture then succeeds).
+  bool loaded(int64_t num_tokens, bool fused_norm);
+  // Fetches (compiling or loading as needed) and sets up the kernels of one
+  // split count now, as the first call of that bucket would (warmup).
+  void load(int num_splits, bool fused_norm);
 
   // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
   // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
@@ -125,7 +141,10 @@ class HcPreOp {
 
  private:
   struct Kernels;
+  using KernelsId = std::tuple<int, bool, int>;
+  KernelsId kernels_id(int num_splits, bool fused_norm) const;
   const Kernels& kernels_for(int num_splits, bool fused_norm);
+  bool one_pass_possible(int num_splits) const;
   void run_reference(const HcPreArgs& args);
   void ensure_workspace(size_t bytes);
 
@@ -141,7 +160,7 @@ class HcPreOp {
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
 
   std::mutex mu_;
-  std::map<std::tuple<int, bool, int>, std::unique_ptr<Kernels>> kernels_;
+  std::map<KernelsId, std::unique_ptr<Kernels>> kernels_;
   std::shared_ptr<const jit::LoadedModule> generic_module_;
   DeviceBuffer workspace_;
   std::shared_ptr<ThreadPool> pool_;  // Cpu backend: its own, or one shared with the caller

@@ -35,4 +35,13 @@ struct HcPreArgs {
   float* comb = nullptr;              // (T, hc, hc)
 };
 
+// Where one call runs when the caller says so: an engine's stream and scratch
+// memory from its own allocator. Null members: the device's own stream and the
+// op's own buffer (which then grows, synchronizing, outside graph capture only).
+struct LaunchContext {
+  void* stream = nullptr;     // a CUstream on the op's device (CUDA only)
+  void* workspace = nullptr;  // device memory of at least the op's workspace_bytes(T), 16-byte aligned
+  size_t workspace_bytes = 0;
+};
+
 }  // namespace hcwarm::mhc

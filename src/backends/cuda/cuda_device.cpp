@@ -25,7 +25,8 @@ CudaDevice::CudaDevice(int ordinal, const std::string& library_path)
   HCWARM_CHECK_CU(d, d.cuDeviceGetName(buf.data(), static_cast<int>(buf.size()), dev_));
   name_ = buf.data();
   HCWARM_CHECK_CU(d, d.cuDevicePrimaryCtxRetain(&ctx_, dev_));
-  HCWARM_CHECK_CU(d, d.cuCtxSetCurrent(ctx_));
+  // The stream belongs to this context; the caller's thread keeps its own current one.
+  const ScopedContext scoped(*this);
   HCWARM_CHECK_CU(d, d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
 }
 
@@ -43,6 +44,18 @@ std::string CudaDevice::arch() const {
   if (cc_major_ == 9 && cc_minor_ == 0) return "sm_90a";
   if (cc_major_ == 10 && cc_minor_ == 0) return "sm_100a";
   return fmt::format("sm_{}{}", cc_major_, cc_minor_);
+}
+
+ScopedContext::ScopedContext(const CudaDevice& device) : driver_(device.driver()) {
+  HCWARM_CHECK_CU(driver_, driver_.cuCtxGetCurrent(&previous_));
+  if (previous_ != device.context()) {
+    HCWARM_CHECK_CU(driver_, driver_.cuCtxSetCurrent(device.context()));
+    restore_ = true;
+  }
+}
+
+ScopedContext::~ScopedContext() {
+  if (restore_) driver_.cuCtxSetCurrent(previous_);
 }
 
 void CudaDevice::make_current() const { HCWARM_CHECK_CU(*driver_, driver_->cuCtxSetCurrent(ctx_)); }

@@ -43,6 +43,7 @@ class CudaDevice final : public Device {
   std::string arch() const;
   // Makes this device's context current on the calling thread.
   void make_current() const;
+  CUcontext context() const { return ctx_; }
 
  protected:
   void* do_allocate(size_t bytes) override;
@@ -58,6 +59,22 @@ class CudaDevice final : public Device {
   int cc_major_ = 0;
   int cc_minor_ = 0;
   std::string name_;
+};
+
+// Makes a device's context current on this thread for a scope, then restores
+// the thread's previous one: a call on cuda:1 leaves the caller (PyTorch's
+// current device, say) where it was.
+class ScopedContext {
+ public:
+  explicit ScopedContext(const CudaDevice& device);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  const CudaDriver& driver_;
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
 };
 
 // A loaded cubin/fatbin/PTX image, or each image of a cubin set

@@ -42,6 +42,7 @@ std::shared_ptr<CudaDriver> load(const std::string& path) {
   bind(h, d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   bind(h, d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
   bind(h, d->cuCtxSetCurrent, "cuCtxSetCurrent");
+  bind(h, d->cuCtxGetCurrent, "cuCtxGetCurrent");
   bind(h, d->cuMemAlloc, "cuMemAlloc_v2");
   bind(h, d->cuMemFree, "cuMemFree_v2");
   bind(h, d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
@@ -110,6 +111,12 @@ std::shared_ptr<const CudaDriver> open_cuda_driver(const std::string& library_pa
     failed[library_path] = e.message();
     throw;
   }
+}
+
+bool stream_capturing(const CudaDriver& d, CUstream stream) {
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  HCWARM_CHECK_CU(d, d.cuStreamIsCapturing(stream, &status));
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 bool cuda_device_present(const std::string& library_path) {

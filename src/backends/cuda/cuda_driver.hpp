@@ -82,6 +82,7 @@ struct CudaDriver {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
@@ -147,6 +148,10 @@ struct DeviceInfo {
 };
 // Device `ordinal`'s info, or nullopt when there is no driver or no such device. Never throws.
 std::optional<DeviceInfo> query_device(int ordinal = 0, const std::string& library_path = {});
+
+// Whether work queued on `stream` is being captured into a CUDA graph (an
+// invalidated capture counts too). Throws ErrorKind::Cuda when the driver cannot say.
+bool stream_capturing(const CudaDriver& driver, CUstream stream);
 
 // True when a driver loads, initializes and reports at least one device. Never
 // throws and never crashes on a machine without CUDA.

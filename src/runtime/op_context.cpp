@@ -1,0 +1,188 @@
+#include "runtime/op_context.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "backends/cuda/cuda_device.hpp"
+#include "core/thread_pool.hpp"
+#include "model/deepseek_v4.hpp"
+#include "runtime/kernel_plan.hpp"
+
+namespace hcwarm::runtime {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One token of zeros through the op with an explicit split count: the same
+// kernels as the bucket's real calls, so the first real launch (and a capture)
+// meets no lazy module load.
+void run_one_token(mhc::HcPreOp& op, Device& device, int splits, bool norm) {
+  const mhc::MhcDims d = op.dims();
+  DeviceBuffer residual(device, static_cast<size_t>(d.k()) * sizeof(bf16));
+  DeviceBuffer fn(device, static_cast<size_t>(d.mix()) * d.k() * sizeof(float));
+  DeviceBuffer scale(device, 3 * sizeof(float)), base(device, static_cast<size_t>(d.mix()) * sizeof(float));
+  DeviceBuffer w(device, static_cast<size_t>(d.hidden) * sizeof(bf16));
+  DeviceBuffer y(device, static_cast<size_t>(d.hidden) * sizeof(bf16));
+  DeviceBuffer post(device, static_cast<size_t>(d.hc_mult) * sizeof(float));
+  DeviceBuffer comb(device, static_cast<size_t>(d.hc_mult) * d.hc_mult * sizeof(float));
+  for (DeviceBuffer* b : {&residual, &fn, &scale, &base, &w}) device.fill_zero(b->get(), b->bytes());
+  mhc::HcPreArgs a;
+  a.num_tokens = 1;
+  a.residual = residual.as<bf16>();
+  a.fn = fn.as<float>();
+  a.scale = scale.as<float>();
+  a.base = base.as<float>();
+  a.norm_weight = norm ? w.as<bf16>() : nullptr;
+  a.y = y.as<bf16>();
+  a.post = post.as<float>();
+  a.comb = comb.as<float>();
+  op.run_with_splits(a, splits);
+  device.synchronize();
+}
+
+void run_post_once(mhc::HcPostOp& op, Device& device, mhc::MhcDims d) {
+  DeviceBuffer x(device, static_cast<size_t>(d.hidden) * sizeof(bf16));
+  DeviceBuffer residual(device, static_cast<size_t>(d.k()) * sizeof(bf16));
+  DeviceBuffer post(device, static_cast<size_t>(d.hc_mult) * sizeof(float));
+  DeviceBuffer comb(device, static_cast<size_t>(d.hc_mult) * d.hc_mult * sizeof(float));
+  for (DeviceBuffer* b : {&x, &residual, &post, &comb}) device.fill_zero(b->get(), b->bytes());
+  op.run(1, x.as<bf16>(), residual.as<bf16>(), post.as<float>(), comb.as<float>(), residual.as<bf16>());
+  device.synchronize();
+}
+
+}  // namespace
+
+OpContext::OpContext(OpContextOptions options) : options_(std::move(options)) {
+  const mhc::Backend backend = options_.backend;
+  HCWARM_CHECK_ARG(backend == mhc::Backend::Cpu || backend == mhc::Backend::Cuda,
+                   "an op context runs the cpu or cuda backend, not {}", mhc::to_string(backend));
+  if (options_.num_sms) HCWARM_CHECK_ARG(*options_.num_sms >= 1, "num_sms must be positive, got {}", *options_.num_sms);
+  if (backend == mhc::Backend::Cuda) {
+    auto dev = std::make_unique<cuda::CudaDevice>(options_.device_ordinal, options_.env.cuda_library);
+    num_sms_ = options_.num_sms.value_or(dev->num_sms());
+    if (const auto info = cuda::query_device(options_.device_ordinal, options_.env.cuda_library);
+        info && info->total_memory_gb > 0) {
+      device_memory_gb_ = info->total_memory_gb;
+    }
+    device_ = std::move(dev);
+  } else {
+    HCWARM_CHECK_ARG(options_.device_ordinal == 0, "the cpu backend has one device, 0; got {}",
+                     options_.device_ordinal);
+    num_sms_ = options_.num_sms.value_or(options_.env.num_sms.value_or(kDefaultNumSms));
+    device_ = std::make_unique<CpuDevice>();
+  }
+  jit_ = std::make_unique<jit::JitRuntime>(options_.jit);
+  if (auto* cd = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
+    jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cd));
+  }
+  pool_ = std::make_shared<ThreadPool>();
+}
+
+OpContext::~OpContext() {
+  // Ops hold modules and buffers of the device: gone before it.
+  pre_.clear();
+  post_.clear();
+}
+
+std::string OpContext::arch() const {
+  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) return cd->arch();
+  return {};
+}
+
+mhc::HcPreOp& OpContext::hc_pre(mhc::MhcDims dims, const mhc::MhcConstants& c) {
+  const PreKey key{dims.hc_mult, dims.hidden, c.sinkhorn_iters, c.hc_eps, c.rms_eps, c.norm_eps, c.post_mult};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& op = pre_[key];
+  if (!op) {
+    auto made = std::make_unique<mhc::HcPreOp>(options_.backend, dims, c, num_sms_, jit_.get(), *device_,
+                                               options_.variant);
+    if (options_.backend == mhc::Backend::Cpu) made->set_cpu_pool(pool_);
+    made->set_cuda_one_pass(options_.env.mhc_one_pass);
+    op = std::move(made);
+  }
+  return *op;
+}
+
+mhc::HcPostOp& OpContext::hc_post(mhc::MhcDims dims) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& op = post_[{dims.hc_mult, dims.hidden}];
+  if (!op) op = std::make_unique<mhc::HcPostOp>(dims, *device_, jit_.get(), arch(), pool_);
+  return *op;
+}
+
+PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<cuda::ScopedContext> scoped;
+  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) scoped.emplace(*cd);
+  jit_->mark_warming();
+  model::ServerArgsInput in = req.server;
+  in.num_sms = num_sms_;  // the ops' split policy, whatever the request says
+  in.device_num_sms = num_sms_;
+  if (device_memory_gb_) in.device_memory_gb = device_memory_gb_;
+  const model::ServerArgs server = model::ServerArgs::process(in, options_.env.num_sms);
+  const mhc::MhcDims dims = req.model.mhc_dims();
+  mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
+  mhc::HcPostOp& post = hc_post(dims);
+
+  PrewarmReport r;
+  r.max_num_tokens = server.max_num_tokens();
+  r.num_sms = num_sms_;
+  r.skipped = model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env);
+
+  // The model runner's plan, less the families these ops never reach (the stand-in MLP).
+  KernelPlanInput plan;
+  plan.model = req.model;
+  plan.server = server;
+  plan.env = options_.env;
+  plan.backend = options_.backend;
+  plan.variant = options_.variant;
+  plan.cuda = pre.cuda_options();
+  std::vector<jit::KernelSpec> specs;
+  for (jit::KernelSpec& s : make_kernel_registry(plan).planned(/*include_mhc=*/true)) {
+    if (s.family == "mhc_post" || (s.family == "mhc_pre" && req.fused_norm)) specs.push_back(std::move(s));
+  }
+  if (req.unfused_norm && r.skipped.empty() && pre.uses_fast_path()) {
+    for (jit::KernelSpec& s : mhc::hc_pre_planned_specs(options_.backend, dims, num_sms_, r.max_num_tokens,
+                                                        /*fused_norm=*/false, plan.cuda)) {
+      specs.push_back(std::move(s));
+    }
+  }
+  const jit::BuildReport b = jit_->build(specs);
+  r.keys = b.keys;
+  r.compiled = b.compiled;
+  r.loaded_from_disk = b.loaded_from_disk;
+  r.memory_hits = b.memory_hits;
+  HCWARM_CHECK_ARG(b.failed == 0, "prewarm: {} of {} kernels failed to build: {}", b.failed, b.keys,
+                   b.errors.empty() ? std::string() : b.errors.front());
+
+  // Every planned kernel into its op, each bucket launched once.
+  if (r.skipped.empty()) {
+    r.token_counts = pre.representatives(r.max_num_tokens);
+    std::set<int> splits;
+    for (const int64_t t : r.token_counts) splits.insert(pre.num_splits(t));
+    for (const bool norm : {true, false}) {
+      if (norm ? !req.fused_norm : !req.unfused_norm) continue;
+      for (const int s : splits) {
+        pre.load(s, norm);
+        run_one_token(pre, *device_, s, norm);
+      }
+    }
+    pre.reserve_workspace(r.max_num_tokens);
+  }
+  post.load();
+  run_post_once(post, *device_, dims);
+  device_->synchronize();
+  jit_->mark_ready();
+  r.seconds = seconds_since(t0);
+  spdlog::info("prewarm ({}, {}): {:.3f}s, {} keys ({} compiled, {} from disk), {} token counts up to {}{}",
+               req.model.name, mhc::to_string(options_.backend), r.seconds, r.keys, r.compiled, r.loaded_from_disk,
+               r.token_counts.size(), r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped);
+  return r;
+}
+
+}  // namespace hcwarm::runtime

@@ -1,0 +1,96 @@
+#pragma once
+// The mHC ops on one device for callers that bring their own tensors, stream
+// and scratch memory: the Python package and C++ engines. An OpContext owns the
+// device handle, the JIT runtime and one op per (dims, constants); prewarm()
+// compiles and loads everything the ops can reach for a serving configuration,
+// with the model runner's own planning (kernel_plan.hpp), then marks the
+// runtime ready. Ops are thread-safe; a context is not copyable.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/env_config.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/hc_post_op.hpp"
+#include "mhc/hc_pre_op.hpp"
+#include "model/model_config.hpp"
+#include "model/server_args.hpp"
+
+namespace hcwarm::runtime {
+
+struct OpContextOptions {
+  mhc::Backend backend = mhc::Backend::Cpu;  // Cpu or Cuda (Reference has no kernels to warm)
+  int device_ordinal = 0;                    // Cuda: which GPU
+  // The split policy's SM count: the device's, else HCWARM_NUM_SMS, else 132.
+  std::optional<int> num_sms;
+  mhc::Variant variant = mhc::Variant::Specialized;
+  EnvConfig env;
+  jit::JitOptions jit;  // usually JitOptions::from_env(env), with the caller's cache_dir
+};
+
+struct PrewarmRequest {
+  model::ModelConfig model;
+  model::ServerArgsInput server;  // chunked_prefill_size, dp_size, enable_dp_attention
+  bool fused_norm = true;         // warm hc_pre calls that pass a norm weight (as DeepSeek V4's layers do)
+  bool unfused_norm = false;      // and calls without one
+};
+
+struct PrewarmReport {
+  int keys = 0;  // distinct JIT keys planned
+  int compiled = 0;
+  int loaded_from_disk = 0;
+  int memory_hits = 0;
+  double seconds = 0;
+  int64_t max_num_tokens = 0;         // after the DP division, as planned
+  int num_sms = 0;
+  std::vector<int64_t> token_counts;  // the representatives run through the ops
+  std::string skipped;                // why the mHC prewarm did not run (empty: it ran)
+};
+
+class OpContext {
+ public:
+  explicit OpContext(OpContextOptions options);
+  ~OpContext();
+  OpContext(const OpContext&) = delete;
+  OpContext& operator=(const OpContext&) = delete;
+
+  mhc::Backend backend() const { return options_.backend; }
+  Device& device() { return *device_; }
+  jit::JitRuntime& jit() { return *jit_; }
+  int num_sms() const { return num_sms_; }
+  int device_ordinal() const { return options_.device_ordinal; }
+  std::string arch() const;  // the NVRTC target ("" on the CPU)
+
+  // The op for these shapes and constants, created on first use.
+  mhc::HcPreOp& hc_pre(mhc::MhcDims dims, const mhc::MhcConstants& constants);
+  mhc::HcPostOp& hc_post(mhc::MhcDims dims);
+
+  // Plans every key the ops can reach for T in [1, max_num_tokens] of this
+  // configuration, builds them in parallel, runs each hc_pre split bucket and
+  // hc_post once (loading every kernel into its op, reserving the ops' own
+  // workspace), then marks the JIT runtime ready. Throws when a kernel fails to build.
+  PrewarmReport prewarm(const PrewarmRequest& request);
+
+  int64_t compiles_after_ready() const { return jit_->stats().compiles_after_ready; }
+
+ private:
+  OpContextOptions options_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<jit::JitRuntime> jit_;
+  std::shared_ptr<ThreadPool> pool_;
+  int num_sms_ = 0;
+  std::optional<double> device_memory_gb_;
+
+  std::mutex mu_;
+  using PreKey = std::tuple<int, int, int, float, float, float, float>;
+  std::map<PreKey, std::unique_ptr<mhc::HcPreOp>> pre_;
+  std::map<std::pair<int, int>, std::unique_ptr<mhc::HcPostOp>> post_;
+};
+
+}  // namespace hcwarm::runtime
