@@ -29,7 +29,7 @@ case " $STEPS " in *" op "*)
   timeout 200 ./hcwarm bench op --backend cuda --stages --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
     >"$OUT/bench_op.txt" 2>&1
   echo "bench op rc=$?"
-  grep -v "^\[" "$OUT/bench_op.txt" | tail -22 ;;
+  grep -v "^\[" "$OUT/bench_op.txt" | tail -60 ;;
 esac
 case " $STEPS " in *" buckets "*)
   # Specialized beside generic for every split bucket up to 16384 tokens.

@@ -1,19 +1,23 @@
-// hcwarm bench op: microseconds per hc_pre call, GB/s and the fraction of the
-// machine's measured copy bandwidth, specialized (JIT) and generic (ahead of
+// hcwarm bench op: microseconds per hc_pre call, eager and under CUDA-graph
+// replay (as serving engines run decode), GB/s and the fraction of the
+// device's measured copy bandwidth, specialized (JIT) and generic (ahead of
 // time) kernels side by side, and the compile time of each specialization.
+// The timing helpers live in cli/bench_timing.hpp.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
+#include <array>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "cli/bench_timing.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "jit/jit_runtime.hpp"
@@ -21,6 +25,8 @@
 
 namespace hcwarm::cli {
 namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written: schema_version first
 
 struct BenchOptions {
   std::vector<int> hidden{4096, 7168};
@@ -35,130 +41,150 @@ struct BenchOptions {
   bool stages = false;  // also time the two kernels apart (and num_splits 1's other path)
   std::string json_out;  // also write the JSON here
   double min_seconds = 0.2;
+  int graph_replays = 20;  // cuda: timed replays of each row's graph; 0 = no graph timing
   int num_sms = 0;
 };
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+constexpr size_t kMinGraphCalls = 8;   // cuda: at least this many sets, the calls of one graph
+constexpr size_t kMaxSets = 4096;      // cuda: bounds the graph's size for tiny shapes
+constexpr size_t kMaxCpuSets = 64;     // cpu: bounds set-up time; a tiny shape stays in cache regardless
+constexpr int kJsonSchemaVersion = 2;  // 2: eager_us / graph_us, copy_bandwidth_gbs, l2_bytes; bytes counts fn
 
-// One set of inputs/outputs on the device; several are rotated so that repeated
-// calls do not just re-read the L2 cache.
-struct IoSet {
-  DeviceBuffer residual, y, post, comb;
+// Host values the rotation sets are filled from, drawn once per hidden size.
+struct Weights {
+  std::vector<float> fn, scale, base;
+  std::vector<bf16> norm;
 };
 
-struct Measured {
-  double us = 0;
-  double compile_s = -1;     // time inside the compiler (NVRTC / host compiler) on the first call (specialized only)
-  double first_call_s = -1;  // the first call's whole JIT request: compile, cache publish, module load
-  bool ok = false;
-  std::string error;
-};
-
-class Timer {
+// N(0,1) bf16 residual values drawn once, handed out from rotating offsets.
+class ResidualPool {
  public:
-  explicit Timer(Device& d) : dev_(d), cuda_(dynamic_cast<cuda::CudaDevice*>(&d)) {
-    if (cuda_ != nullptr) {
-      const auto& drv = cuda_->driver();
-      HCWARM_CHECK_CU(drv, drv.cuEventCreate(&start_, cuda::CU_EVENT_DEFAULT));
-      HCWARM_CHECK_CU(drv, drv.cuEventCreate(&stop_, cuda::CU_EVENT_DEFAULT));
-    }
+  explicit ResidualPool(std::mt19937_64& rng) : values_(size_t{1} << 22) {
+    std::normal_distribution<float> n01;
+    for (auto& v : values_) v = bf16::from_float(n01(rng));
   }
-  ~Timer() {
-    if (cuda_ != nullptr) {
-      cuda_->driver().cuEventDestroy(start_);
-      cuda_->driver().cuEventDestroy(stop_);
+  // Contiguous runs of the pool from a moving offset (memcpy speed: a set can be ~1 GB).
+  void fill(std::vector<bf16>& out) {
+    for (size_t i = 0; i < out.size();) {
+      const size_t from = (pos_ + i) % values_.size();
+      const size_t n = std::min(out.size() - i, values_.size() - from);
+      std::copy_n(values_.begin() + static_cast<std::ptrdiff_t>(from), n, out.begin() + static_cast<std::ptrdiff_t>(i));
+      i += n;
     }
-  }
-  // Seconds for fn() run `iters` times.
-  template <class F>
-  double time(int iters, F&& fn) {
-    if (cuda_ == nullptr) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < iters; ++i) fn(i);
-      return seconds_since(t0);
-    }
-    const auto& drv = cuda_->driver();
-    HCWARM_CHECK_CU(drv, drv.cuEventRecord(start_, cuda_->stream()));
-    for (int i = 0; i < iters; ++i) fn(i);
-    HCWARM_CHECK_CU(drv, drv.cuEventRecord(stop_, cuda_->stream()));
-    HCWARM_CHECK_CU(drv, drv.cuEventSynchronize(stop_));
-    float ms = 0;
-    HCWARM_CHECK_CU(drv, drv.cuEventElapsedTime(&ms, start_, stop_));
-    return ms * 1e-3;
+    pos_ += 1237;
   }
 
  private:
-  Device& dev_;
-  cuda::CudaDevice* cuda_;
-  cuda::CUevent start_ = nullptr, stop_ = nullptr;
+  std::vector<bf16> values_;
+  size_t pos_ = 0;
 };
 
-// Copy bandwidth (bytes read + bytes written per second) of a large device copy.
-double copy_bandwidth(Device& dev) {
-  const size_t bytes = dev.kind() == DeviceKind::Cuda ? (size_t{1} << 30) : (size_t{256} << 20);
-  DeviceBuffer a(dev, bytes), b(dev, bytes);
-  dev.fill_zero(a.get(), bytes);
-  dev.fill_zero(b.get(), bytes);
-  Timer timer(dev);
-  auto* cd = dynamic_cast<cuda::CudaDevice*>(&dev);
-  auto copy = [&](int i) {
-    void* dst = (i % 2) ? a.get() : b.get();
-    void* src = (i % 2) ? b.get() : a.get();
-    if (cd != nullptr) {
-      HCWARM_CHECK_CU(cd->driver(), cd->driver().cuMemcpyDtoDAsync(reinterpret_cast<cuda::CUdeviceptr>(dst),
-                                                                    reinterpret_cast<cuda::CUdeviceptr>(src), bytes,
-                                                                    cd->stream()));
-    } else {
-      std::memcpy(dst, src, bytes);
-    }
-  };
-  timer.time(2, copy);
-  const int iters = cd != nullptr ? 20 : 4;
-  const double s = timer.time(iters, copy);
-  dev.synchronize();
-  return 2.0 * static_cast<double>(bytes) * iters / s;
+// One rotation set: a layer's own inputs, weights included, and outputs. Every
+// layer of a model has its own fn, so rotating the weights too makes repeated
+// calls read them from memory the way consecutive layers do.
+struct IoSet {
+  DeviceBuffer residual, fn, scale, base, norm_weight, y, post, comb;
+
+  mhc::HcPreArgs args(int64_t T, bool norm) const {
+    mhc::HcPreArgs a;
+    a.num_tokens = T;
+    a.residual = residual.as<bf16>();
+    a.fn = fn.as<float>();
+    a.scale = scale.as<float>();
+    a.base = base.as<float>();
+    a.norm_weight = norm ? norm_weight.as<bf16>() : nullptr;
+    a.y = y.as<bf16>();
+    a.post = post.as<float>();
+    a.comb = comb.as<float>();
+    return a;
+  }
+};
+
+// The bytes of one set's buffers, in IoSet's order.
+std::array<size_t, 8> set_buffer_bytes(const mhc::MhcDims& dims, int64_t T) {
+  const auto t = static_cast<size_t>(T);
+  const auto hc = static_cast<size_t>(dims.hc_mult), d = static_cast<size_t>(dims.hidden);
+  const auto mix = static_cast<size_t>(dims.mix());
+  return {t * hc * d * 2, mix * hc * d * 4, 3 * 4, mix * 4, d * 2, t * d * 2, t * hc * 4, t * hc * hc * 4};
 }
 
-Measured measure(const std::function<void(const mhc::HcPreArgs&)>& run, Device& dev, std::vector<IoSet>& sets,
-                 const mhc::HcPreArgs& base_args, double min_seconds, jit::JitRuntime* rt) {
-  Measured m;
-  try {
-    auto call = [&](int i) {
-      IoSet& s = sets[static_cast<size_t>(i) % sets.size()];
-      mhc::HcPreArgs a = base_args;
-      a.residual = s.residual.as<bf16>();
-      a.y = s.y.as<bf16>();
-      a.post = s.post.as<float>();
-      a.comb = s.comb.as<float>();
-      run(a);
-    };
-    const size_t events_before = rt != nullptr ? rt->events().size() : 0;
-    const double compiler_before = rt != nullptr ? rt->stats().compile_seconds : 0.0;
-    call(0);  // compile / load
-    dev.synchronize();
-    if (rt != nullptr) {
-      const auto ev = rt->events();
-      for (size_t i = events_before; i < ev.size(); ++i) {
-        if (ev[i].source == jit::ArtifactSource::Compiled) m.first_call_s = std::max(m.first_call_s, ev[i].seconds);
-      }
-      if (m.first_call_s >= 0) m.compile_s = rt->stats().compile_seconds - compiler_before;
-    }
-    Timer timer(dev);
-    timer.time(3, call);  // warm up
-    // Grow the iteration count until a run lasts min_seconds.
-    int iters = 5;
-    double s = timer.time(iters, call);
-    while (s < min_seconds && iters < (1 << 20)) {
-      iters = static_cast<int>(std::min<double>(iters * 8.0, iters * std::max(2.0, 1.2 * min_seconds / std::max(s, 1e-9))));
-      s = timer.time(iters, call);
-    }
-    m.us = s / iters * 1e6;
-    m.ok = true;
-  } catch (const Error& e) {
-    m.error = e.message();
+// Enough sets that together they are >= 3x the cache, so each call reads its
+// inputs from memory; on CUDA at least kMinGraphCalls, one graph call per set.
+size_t rotation_count(size_t set_bytes, size_t cache_bytes, bool cuda) {
+  const size_t n = (3 * cache_bytes + set_bytes - 1) / set_bytes;
+  return cuda ? std::clamp(n, kMinGraphCalls, kMaxSets) : std::clamp<size_t>(n, 1, kMaxCpuSets);
+}
+
+std::vector<IoSet> make_sets(Device& dev, const mhc::MhcDims& dims, int64_t T, size_t count, const Weights& w,
+                             ResidualPool& pool) {
+  const auto bytes = set_buffer_bytes(dims, T);
+  std::vector<bf16> residual(bytes[0] / 2);
+  std::vector<IoSet> sets;
+  sets.reserve(count);
+  for (size_t s = 0; s < count; ++s) {
+    IoSet io{DeviceBuffer(dev, bytes[0]), DeviceBuffer(dev, bytes[1]), DeviceBuffer(dev, bytes[2]),
+             DeviceBuffer(dev, bytes[3]), DeviceBuffer(dev, bytes[4]), DeviceBuffer(dev, bytes[5]),
+             DeviceBuffer(dev, bytes[6]), DeviceBuffer(dev, bytes[7])};
+    pool.fill(residual);
+    dev.copy_from_host(io.residual.get(), residual.data(), bytes[0]);
+    // Same weight values in every set: what matters for timing is that each set has its own copy.
+    dev.copy_from_host(io.fn.get(), w.fn.data(), bytes[1]);
+    dev.copy_from_host(io.scale.get(), w.scale.data(), bytes[2]);
+    dev.copy_from_host(io.base.get(), w.base.data(), bytes[3]);
+    dev.copy_from_host(io.norm_weight.get(), w.norm.data(), bytes[4]);
+    sets.push_back(std::move(io));
   }
-  return m;
+  return sets;
+}
+
+// CPU: the last-level cache the rotation must exceed (32 MiB when the C library does not say).
+size_t cpu_cache_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
+}
+
+using RunFn = std::function<void(const mhc::HcPreArgs&)>;
+
+// One variant's JSON: eager and graph figures. us / gbps / copy_fraction are
+// schema 1's names of the eager figures, kept for its readers.
+// graph_calls: the calls per replay, 0 when the graph was not timed.
+Json variant_json(const Measured& m, double bytes, double copy_bw, size_t graph_calls) {
+  auto gbps = [&](double us) { return bytes / (us * 1e-6) / 1e9; };
+  auto fraction = [&](double us) { return copy_bw > 0 ? Json(gbps(us) * 1e9 / copy_bw) : Json(); };
+  Json j;
+  j["eager_us"] = m.us;
+  j["eager_gbps"] = gbps(m.us);
+  j["eager_copy_fraction"] = fraction(m.us);
+  j["us"] = j["eager_us"];
+  j["gbps"] = j["eager_gbps"];
+  j["copy_fraction"] = j["eager_copy_fraction"];
+  // Null unless the graph was timed (the CPU, --graph-replays 0, a failed capture).
+  j["graph_us"] = nullptr;
+  j["graph_gbps"] = nullptr;
+  j["graph_copy_fraction"] = nullptr;
+  j["graph_calls_per_replay"] = graph_calls > 0 ? Json(graph_calls) : Json();
+  if (m.graph_us) {
+    j["graph_us"] = *m.graph_us;
+    j["graph_gbps"] = gbps(*m.graph_us);
+    j["graph_copy_fraction"] = fraction(*m.graph_us);
+  }
+  if (!m.graph_error.empty()) j["graph_error"] = m.graph_error;
+  return j;
+}
+
+// The text table's cell of one variant: eager us, %copy, graph us, %copy.
+std::string variant_cell(const Measured& m, double bytes, double copy_bw, bool cuda, bool graph_on) {
+  auto pct = [&](double us) { return fmt::format("{:>5.0f}%", 100.0 * bytes / (us * 1e-6) / copy_bw); };
+  if (!m.ok) return fmt::format("{:>9} {:>6} {:>9} {:>6}", "-", "-", "-", "-");
+  std::string graph;
+  if (!cuda) {
+    graph = fmt::format("{:>9} {:>6}", "n/a", "n/a");
+  } else if (m.graph_us) {
+    graph = fmt::format("{:>9.2f} {}", *m.graph_us, pct(*m.graph_us));
+  } else {
+    graph = fmt::format("{:>9} {:>6}", graph_on ? "error" : "-", "-");
+  }
+  return fmt::format("{:>9.2f} {} {}", m.us, pct(m.us), graph);
 }
 
 void run_bench(const CliContext& ctx, const BenchOptions& o) {
@@ -167,6 +193,8 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   HCWARM_CHECK_ARG(backend != mhc::Backend::Reference, "bench op measures the cpu and cuda backends");
   HCWARM_CHECK_ARG(o.variant == "both" || o.variant == "specialized" || o.variant == "generic",
                    "--variant must be both, specialized or generic");
+  HCWARM_CHECK_ARG(o.gemm == "ffma" || o.gemm == "mma" || o.gemm == "mma_smem", "--gemm must be mma_smem, mma or ffma");
+  HCWARM_CHECK_ARG(o.graph_replays >= 0, "--graph-replays must be >= 0, got {}", o.graph_replays);
   std::unique_ptr<Device> dev;
   if (backend == mhc::Backend::Cuda) {
     dev = std::make_unique<cuda::CudaDevice>(0, ctx.env.cuda_library);
@@ -175,6 +203,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   }
   auto* cd = dynamic_cast<cuda::CudaDevice*>(dev.get());
   const int sms = o.num_sms > 0 ? o.num_sms : (cd != nullptr ? cd->num_sms() : ctx.env.num_sms.value_or(kDefaultNumSms));
+  const bool graph_on = cd != nullptr && o.graph_replays > 0;
 
   // Memory-only JIT: the first call of each bucket is a real compile, timed.
   jit::JitOptions jo = jit::JitOptions::from_env(ctx.env);
@@ -183,129 +212,153 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   jit::JitRuntime rt(jo);
   if (cd != nullptr) rt.set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cd));
 
-  const double copy_bw = copy_bandwidth(*dev);
+  // GPU: a 1 GiB device-to-device copy, median of 10; CPU: a 256 MiB memcpy, median of 5.
+  const double copy_bw = cd != nullptr ? copy_bandwidth(*dev, size_t{1} << 30, 3, 10)
+                                       : copy_bandwidth(*dev, size_t{256} << 20, 1, 5);
+  const size_t l2 = cd != nullptr ? l2_cache_bytes(*cd) : 0;
+  // The rotation must outgrow the L2 (GPU) or the last-level cache (CPU); 50 MiB if the driver does not say.
+  const size_t cache_bytes = cd != nullptr ? (l2 > 0 ? l2 : size_t{50} << 20) : cpu_cache_bytes();
   const std::string machine = cd != nullptr ? fmt::format("{} ({} SMs, {})", cd->name(), cd->num_sms(), cd->arch())
                                             : fmt::format("cpu ({} threads)", std::thread::hardware_concurrency());
-  nlohmann::json out;
+  Json out;
+  out["schema_version"] = kJsonSchemaVersion;
   out["machine"] = machine;
   out["backend"] = mhc::to_string(backend);
-  out["copy_gbps"] = copy_bw / 1e9;
+  out["copy_bandwidth_gbs"] = copy_bw / 1e9;
+  out["copy_gbps"] = copy_bw / 1e9;  // schema 1's name
+  out["l2_bytes"] = cd != nullptr ? Json(l2) : Json();
+  out["rotation_cache_bytes"] = cache_bytes;
+  out["graph_replays"] = graph_on ? Json(o.graph_replays) : Json();
   out["norm"] = o.norm;
   out["num_sms"] = sms;
   out["gemm"] = o.gemm;
   out["fast_finish"] = !o.precise_finish;
-  out["rows"] = nlohmann::json::array();
+  out["rows"] = Json::array();
   if (!o.json) {
     std::cout << fmt::format("hcwarm bench op: {} backend on {}; copy bandwidth {:.0f} GB/s (read + write); norm {}\n",
                              mhc::to_string(backend), machine, copy_bw / 1e9, o.norm ? "fused" : "off");
-    std::cout << fmt::format("{:>5} {:>6} {:>6} | {:>10} {:>8} {:>6} | {:>10} {:>8} {:>6} | {:>7} {:>9} | {:>8} {:>8} {:>8}\n",
-                             "D", "T", "splits", "spec us", "GB/s", "%copy", "gen us", "GB/s", "%copy", "gen/spec",
-                             "compile s", "a us", "b us", ctx.env.mhc_one_pass ? "2pass us" : "1pass us");
+    const double cache_mib = static_cast<double>(cache_bytes) / (1 << 20);
+    if (cd != nullptr) {
+      const std::string graph =
+          graph_on ? fmt::format("graph us: one CUDA graph of one call per set, median of {} replays", o.graph_replays)
+                   : std::string("no graph timing (--graph-replays 0)");
+      std::cout << fmt::format("each call reads its own inputs and weights: 'sets' sets, >= 3x the {:.1f} MiB L2 "
+                               "and >= {}; {}\n",
+                               cache_mib, kMinGraphCalls, graph);
+    } else {
+      std::cout << fmt::format("each call reads its own inputs and weights: 'sets' sets, 3x the {:.1f} MiB last-level "
+                               "cache (at most {}); no CUDA graphs on the CPU\n",
+                               cache_mib, kMaxCpuSets);
+    }
+    std::string header = fmt::format(
+        "{:>5} {:>6} {:>6} {:>5} | {:>9} {:>6} {:>9} {:>6} | {:>9} {:>6} {:>9} {:>6} | {:>8} {:>9}", "D", "T", "splits",
+        "sets", "spec us", "%copy", "graph us", "%copy", "gen us", "%copy", "graph us", "%copy", "gen/spec", "compile s");
+    if (o.stages) {
+      header += fmt::format(" | {:>8} {:>8} {:>8}", "a us", "b us", ctx.env.mhc_one_pass ? "2pass us" : "1pass us");
+    }
+    std::cout << header << "\n";
   }
   std::mt19937_64 rng(42);
   std::normal_distribution<float> n01;
-  // Residual values: a pool of N(0,1) bf16 drawn once, copied from rotating offsets.
-  std::vector<bf16> pool(size_t{1} << 22);
-  for (auto& v : pool) v = bf16::from_float(n01(rng));
-  size_t pool_pos = 0;
+  ResidualPool pool(rng);
   for (int D : o.hidden) {
     const mhc::MhcDims dims{4, D};
     mhc::HcPreOp spec(backend, dims, {}, sms, &rt, *dev, mhc::Variant::Specialized);
-    HCWARM_CHECK_ARG(o.gemm == "ffma" || o.gemm == "mma" || o.gemm == "mma_smem", "--gemm must be mma_smem, mma or ffma");
     spec.set_cuda_fast_finish(!o.precise_finish);
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
     spec.set_cuda_gemm(o.gemm == "ffma" ? mhc::CudaGemm::Ffma : (o.gemm == "mma" ? mhc::CudaGemm::Mma : mhc::CudaGemm::MmaSmem));
     mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
     gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
-    // Weights, shared by every call.
-    std::vector<float> fn(static_cast<size_t>(dims.mix() * dims.k())), scale(3), basev(static_cast<size_t>(dims.mix()));
-    for (auto& v : fn) v = 1e-3f * n01(rng);
-    for (auto& v : scale) v = 0.1f * n01(rng);
-    for (auto& v : basev) v = 0.1f * n01(rng);
-    std::vector<bf16> w(static_cast<size_t>(D));
-    for (auto& v : w) v = bf16::from_float(1.0f + 0.1f * n01(rng));
-    DeviceBuffer fn_d(*dev, fn.size() * 4), scale_d(*dev, 12), base_d(*dev, basev.size() * 4), w_d(*dev, w.size() * 2);
-    dev->copy_from_host(fn_d.get(), fn.data(), fn.size() * 4);
-    dev->copy_from_host(scale_d.get(), scale.data(), 12);
-    dev->copy_from_host(base_d.get(), basev.data(), basev.size() * 4);
-    dev->copy_from_host(w_d.get(), w.data(), w.size() * 2);
+    Weights w{std::vector<float>(static_cast<size_t>(dims.mix() * dims.k())), std::vector<float>(3),
+              std::vector<float>(static_cast<size_t>(dims.mix())), std::vector<bf16>(static_cast<size_t>(D))};
+    for (auto& v : w.fn) v = 1e-3f * n01(rng);
+    for (auto& v : w.scale) v = 0.1f * n01(rng);
+    for (auto& v : w.base) v = 0.1f * n01(rng);
+    for (auto& v : w.norm) v = bf16::from_float(1.0f + 0.1f * n01(rng));
 
     // Every split bucket once (its largest token count), or the given token counts.
     const std::vector<int64_t> tokens = o.buckets > 0 ? spec.representatives(o.buckets) : o.tokens;
     for (int64_t T : tokens) {
       HCWARM_CHECK_ARG(T >= 1, "--tokens must be >= 1, got {}", T);
-      const size_t res_bytes = static_cast<size_t>(T) * dims.k() * 2;
-      const size_t y_bytes = static_cast<size_t>(T) * D * 2;
-      const size_t pc_bytes = static_cast<size_t>(T) * (4 + 16) * 4;
-      // Rotate over enough sets to exceed the L2 (GPU) / LLC (CPU) several times, within 2 GiB.
-      const size_t target = size_t{512} << 20;
-      size_t nsets = std::clamp<size_t>(target / res_bytes, 1, 16);
-      if (nsets * res_bytes > (size_t{2} << 30)) nsets = 1;
-      std::vector<IoSet> sets;
-      std::vector<bf16> host(static_cast<size_t>(T) * dims.k());
-      for (size_t s = 0; s < nsets; ++s) {
-        for (size_t i = 0; i < host.size(); ++i) host[i] = pool[(pool_pos + i * 7) % pool.size()];
-        pool_pos += 1237;
-        IoSet io{DeviceBuffer(*dev, res_bytes), DeviceBuffer(*dev, y_bytes), DeviceBuffer(*dev, T * 4 * 4),
-                 DeviceBuffer(*dev, T * 16 * 4)};
-        dev->copy_from_host(io.residual.get(), host.data(), res_bytes);
-        sets.push_back(std::move(io));
-      }
-      mhc::HcPreArgs a;
-      a.num_tokens = T;
-      a.fn = fn_d.as<float>();
-      a.scale = scale_d.as<float>();
-      a.base = base_d.as<float>();
-      a.norm_weight = o.norm ? w_d.as<bf16>() : nullptr;
-      const double bytes = static_cast<double>(res_bytes + y_bytes + pc_bytes);
-      Measured ms, mg, ma, mb, m2;
+      const auto b = set_buffer_bytes(dims, T);
+      size_t set_bytes = 0;
+      for (size_t x : b) set_bytes += x;
+      // What hc_pre must move: the residual and fn read, y, post and comb written.
+      const double bytes = static_cast<double>(b[0] + b[1] + b[5] + b[6] + b[7]);
+      const size_t nsets = rotation_count(set_bytes, cache_bytes, cd != nullptr);
       const int splits = spec.num_splits(T);
-      auto run_spec = [&](const mhc::HcPreArgs& x) { spec.run(x); };
-      if (o.variant != "generic") ms = measure(run_spec, *dev, sets, a, o.min_seconds, &rt);
+      Json row{{"hidden", D},     {"tokens", T},           {"num_splits", splits},
+               {"bytes", bytes},  {"rotation_sets", nsets}, {"rotation_bytes", nsets * set_bytes}};
+      std::vector<IoSet> sets;
+      try {
+        sets = make_sets(*dev, dims, T, nsets, w, pool);
+      } catch (const Error& e) {
+        // Out of device memory, say: this row fails, the others still run.
+        row["error"] = e.message();
+        out["rows"].push_back(row);
+        if (!o.json) std::cout << fmt::format("{:>5} {:>6} {:>6} {:>5} | {}\n", D, T, splits, nsets, e.message());
+        continue;
+      }
+      Measured ms, mg, ma, mb, m2;
+      // Call i reads set i (mod the count): the eager loop cycles, the graph holds one call per set.
+      auto on_sets = [&](RunFn run) {
+        return [&sets, T, norm = o.norm, run = std::move(run)](int i) {
+          run(sets[static_cast<size_t>(i) % sets.size()].args(T, norm));
+        };
+      };
+      const auto spec_calls = on_sets([&](const mhc::HcPreArgs& x) { spec.run(x); });
+      const auto gen_calls = on_sets([&](const mhc::HcPreArgs& x) { gen.run(x); });
+      const int ncalls = static_cast<int>(sets.size());
+      if (o.variant != "generic") {
+        ms = measure_eager(*dev, spec_calls, o.min_seconds, &rt);
+        if (graph_on) measure_graph(ms, *cd, spec_calls, ncalls, o.graph_replays);
+      }
       if (o.variant != "specialized") {
-        mg = measure([&](const mhc::HcPreArgs& x) { gen.run(x); }, *dev, sets, a, o.min_seconds, nullptr);
+        mg = measure_eager(*dev, gen_calls, o.min_seconds, nullptr);
+        if (graph_on) measure_graph(mg, *cd, gen_calls, ncalls, o.graph_replays);
       }
       if (o.stages && o.variant != "generic") {
-        // The two kernels timed apart (stage b reads what a wrote in the earlier call).
-        ma = measure([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 1); }, *dev, sets, a,
-                     o.min_seconds / 2, nullptr);
-        mb = measure([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 2); }, *dev, sets, a,
-                     o.min_seconds / 2, nullptr);
+        // The two kernels timed apart, eager (stage b reads what a wrote in the earlier call).
+        ma = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 1); }),
+                           o.min_seconds / 2, nullptr);
+        mb = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 2); }),
+                           o.min_seconds / 2, nullptr);
         if (splits == 1 && backend == mhc::Backend::Cuda) {
           // The other num_splits-1 path: the two kernels when the specialized
           // column ran the one-pass kernel (the default), and vice versa.
           const bool was = spec.cuda_one_pass();
           spec.set_cuda_one_pass(!was);
-          m2 = measure(run_spec, *dev, sets, a, o.min_seconds / 2, nullptr);
+          m2 = measure_eager(*dev, spec_calls, o.min_seconds / 2, nullptr);
           spec.set_cuda_one_pass(was);
         }
       }
-      auto gbps = [&](const Measured& m) { return m.ok ? bytes / (m.us * 1e-6) / 1e9 : 0.0; };
-      nlohmann::json row{{"hidden", D},
-                         {"tokens", T},
-                         {"num_splits", spec.num_splits(T)},
-                         {"bytes", bytes}};
-      if (ms.ok) row["specialized"] = {{"us", ms.us}, {"gbps", gbps(ms)}, {"copy_fraction", gbps(ms) * 1e9 / copy_bw},
-                                       {"compile_s", ms.compile_s}, {"first_call_s", ms.first_call_s}};
+      const size_t graph_calls = graph_on ? nsets : 0;
+      if (ms.ok) {
+        row["specialized"] = variant_json(ms, bytes, copy_bw, graph_calls);
+        row["specialized"]["compile_s"] = ms.compile_s;
+        row["specialized"]["first_call_s"] = ms.first_call_s;
+      }
       if (ma.ok) row["stage_a_us"] = ma.us;
       if (mb.ok) row["stage_b_us"] = mb.us;
       if (m2.ok) row[spec.cuda_one_pass() ? "two_pass_us" : "one_pass_us"] = m2.us;
-      if (mg.ok) row["generic"] = {{"us", mg.us}, {"gbps", gbps(mg)}, {"copy_fraction", gbps(mg) * 1e9 / copy_bw}};
+      if (mg.ok) row["generic"] = variant_json(mg, bytes, copy_bw, graph_calls);
       if (!ms.error.empty()) row["specialized_error"] = ms.error;
       if (!mg.error.empty()) row["generic_error"] = mg.error;
       out["rows"].push_back(row);
       if (!o.json) {
-        auto cell = [&](const Measured& m) {
-          if (!m.ok) return fmt::format("{:>10} {:>8} {:>6}", "-", "-", "-");
-          return fmt::format("{:>10.2f} {:>8.0f} {:>5.0f}%", m.us, gbps(m), 100.0 * gbps(m) * 1e9 / copy_bw);
-        };
         auto us = [](const Measured& m) { return m.ok ? fmt::format("{:.1f}", m.us) : std::string("-"); };
-        std::cout << fmt::format("{:>5} {:>6} {:>6} | {} | {} | {:>7} {:>9} | {:>8} {:>8} {:>8}\n", D, T, splits,
-                                 cell(ms), cell(mg), ms.ok && mg.ok ? fmt::format("{:.2f}x", mg.us / ms.us) : "-",
-                                 ms.compile_s >= 0 ? fmt::format("{:.3f}", ms.compile_s) : "-", us(ma), us(mb),
-                                 us(m2));
+        const bool cuda = cd != nullptr;
+        std::string line = fmt::format(
+            "{:>5} {:>6} {:>6} {:>5} | {} | {} | {:>8} {:>9}", D, T, splits, nsets,
+            variant_cell(ms, bytes, copy_bw, cuda, graph_on), variant_cell(mg, bytes, copy_bw, cuda, graph_on),
+            ms.ok && mg.ok ? fmt::format("{:.2f}x", mg.us / ms.us) : "-",
+            ms.compile_s >= 0 ? fmt::format("{:.3f}", ms.compile_s) : "-");
+        if (o.stages) line += fmt::format(" | {:>8} {:>8} {:>8}", us(ma), us(mb), us(m2));
+        std::cout << line << "\n";
         if (!ms.error.empty()) std::cout << "  specialized: " << ms.error << "\n";
+        if (!ms.graph_error.empty()) std::cout << "  specialized graph: " << ms.graph_error << "\n";
         if (!mg.error.empty()) std::cout << "  generic: " << mg.error << "\n";
+        if (!mg.graph_error.empty()) std::cout << "  generic graph: " << mg.graph_error << "\n";
         std::cout.flush();
       }
     }
@@ -318,6 +371,30 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   }
 }
 
+constexpr const char* kBenchOpFooter = R"(Each row is one hidden size D and token count T; every call reads its own
+set of inputs and weights (residual, fn, scale, base, norm weight; y, post,
+comb written), rotating over 'sets' sets whose bytes are >= 3x the GPU's L2
+(CPU: its last-level cache, at most 64 sets), at least 8 on CUDA.
+
+Columns, for the specialized (spec) and generic (gen) kernels:
+  spec us / gen us  eager: mean us per call, back to back on the device
+                    stream for >= --min-seconds (launch cost included)
+  graph us          CUDA: one graph of 'sets' consecutive calls (one per set),
+                    replayed; median over --graph-replays replays of
+                    (replay time / calls). n/a on the CPU
+  %copy             bytes moved (residual + fn read, y + post + comb written)
+                    per second, over the copy bandwidth measured at start
+                    (GPU: 1 GiB device-to-device, read + write, median of 10)
+  gen/spec          eager generic / eager specialized
+  compile s         compiler time of the bucket's first specialized call
+  a us, b us, 2pass us / 1pass us   with --stages (eager)
+
+JSON (schema_version 2): top level copy_bandwidth_gbs, l2_bytes (null on the
+CPU), graph_replays; per row rotation_sets, and per variant eager_us, graph_us,
+graph_calls_per_replay, *_gbps, *_copy_fraction (graph ones null on the CPU),
+graph_error when a capture failed; us, gbps, copy_fraction and copy_gbps are
+schema 1's names of the eager figures and the copy bandwidth.)";
+
 }  // namespace
 
 void register_bench(CLI::App& app, CliContext& ctx) {
@@ -325,18 +402,23 @@ void register_bench(CLI::App& app, CliContext& ctx) {
       "bench", "Benchmarks: op (hc_pre speed, specialized vs generic), serve (the four start-up configurations)");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchOptions>();
-  auto* op = bench->add_subcommand("op", "Time hc_pre: us per call, GB/s, fraction of copy bandwidth, specialized vs generic");
-  op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")->delimiter(',');
-  auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',');
+  auto* op = bench->add_subcommand(
+      "op", "Time hc_pre: us per call eager and under CUDA-graph replay, fraction of copy bandwidth, specialized vs generic");
+  op->footer(kBenchOpFooter);
+  op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")->delimiter(',')->capture_default_str();
+  auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',')->capture_default_str();
   op->add_option("--buckets", o->buckets,
                  "time every split bucket of token counts [1, N] once (its largest T) instead of --tokens")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->excludes(tokens);
   op->add_option("--backend", o->backend, "cpu | cuda (default: cuda when a GPU is present, else cpu)");
-  op->add_option("--variant", o->variant, "both | specialized | generic");
-  op->add_option("--gemm", o->gemm, "cuda specialized GEMM: mma_smem (tensor cores, fn in smem) | mma (per-warp fn) | ffma");
-  op->add_option("--num-sms", o->num_sms, "SM count for the split policy (default: the GPU's, or HCWARM_NUM_SMS / 132)");
-  op->add_option("--min-seconds", o->min_seconds, "minimum timed seconds per measurement");
+  op->add_option("--variant", o->variant, "both | specialized | generic")->capture_default_str();
+  op->add_option("--gemm", o->gemm, "cuda specialized GEMM: mma_smem (tensor cores, fn in smem) | mma (per-warp fn) | ffma")->capture_default_str();
+  op->add_option("--num-sms", o->num_sms, "SM count for the split policy (0: the GPU's, or HCWARM_NUM_SMS / 132)")->capture_default_str();
+  op->add_option("--min-seconds", o->min_seconds, "minimum timed seconds per eager measurement")->capture_default_str();
+  op->add_option("--graph-replays", o->graph_replays,
+                 "cuda: timed replays of each row's graph (after 3 untimed); 0: no graph timing")
+      ->capture_default_str();
   op->add_flag("!--no-norm", o->norm, "without the fused RMSNorm");
   op->add_flag("--json", o->json, "print JSON");
   op->add_flag("--precise-finish", o->precise_finish,

@@ -179,6 +179,37 @@ TEST(CliBenchOp, BucketsTimesEveryBucketOnce) {
   EXPECT_EQ(std::set<int64_t>(splits.begin(), splits.end()).size(), splits.size()) << "one row per split count";
 }
 
+// Schema 2 on the CPU: eager figures for both variants, the graph ones null
+// (no CUDA graphs there), and "n/a" in the text table's graph columns.
+TEST(CliBenchOp, CpuReportsEagerAndNoGraph) {
+  const std::vector<std::string> args{"bench",    "op",   "--backend",     "cpu",  "--hidden", "256",
+                                      "--tokens", "1,64", "--min-seconds", "0.001"};
+  const auto r = run_cli(cat(args, {"--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_GT(j["copy_bandwidth_gbs"].get<double>(), 0.0);
+  EXPECT_TRUE(j.contains("l2_bytes") && j["l2_bytes"].is_null());
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_GE(row["rotation_sets"].get<int64_t>(), 1) << row.dump();
+    for (const char* variant : {"specialized", "generic"}) {
+      ASSERT_TRUE(row.contains(variant)) << row.dump();
+      const auto& v = row[variant];
+      EXPECT_GT(v["eager_us"].get<double>(), 0.0) << row.dump();
+      EXPECT_EQ(v["us"], v["eager_us"]) << "schema 1's name of the eager time";
+      for (const char* key : {"graph_us", "graph_gbps", "graph_copy_fraction", "graph_calls_per_replay"}) {
+        EXPECT_TRUE(v.contains(key) && v[key].is_null()) << key << ": " << row.dump();
+      }
+      EXPECT_FALSE(v.contains("graph_error")) << row.dump();
+    }
+  }
+  const auto text = run_cli(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("graph us"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("n/a"), std::string::npos) << text.out;
+}
+
 TEST(CliBenchOp, BucketsRejectsZeroAndTokensTogether) {
   EXPECT_EQ(run_cli({"bench", "op", "--backend", "cpu", "--buckets", "0"}).exit_code, 2);
   EXPECT_EQ(run_cli({"bench", "op", "--backend", "cpu", "--buckets", "64", "--tokens", "3"}).exit_code, 2);
