@@ -1,9 +1,10 @@
-# Included (OPTIONAL) by src/CMakeLists.txt after hcwarm_lib is defined.
+# Included (OPTIONAL) by src/CMakeLists.txt after hcwarm_objects (the library's
+# one compile of each source) is defined.
 # 1. The kernel headers' own include root (kernels/...: "common/mhc_params.hpp"),
 #    for the generic CPU kernels compiled into the library and for tests.
 # 2. The generic CUDA kernels: with nvcc (HCWARM_NVCC), a fatbin of sm_90a SASS and
 #    compute_90 PTX, embedded as bytes (no cudart link); without it, an empty image.
-target_include_directories(hcwarm_lib PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
+target_include_directories(hcwarm_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
 set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/backends/cpu/mhc_pre_cpu.cpp PROPERTIES COMPILE_OPTIONS "-O3")
 
 set(_hc_gen_cpp ${CMAKE_CURRENT_BINARY_DIR}/mhc_pre_generic_fatbin.cpp)
@@ -26,7 +27,7 @@ if(HCWARM_NVCC)
             -P ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/embed_binary.cmake
     DEPENDS ${_hc_fatbin} ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/embed_binary.cmake
     VERBATIM)
-  target_compile_definitions(hcwarm_lib PRIVATE HCWARM_HAVE_CUDA_GENERIC=1)
+  target_compile_definitions(hcwarm_objects PRIVATE HCWARM_HAVE_CUDA_GENERIC=1)
 else()
   file(CONFIGURE OUTPUT ${_hc_gen_cpp} CONTENT "// No nvcc at configure time: no generic CUDA kernels.
 #include \"backends/cuda/mhc_pre_cuda.hpp\"
@@ -35,4 +36,4 @@ std::span<const std::byte> mhc_pre_generic_fatbin() { return {}; }
 }  // namespace hcwarm::cuda
 ")
 endif()
-target_sources(hcwarm_lib PRIVATE ${_hc_gen_cpp})
+target_sources(hcwarm_objects PRIVATE ${_hc_gen_cpp})
