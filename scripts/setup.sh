@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs what hcwarm needs from Debian's packages (only what is missing), then
-# configures and builds into build/. Safe to run again: it does only what is left.
+# Installs what hcwarm needs (only what is missing), builds the C++ library, CLI
+# and tests into build/, and installs the Python package into .venv/.
+# Safe to run again: it does only what is left.
 #   scripts/setup.sh [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-          libspdlog-dev libfmt-dev libssl-dev python3-numpy ccache)
+          libspdlog-dev libfmt-dev libssl-dev python3-numpy python3-venv python3-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,3 +25,13 @@ export PATH="$PATH:/usr/local/cuda/bin"
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build -j "$jobs"
+
+# The Python package, in a virtual environment of the system's Python (the one
+# python3-dev has headers for): its build tools and test runner from PyPI.
+python=/usr/bin/python3
+[ -x "$python" ] || python=$(command -v python3)
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest" 2>/dev/null; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .

@@ -440,6 +440,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
       if (keys.insert(r->key).second) items.push_back({&s, r, *r});
     } catch (const Error& e) {
       ++rep.failed;
+      if (rep.errors.empty()) rep.first_error_kind = e.kind();
       rep.errors.push_back(fmt::format("{}: {}", s.describe(), e.message()));
       record_failure();
     }
@@ -484,6 +485,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
         spdlog::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
         std::lock_guard lock(rep_mu);
         ++rep.failed;
+        if (rep.errors.empty()) rep.first_error_kind = he ? he->kind() : ErrorKind::Internal;
         rep.errors.push_back(fmt::format("{} (key {}): {}", it.spec->describe(), it.r.key, msg));
       }
     }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/embedded_files.hpp"
+#include "core/error.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/env_config.hpp"
 #include "jit/compiler.hpp"
@@ -102,6 +103,7 @@ struct BuildReport {
   int failed = 0;
   double seconds = 0;
   std::vector<std::string> errors;  // "<description> (key <key>): <message>"
+  ErrorKind first_error_kind = ErrorKind::Internal;  // of errors.front()
 };
 
 enum class BuildMode {

@@ -157,8 +157,11 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   r.compiled = b.compiled;
   r.loaded_from_disk = b.loaded_from_disk;
   r.memory_hits = b.memory_hits;
-  HCWARM_CHECK_ARG(b.failed == 0, "prewarm: {} of {} kernels failed to build: {}", b.failed, b.keys,
-                   b.errors.empty() ? std::string() : b.errors.front());
+  if (b.failed > 0) {
+    // The first failure's kind: NotWarmed under HCWARM_JIT=off, Compile for a compiler error, ...
+    HCWARM_THROW(b.first_error_kind, "prewarm: {} of {} kernels failed to build: {}", b.failed, b.keys,
+                 b.errors.empty() ? std::string() : b.errors.front());
+  }
 
   // Every planned kernel into its op, each bucket launched once.
   if (r.skipped.empty()) {

@@ -1,0 +1,155 @@
+"""hcwarm: DeepSeek V4's mHC kernels for serving engines, compiled before the
+first request and run on the caller's tensors, stream and device.
+
+    import hcwarm
+    hcwarm.prewarm("dsv4-pro", chunked_prefill_size=16384, device="cuda:0")   # at start-up
+    y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, norm_weight)     # every sublayer
+    residual = hcwarm.hc_post(out, residual, post, comb)
+    assert hcwarm.compiles_after_ready() == 0
+
+Works on torch tensors (CUDA or CPU; the ops are also torch.ops.hcwarm.*) and
+on NumPy arrays (CPU backend; bf16 values carried in float32 arrays). PyTorch
+is optional: without it the NumPy path works alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, List, Optional, Tuple
+
+from . import _checks, _core, _numpy_ops
+from ._context import get_context, parse_device
+from ._core import (CompileError, HcwarmError, InvalidArgumentError, NotWarmedError,  # noqa: F401
+                    UnavailableError, cuda_device_present)
+
+__version__ = _core.__version__
+
+try:  # PyTorch is optional; with it, the ops are registered as torch.ops.hcwarm.*
+    import torch as _torch
+except ImportError:  # pragma: no cover - depends on the environment
+    _torch = None
+
+if _torch is not None:
+    from . import _torch_ops  # noqa: F401  (registers the custom ops)
+
+has_torch = _torch is not None
+
+__all__ = [
+    "hc_pre", "hc_post", "prewarm", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
+    "get_context", "HcwarmError", "InvalidArgumentError", "NotWarmedError", "CompileError", "UnavailableError",
+    "cuda_device_present", "has_torch", "__version__",
+]
+
+# DeepSeek V4's constants (both sizes); hc_pre's keyword defaults.
+SINKHORN_ITERS = 20
+HC_EPS = 1e-6
+RMS_EPS = 1e-6
+POST_MULT = 2.0
+
+
+def _is_tensor(x: Any) -> bool:
+    return _torch is not None and isinstance(x, _torch.Tensor)
+
+
+def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_iters: int = SINKHORN_ITERS,
+           hc_eps: float = HC_EPS, rms_eps: float = RMS_EPS, norm_eps: float = RMS_EPS,
+           post_mult: float = POST_MULT):
+    """The mHC pre step: (y, post, comb) from residual (T, hc, D) bf16, fn (hc*(2+hc), hc*D) f32,
+    scale (3,) f32, base (hc*(2+hc),) f32 and, when given, the sublayer's RMSNorm weight (D,) bf16
+    fused into y. out=(y, post, comb) writes the caller's buffers ((T, D) bf16, (T, hc) f32,
+    (T, hc, hc) f32) and returns them. Any T >= 0. Bad arguments raise TypeError / ValueError
+    naming the argument, before anything is written."""
+    if _is_tensor(residual):
+        ops = _torch.ops.hcwarm
+        if out is None:
+            return ops.hc_pre(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps,
+                              post_mult)
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            raise TypeError("out: expected a tuple (y, post, comb)")
+        ops.hc_pre_out(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult,
+                       out[0], out[1], out[2])
+        return tuple(out)
+    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    return _numpy_ops.hc_pre(residual, fn, scale, base, norm_weight, out, consts)
+
+
+def hc_post(x, residual, post, comb, *, out=None):
+    """The mHC post step: new_residual[t, j] = post[t, j] * x[t] + sum_i comb[t, i, j] * residual[t, i],
+    from x (T, D) bf16 (the sublayer's output), residual (T, hc, D) bf16, post (T, hc) f32 and comb
+    (T, hc, hc) f32. out (T, hc, D) bf16 may be residual itself (in place)."""
+    if _is_tensor(residual):
+        ops = _torch.ops.hcwarm
+        if out is None:
+            return ops.hc_post(x, residual, post, comb)
+        ops.hc_post_out(x, residual, post, comb, out)
+        return out
+    return _numpy_ops.hc_post(x, residual, post, comb, out)
+
+
+@dataclass
+class PrewarmReport:
+    """What prewarm() did: JIT keys planned and where each came from, the time, and the
+    representative token counts it ran (one per split bucket of [1, max_num_tokens])."""
+    device: str
+    keys: int
+    compiled: int
+    loaded_from_disk: int
+    memory_hits: int
+    seconds: float
+    max_num_tokens: int
+    num_sms: int
+    token_counts: List[int] = field(default_factory=list)
+    skipped: str = ""  # why the mHC prewarm did not run ("" when it ran)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _config_args(config: Any) -> Tuple[str, Optional[str]]:
+    if isinstance(config, dict):
+        return "config dict", json.dumps(config)
+    if isinstance(config, (str, os.PathLike)):
+        return os.fspath(config), None
+    raise TypeError(f"config: expected a preset name, a config.json path or a config dict, got {type(config).__name__}")
+
+
+def model_config(config: Any) -> dict:
+    """The fields of a preset ("dsv4-flash", "dsv4-pro"), config.json path or config dict that hcwarm uses."""
+    return _core.model_config(*_config_args(config))
+
+
+def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size: int = 1,
+            enable_dp_attention: bool = False, device: Any = None, cache_dir: Optional[str] = None,
+            fused_norm: Optional[bool] = True, **context_settings: Any) -> PrewarmReport:
+    """Compiles (or loads from the disk cache) every kernel hc_pre / hc_post can reach on `device` for
+    T in [1, max_num_tokens] of this serving configuration, loads each into its op, and marks the
+    runtime ready: later compiles are counted (compiles_after_ready) or, with strict_warmup, refused.
+    max_num_tokens is chunked_prefill_size (default: 8192, or 16384 on GPUs with 160 GB or more),
+    divided by dp_size once when enable_dp_attention is set. fused_norm: warm calls with a norm
+    weight (True, as DeepSeek V4's layers make them), without one (False), or both (None).
+    context_settings (num_sms, strict_warmup, jit, jobs, variant, progress) configure the device's
+    context when this is the first call on it."""
+    name, text = _config_args(config)
+    for arg, value in (("chunked_prefill_size", chunked_prefill_size), ("dp_size", dp_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{arg}: expected an int, got {type(value).__name__}")
+    if fused_norm not in (True, False, None):
+        raise TypeError(f"fused_norm: expected True, False or None, got {fused_norm!r}")
+    if cache_dir is not None:
+        context_settings["cache_dir"] = os.fspath(cache_dir)
+    kind, index = parse_device(device)
+    ctx = get_context(f"{kind}:{index}", **context_settings)
+    d = ctx.prewarm(name, text, chunked_prefill_size, dp_size, bool(enable_dp_attention),
+                    fused_norm is not False, fused_norm is not True)
+    return PrewarmReport(device=f"{kind}:{index}", **d)
+
+
+def compiles_after_ready(device: Any = None) -> int:
+    """Kernel compiles since the device's context became ready (0 when warmup covered every call)."""
+    return get_context(device).compiles_after_ready()
+
+
+def stats(device: Any = None) -> dict:
+    """The device's JIT counters: compiled, loaded_from_disk, memory_hits, compiles_after_ready, failed."""
+    return get_context(device).stats()

@@ -1,0 +1,193 @@
+"""hc_pre / hc_post as PyTorch custom ops (torch.ops.hcwarm.*).
+
+Registered with torch.library, each with a fake implementation, so they trace
+under torch.compile(fullgraph=True) and capture into CUDA graphs. On CUDA a
+call runs on the tensors' own device and torch.cuda.current_stream(); outputs
+and scratch come from PyTorch's caching allocator (inside a graph capture, from
+the graph's pool). CPU tensors run the CPU backend synchronously.
+
+  hc_pre(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+      -> (y, post, comb)
+  hc_pre_out(..., y, post, comb)          writes the caller's buffers
+  hc_post(x, residual, post, comb) -> new_residual
+  hc_post_out(x, residual, post, comb, out)   out may be residual itself
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _checks
+from ._context import get_context
+
+_BF16 = torch.bfloat16
+_F32 = torch.float32
+
+
+def _tensor(name: str, x, dtype: torch.dtype, device: torch.device) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dtype != dtype:
+        raise TypeError(f"{name}: expected dtype {dtype}, got {x.dtype}")
+    if x.device != device:
+        raise ValueError(f"{name}: expected a tensor on {device} (where residual is), got one on {x.device}")
+    if device.type not in ("cuda", "cpu"):
+        raise ValueError(f"{name}: hcwarm runs on CUDA and CPU tensors, not {device.type}")
+
+
+def _contiguous(name: str, x: Tensor) -> None:
+    if not x.is_contiguous():
+        raise ValueError(f"{name}: expected a contiguous tensor (strides {tuple(x.stride())} for shape "
+                         f"{tuple(x.shape)}); call .contiguous() first")
+
+
+def _aligned(name: str, x: Optional[Tensor]) -> None:
+    # The CUDA kernels move 16 bytes at a time (and TMA reads the residual).
+    if x is not None and x.device.type == "cuda" and x.numel() > 0 and x.data_ptr() % 16 != 0:
+        raise ValueError(f"{name}: data pointer {x.data_ptr():#x} is not 16-byte aligned (the CUDA kernels move "
+                         "16 bytes at a time); a fresh tensor or .clone() is aligned")
+
+
+def _check_pre(residual, fn, scale, base, norm_weight) -> Tuple[int, int, int]:
+    if not isinstance(residual, Tensor):
+        raise TypeError(f"residual: expected a torch.Tensor, got {type(residual).__name__}")
+    dev = residual.device
+    _tensor("residual", residual, _BF16, dev)
+    _tensor("fn", fn, _F32, dev)
+    _tensor("scale", scale, _F32, dev)
+    _tensor("base", base, _F32, dev)
+    if norm_weight is not None:
+        _tensor("norm_weight", norm_weight, _BF16, dev)
+    dims = _checks.pre_shapes(residual, fn, scale, base, norm_weight)
+    return dims
+
+
+def _check_pre_data(residual, fn, scale, base, norm_weight, y, post, comb) -> None:
+    for name, x in (("residual", residual), ("fn", fn), ("scale", scale), ("base", base),
+                    ("norm_weight", norm_weight), ("y", y), ("post", post), ("comb", comb)):
+        if x is not None:
+            _contiguous(name, x)
+    for name, x in (("residual", residual), ("fn", fn), ("y", y), ("norm_weight", norm_weight)):
+        _aligned(name, x)
+
+
+def _stream(dev: torch.device) -> int:
+    return torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else 0
+
+
+def _launch_pre(residual, fn, scale, base, norm_weight, y, post, comb, consts) -> None:
+    t, hc, d = residual.shape
+    if t == 0:
+        return
+    dev = residual.device
+    ctx = get_context(dev)
+    ws_bytes = ctx.hc_pre_workspace_bytes(t, hc, d, *consts) if dev.type == "cuda" else 0
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
+    ctx.hc_pre(t, hc, d, residual.data_ptr(), fn.data_ptr(), scale.data_ptr(), base.data_ptr(),
+               0 if norm_weight is None else norm_weight.data_ptr(), y.data_ptr(), post.data_ptr(), comb.data_ptr(),
+               _stream(dev), 0 if ws is None else ws.data_ptr(), ws_bytes, *consts)
+
+
+def _pre_outputs(residual: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    t, hc, d = residual.shape
+    dev = residual.device
+    return (torch.empty((t, d), dtype=_BF16, device=dev), torch.empty((t, hc), dtype=_F32, device=dev),
+            torch.empty((t, hc, hc), dtype=_F32, device=dev))
+
+
+@torch.library.custom_op("hcwarm::hc_pre", mutates_args=())
+def hc_pre(residual: Tensor, fn: Tensor, scale: Tensor, base: Tensor, norm_weight: Optional[Tensor],
+           sinkhorn_iters: int, hc_eps: float, rms_eps: float, norm_eps: float,
+           post_mult: float) -> Tuple[Tensor, Tensor, Tensor]:
+    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    _check_pre(residual, fn, scale, base, norm_weight)
+    y, post, comb = _pre_outputs(residual)
+    _check_pre_data(residual, fn, scale, base, norm_weight, y, post, comb)
+    _launch_pre(residual, fn, scale, base, norm_weight, y, post, comb, consts)
+    return y, post, comb
+
+
+@hc_pre.register_fake
+def _(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult):
+    _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    _check_pre(residual, fn, scale, base, norm_weight)
+    return _pre_outputs(residual)
+
+
+@torch.library.custom_op("hcwarm::hc_pre_out", mutates_args=("y", "post", "comb"))
+def hc_pre_out(residual: Tensor, fn: Tensor, scale: Tensor, base: Tensor, norm_weight: Optional[Tensor],
+               sinkhorn_iters: int, hc_eps: float, rms_eps: float, norm_eps: float, post_mult: float,
+               y: Tensor, post: Tensor, comb: Tensor) -> None:
+    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    _check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb)
+    _check_pre_data(residual, fn, scale, base, norm_weight, y, post, comb)
+    _launch_pre(residual, fn, scale, base, norm_weight, y, post, comb, consts)
+
+
+@hc_pre_out.register_fake
+def _(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult, y, post, comb):
+    _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    _check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb)
+
+
+def _check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb) -> None:
+    t, hc, d = _check_pre(residual, fn, scale, base, norm_weight)
+    dev = residual.device
+    _tensor("out[0] (y)", y, _BF16, dev)
+    _tensor("out[1] (post)", post, _F32, dev)
+    _tensor("out[2] (comb)", comb, _F32, dev)
+    _checks.pre_out_shapes((y, post, comb), t, hc, d)
+
+
+def _check_post(x, residual, post, comb, out) -> None:
+    if not isinstance(residual, Tensor):
+        raise TypeError(f"residual: expected a torch.Tensor, got {type(residual).__name__}")
+    dev = residual.device
+    _tensor("x", x, _BF16, dev)
+    _tensor("residual", residual, _BF16, dev)
+    _tensor("post", post, _F32, dev)
+    _tensor("comb", comb, _F32, dev)
+    t, hc, d = _checks.post_shapes(x, residual, post, comb)
+    if out is not None:
+        _tensor("out", out, _BF16, dev)
+        _checks.expect_shape("out", out, (t, hc, d))
+
+
+def _launch_post(x, residual, post, comb, out) -> None:
+    for name, v in (("x", x), ("residual", residual), ("post", post), ("comb", comb), ("out", out)):
+        _contiguous(name, v)
+    for name, v in (("x", x), ("residual", residual), ("out", out)):
+        _aligned(name, v)
+    t, hc, d = residual.shape
+    if t == 0:
+        return
+    dev = residual.device
+    get_context(dev).hc_post(t, hc, d, x.data_ptr(), residual.data_ptr(), post.data_ptr(), comb.data_ptr(),
+                             out.data_ptr(), _stream(dev))
+
+
+@torch.library.custom_op("hcwarm::hc_post", mutates_args=())
+def hc_post(x: Tensor, residual: Tensor, post: Tensor, comb: Tensor) -> Tensor:
+    _check_post(x, residual, post, comb, None)
+    out = torch.empty_like(residual, memory_format=torch.contiguous_format)
+    _launch_post(x, residual, post, comb, out)
+    return out
+
+
+@hc_post.register_fake
+def _(x, residual, post, comb):
+    _check_post(x, residual, post, comb, None)
+    return torch.empty_like(residual, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("hcwarm::hc_post_out", mutates_args=("out",))
+def hc_post_out(x: Tensor, residual: Tensor, post: Tensor, comb: Tensor, out: Tensor) -> None:
+    _check_post(x, residual, post, comb, out)
+    _launch_post(x, residual, post, comb, out)
+
+
+@hc_post_out.register_fake
+def _(x, residual, post, comb, out):
+    _check_post(x, residual, post, comb, out)

@@ -1,0 +1,276 @@
+// hcwarm._core: the C++ op context (runtime/op_context.hpp) for Python. Tensors
+// cross this boundary as raw device addresses that the Python layer has already
+// checked (shape, dtype, device, contiguity, alignment); the C++ side checks
+// what it relies on again. Every call that can take time releases the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "core/env_config.hpp"
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "mhc/hc_pre_op.hpp"
+#include "mhc/split_policy.hpp"
+#include "model/model_config.hpp"
+#include "runtime/op_context.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace hcwarm::python {
+namespace {
+
+// Exception types, created once at import: the library's ErrorKind decides the Python type.
+PyObject* g_error = nullptr;          // HcwarmError(RuntimeError)
+PyObject* g_invalid = nullptr;        // InvalidArgumentError(HcwarmError, ValueError)
+PyObject* g_not_warmed = nullptr;     // NotWarmedError(HcwarmError)
+PyObject* g_compile = nullptr;        // CompileError(HcwarmError)
+PyObject* g_unavailable = nullptr;    // UnavailableError(HcwarmError)
+
+PyObject* python_type(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::InvalidArgument: return g_invalid;
+    case ErrorKind::NotWarmed: return g_not_warmed;
+    case ErrorKind::Compile: return g_compile;
+    case ErrorKind::Unavailable: return g_unavailable;
+    default: return g_error;
+  }
+}
+
+template <class T>
+T* ptr(uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+mhc::MhcConstants constants(int sinkhorn_iters, float hc_eps, float rms_eps, float norm_eps, float post_mult) {
+  HCWARM_CHECK_ARG(sinkhorn_iters >= 1 && sinkhorn_iters <= 1000, "sinkhorn_iters must be in [1, 1000], got {}",
+                   sinkhorn_iters);
+  mhc::MhcConstants c;
+  c.sinkhorn_iters = sinkhorn_iters;
+  c.hc_eps = hc_eps;
+  c.rms_eps = rms_eps;
+  c.norm_eps = norm_eps;
+  c.post_mult = post_mult;
+  return c;
+}
+
+mhc::MhcDims dims(int hc, int hidden) {
+  HCWARM_CHECK_ARG(hc >= 1 && hc <= 64 && hidden >= 1 && hidden <= (1 << 20), "bad mHC shape hc={} hidden={}", hc,
+                   hidden);
+  return {hc, hidden};
+}
+
+// A model config from a preset name, a config.json path, or JSON text (a dict on the Python side).
+model::ModelConfig resolve_config(const std::string& preset_or_path, const std::optional<std::string>& json_text) {
+  if (json_text) return model::parse_model_config(*json_text, "config dict");
+  return model::resolve_model(preset_or_path);
+}
+
+nb::dict config_dict(const model::ModelConfig& c) {
+  nb::dict d;
+  d["name"] = c.name;
+  d["architecture"] = model::to_string(c.architecture);
+  d["hidden_size"] = c.hidden_size;
+  d["hc_mult"] = c.hc_mult;
+  d["hc_sinkhorn_iters"] = c.hc_sinkhorn_iters;
+  d["hc_eps"] = c.hc_eps;
+  d["rms_norm_eps"] = c.rms_norm_eps;
+  d["num_hidden_layers"] = c.num_hidden_layers;
+  d["num_nextn_predict_layers"] = c.num_nextn_predict_layers;
+  d["sliding_window"] = c.sliding_window ? nb::cast(*c.sliding_window) : nb::none();
+  return d;
+}
+
+class Context {
+ public:
+  Context(const std::string& backend, int device, std::optional<int> num_sms, std::optional<std::string> cache_dir,
+          const std::string& variant, std::optional<bool> strict_warmup, std::optional<bool> jit, int jobs,
+          bool progress) {
+    runtime::OpContextOptions o;
+    o.env = EnvConfig::from_environment();
+    o.backend = backend == "auto" ? mhc::default_backend(o.env.cuda_library) : mhc::parse_backend(backend);
+    o.device_ordinal = device;
+    o.num_sms = num_sms;
+    o.variant = mhc::parse_variant(variant);
+    if (jit) o.env.jit_compile = *jit;
+    o.jit = jit::JitOptions::from_env(o.env);
+    if (cache_dir) {
+      o.jit.cache_dir = cache_dir->empty() ? std::nullopt : std::optional<std::filesystem::path>(*cache_dir);
+    }
+    if (strict_warmup) o.jit.strict_warmup = *strict_warmup;
+    if (jobs > 0) o.jit.jobs = jobs;
+    o.jit.progress = progress;
+    ctx_ = std::make_unique<runtime::OpContext>(std::move(o));
+  }
+
+  void hc_pre(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
+              uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb, uintptr_t stream,
+              uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters, float hc_eps, float rms_eps,
+              float norm_eps, float post_mult) {
+    mhc::HcPreOp& op = ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
+    mhc::HcPreArgs a;
+    a.num_tokens = num_tokens;
+    a.residual = ptr<const bf16>(residual);
+    a.fn = ptr<const float>(fn);
+    a.scale = ptr<const float>(scale);
+    a.base = ptr<const float>(base);
+    a.norm_weight = ptr<const bf16>(norm_weight);
+    a.y = ptr<bf16>(y);
+    a.post = ptr<float>(post);
+    a.comb = ptr<float>(comb);
+    op.run(a, {ptr<void>(stream), ptr<void>(workspace), workspace_bytes});
+  }
+
+  size_t hc_pre_workspace_bytes(int64_t num_tokens, int hc, int hidden, int sinkhorn_iters, float hc_eps,
+                                float rms_eps, float norm_eps, float post_mult) {
+    return ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult))
+        .workspace_bytes(num_tokens);
+  }
+
+  bool hc_pre_loaded(int64_t num_tokens, int hc, int hidden, bool fused_norm, int sinkhorn_iters, float hc_eps,
+                     float rms_eps, float norm_eps, float post_mult) {
+    return ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult))
+        .loaded(num_tokens, fused_norm);
+  }
+
+  void hc_post(int64_t num_tokens, int hc, int hidden, uintptr_t x, uintptr_t residual, uintptr_t post,
+               uintptr_t comb, uintptr_t out, uintptr_t stream) {
+    ctx_->hc_post(dims(hc, hidden))
+        .run(num_tokens, ptr<const bf16>(x), ptr<const bf16>(residual), ptr<const float>(post),
+             ptr<const float>(comb), ptr<bf16>(out), {ptr<void>(stream), nullptr, 0});
+  }
+
+  nb::dict prewarm(const std::string& model, std::optional<std::string> config_json,
+                   std::optional<int64_t> chunked_prefill_size, int dp_size, bool enable_dp_attention,
+                   bool fused_norm, bool unfused_norm) {
+    runtime::PrewarmRequest req;
+    req.model = resolve_config(model, config_json);
+    req.server.chunked_prefill_size = chunked_prefill_size;
+    req.server.dp_size = dp_size;
+    req.server.enable_dp_attention = enable_dp_attention;
+    req.fused_norm = fused_norm;
+    req.unfused_norm = unfused_norm;
+    runtime::PrewarmReport r;
+    {
+      nb::gil_scoped_release release;
+      r = ctx_->prewarm(req);
+    }
+    nb::dict d;
+    d["keys"] = r.keys;
+    d["compiled"] = r.compiled;
+    d["loaded_from_disk"] = r.loaded_from_disk;
+    d["memory_hits"] = r.memory_hits;
+    d["seconds"] = r.seconds;
+    d["token_counts"] = r.token_counts;
+    d["max_num_tokens"] = r.max_num_tokens;
+    d["num_sms"] = r.num_sms;
+    d["skipped"] = r.skipped;
+    return d;
+  }
+
+  nb::dict stats() const {
+    const jit::CompileStats s = ctx_->jit().stats();
+    nb::dict d;
+    d["compiled"] = s.compiled;
+    d["loaded_from_disk"] = s.loaded_from_disk;
+    d["memory_hits"] = s.memory_hits;
+    d["compiles_after_ready"] = s.compiles_after_ready;
+    d["compile_seconds"] = s.compile_seconds;
+    d["failed"] = s.failed;
+    return d;
+  }
+
+  int64_t compiles_after_ready() const { return ctx_->compiles_after_ready(); }
+  bool ready() const { return ctx_->jit().ready(); }
+  void mark_ready() { ctx_->jit().mark_ready(); }
+  std::string backend() const { return mhc::to_string(ctx_->backend()); }
+  int device() const { return ctx_->device_ordinal(); }
+  int num_sms() const { return ctx_->num_sms(); }
+  std::string arch() const { return ctx_->arch(); }
+  std::string device_name() const { return ctx_->device().name(); }
+  std::optional<std::string> cache_dir() const {
+    const auto* disk = ctx_->jit().disk_cache();
+    if (disk == nullptr) return std::nullopt;
+    return ctx_->jit().options().cache_dir->string();
+  }
+
+ private:
+  std::unique_ptr<runtime::OpContext> ctx_;
+};
+
+}  // namespace
+}  // namespace hcwarm::python
+
+NB_MODULE(_core, m) {
+  using namespace hcwarm::python;
+  using hcwarm::python::Context;
+  m.doc() = "hcwarm's C++ op context; use the hcwarm package, not this module.";
+  m.attr("__version__") = HCWARM_VERSION;
+  // Logs to stderr at HCWARM_LOG_LEVEL, as the CLI does.
+  hcwarm::init_logging(hcwarm::EnvConfig::from_environment());
+
+  g_error = PyErr_NewExceptionWithDoc("hcwarm.HcwarmError", "An error raised by hcwarm.", PyExc_RuntimeError, nullptr);
+  nb::object bases = nb::make_tuple(nb::handle(g_error), nb::handle(PyExc_ValueError));
+  g_invalid = PyErr_NewExceptionWithDoc("hcwarm.InvalidArgumentError", "A bad argument, shape, value or file.",
+                                        bases.ptr(), nullptr);
+  g_not_warmed = PyErr_NewExceptionWithDoc(
+      "hcwarm.NotWarmedError",
+      "A kernel the call needs is not loaded and may not be built or loaded now (CUDA-graph capture, HCWARM_JIT=off).",
+      g_error, nullptr);
+  g_compile = PyErr_NewExceptionWithDoc("hcwarm.CompileError", "A kernel failed to compile.", g_error, nullptr);
+  g_unavailable = PyErr_NewExceptionWithDoc("hcwarm.UnavailableError",
+                                            "A backend or feature this machine does not have.", g_error, nullptr);
+  m.attr("HcwarmError") = nb::handle(g_error);
+  m.attr("InvalidArgumentError") = nb::handle(g_invalid);
+  m.attr("NotWarmedError") = nb::handle(g_not_warmed);
+  m.attr("CompileError") = nb::handle(g_compile);
+  m.attr("UnavailableError") = nb::handle(g_unavailable);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const hcwarm::Error& e) {
+      std::string text = e.message();
+      if (!e.log().empty()) text += "\n" + e.log();
+      PyErr_SetString(python_type(e.kind()), text.c_str());
+    }
+  });
+
+  m.def("cuda_device_present", [] { return hcwarm::cuda::cuda_device_present(hcwarm::EnvConfig::from_environment().cuda_library); });
+  m.def("default_backend",
+        [] { return std::string(hcwarm::mhc::to_string(hcwarm::mhc::default_backend(hcwarm::EnvConfig::from_environment().cuda_library))); });
+  m.def("model_config", [](const std::string& preset_or_path, std::optional<std::string> json_text) {
+    return config_dict(resolve_config(preset_or_path, json_text));
+  }, "preset_or_path"_a, "json_text"_a = nb::none());
+  m.def("num_splits", &hcwarm::mhc::num_splits, "num_tokens"_a, "k"_a, "num_sms"_a);
+  m.def("set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
+        "level"_a);
+
+  nb::class_<Context>(m, "Context")
+      .def(nb::init<const std::string&, int, std::optional<int>, std::optional<std::string>, const std::string&,
+                    std::optional<bool>, std::optional<bool>, int, bool>(),
+           "backend"_a = "auto", "device"_a = 0, "num_sms"_a = nb::none(), "cache_dir"_a = nb::none(),
+           "variant"_a = "specialized", "strict_warmup"_a = nb::none(), "jit"_a = nb::none(), "jobs"_a = 0,
+           "progress"_a = false)
+      .def("hc_pre", &Context::hc_pre, nb::call_guard<nb::gil_scoped_release>())
+      .def("hc_pre_workspace_bytes", &Context::hc_pre_workspace_bytes)
+      .def("hc_pre_loaded", &Context::hc_pre_loaded)
+      .def("hc_post", &Context::hc_post, nb::call_guard<nb::gil_scoped_release>())
+      .def("prewarm", &Context::prewarm)
+      .def("stats", &Context::stats)
+      .def("compiles_after_ready", &Context::compiles_after_ready)
+      .def("mark_ready", &Context::mark_ready)
+      .def_prop_ro("ready", &Context::ready)
+      .def_prop_ro("backend", &Context::backend)
+      .def_prop_ro("device", &Context::device)
+      .def_prop_ro("num_sms", &Context::num_sms)
+      .def_prop_ro("arch", &Context::arch)
+      .def_prop_ro("device_name", &Context::device_name)
+      .def_prop_ro("cache_dir", &Context::cache_dir);
+}

@@ -1,0 +1,101 @@
+"""prewarm() on the CPU backend, each case in a fresh process (a context's settings are per process).
+
+A small model (hidden 1024, 16 SMs planned) has 7 split buckets below 600
+tokens, so the plan, the disk cache and the ready/strict/no-JIT rules are
+exercised with real host compiles in a few seconds.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 1024, "hc_mult": 4, "num_hidden_layers": 2,
+          "sliding_window": 128}
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import hcwarm
+    sys.path.insert(0, {tests!r})
+    from numerics import random_inputs
+    cfg, mode, tokens = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+    out = {{}}
+    try:
+        r = hcwarm.prewarm(cfg, chunked_prefill_size=600, device="cpu", num_sms=16,
+                           strict_warmup=(mode == "strict"), jit=(mode != "nojit"))
+        out["report"] = r.as_dict()
+        rng = np.random.default_rng(0)
+        for t in tokens:  # a negative count: that many tokens, without the norm weight
+            residual, fn, scale, base, w = random_inputs(rng, abs(t), 4, 1024)
+            hcwarm.hc_pre(residual, fn, scale, base, w if t > 0 else None)
+        out["compiles_after_ready"] = hcwarm.compiles_after_ready("cpu")
+    except hcwarm.HcwarmError as e:
+        out["error"] = type(e).__name__ + ": " + str(e)
+    print(json.dumps(out))
+""")
+
+
+def run(tmp_path, mode, tokens, cache):
+    env = dict(os.environ, HCWARM_CACHE_DIR=str(cache), HCWARM_LOG_LEVEL="error")
+    script = SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", script, json.dumps(CONFIG), mode, json.dumps(tokens)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# Both ends of every bucket of [1, 600] at 16 SMs (grid = ceil(T / 64)), and a few between.
+TOKENS = [1, 64, 65, 128, 129, 192, 193, 256, 257, 320, 321, 512, 513, 600, 17, 300, 450]
+
+
+def test_prewarm_covers_every_bucket_then_loads_from_disk(tmp_path):
+    cache = tmp_path / "cache"
+    cold = run(tmp_path, "plain", TOKENS, cache)
+    assert "error" not in cold, cold
+    r = cold["report"]
+    assert r["token_counts"] == [600, 512, 320, 256, 192, 128, 64], r
+    assert r["max_num_tokens"] == 600 and r["num_sms"] == 16 and r["skipped"] == ""
+    assert r["keys"] == 7 and r["compiled"] == 7 and r["loaded_from_disk"] == 0
+    assert cold["compiles_after_ready"] == 0
+    warm = run(tmp_path, "plain", [1, 600], cache)
+    assert warm["report"]["compiled"] == 0 and warm["report"]["loaded_from_disk"] == 7, warm
+    assert warm["compiles_after_ready"] == 0
+
+
+def test_a_bucket_warmup_missed_is_counted_or_refused(tmp_path):
+    cache = tmp_path / "cache"
+    # The plan warms calls with a norm weight; one without needs a kernel it did not build.
+    loose = run(tmp_path, "plain", [64, 700, -64], cache)
+    assert loose["compiles_after_ready"] == 1, loose
+    strict = run(tmp_path, "strict", [64, -64], tmp_path / "fresh")
+    assert "HCWARM_STRICT_WARMUP" in strict.get("error", ""), strict
+    both = run(tmp_path, "plain", [-64, 64], cache)
+    assert both["compiles_after_ready"] == 0, both  # the first run's compile is on disk now
+
+
+def test_no_jit_mode_needs_a_built_cache(tmp_path):
+    cache = tmp_path / "cache"
+    refused = run(tmp_path, "nojit", [], cache)
+    assert refused.get("error", "").startswith("NotWarmedError"), refused
+    assert "HCWARM_JIT=off" in refused["error"] and "mhc_pre" in refused["error"]
+    run(tmp_path, "plain", [], cache)  # fills the cache
+    served = run(tmp_path, "nojit", [1, 600], cache)
+    assert "error" not in served, served
+    assert served["report"]["loaded_from_disk"] == 7 and served["report"]["compiled"] == 0
+
+
+def test_prewarm_applies_dp_attention_division_once(tmp_path):
+    code = textwrap.dedent("""
+        import hcwarm, json
+        r = hcwarm.prewarm("dsv4-flash", chunked_prefill_size=1024, dp_size=4, enable_dp_attention=True,
+                           device="cpu", variant="generic")
+        print(json.dumps(r.as_dict()))
+    """)
+    env = dict(os.environ, HCWARM_CACHE_DIR="", HCWARM_LOG_LEVEL="error")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["max_num_tokens"] == 256 and r["keys"] == 0, r

@@ -1,0 +1,209 @@
+"""The torch ops on CUDA: numerics against the float64 reference on a non-default
+stream, caller buffers, CUDA-graph capture and replay, torch.compile, the capture
+error, device ordinals and bad tensors. Marked gpu: skipped without PyTorch or a GPU.
+
+HCWARM_TEST_REPORT=FILE appends one JSON line per numerics case (the measured errors).
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import hcwarm
+from numerics import compare, post_reference
+import mhc_reference as ref
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+HC = 4
+DEV = "cuda:0"
+
+
+def report(case, errors):
+    path = os.environ.get("HCWARM_TEST_REPORT")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"case": case, **errors}) + "\n")
+
+
+def inputs(t, d, seed, device=DEV, norm=True):
+    g = torch.Generator().manual_seed(seed)
+    mix = HC * (2 + HC)
+    residual = torch.randn(t, HC, d, generator=g).to(torch.bfloat16)
+    fn = torch.randn(mix, HC * d, generator=g) * 0.05
+    scale = torch.rand(3, generator=g) * 0.8 + 0.2
+    base = torch.randn(mix, generator=g) * 0.2
+    w = (1 + 0.2 * torch.randn(d, generator=g)).to(torch.bfloat16) if norm else None
+    cpu = (residual, fn, scale, base, w)
+    dev = tuple(None if x is None else x.to(device) for x in cpu)
+    return cpu, dev
+
+
+def as_np(x):
+    return None if x is None else x.float().cpu().numpy()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warmed():
+    # Both presets up to 8192 tokens, with and without the fused norm: numerics below run warmed kernels.
+    for model in ("dsv4-flash", "dsv4-pro"):
+        hcwarm.prewarm(model, chunked_prefill_size=8192, device=DEV, fused_norm=None)
+
+
+@pytest.mark.parametrize("model,d", [("dsv4-flash", 4096), ("dsv4-pro", 7168)])
+@pytest.mark.parametrize("t", [1, 37, 64, 65, 300, 2048, 8192])
+@pytest.mark.parametrize("norm", [True, False])
+def test_hc_pre_on_a_side_stream_matches_reference(model, d, t, norm):
+    cpu, dev = inputs(t, d, seed=t * 7 + d + norm, norm=norm)
+    side = torch.cuda.Stream(DEV)
+    side.wait_stream(torch.cuda.current_stream(DEV))
+    with torch.cuda.stream(side):
+        y, post, comb = hcwarm.hc_pre(*dev)
+    side.synchronize()
+    assert y.device == torch.device(DEV) and y.dtype == torch.bfloat16 and post.dtype == torch.float32
+    errors = compare(as_np(y), as_np(post), as_np(comb), *[as_np(x) for x in cpu])
+    report(f"hc_pre {model} T={t} norm={norm}", errors)
+
+
+def test_hc_pre_out_buffers_and_zero_tokens():
+    cpu, dev = inputs(40, 4096, seed=3)
+    y = torch.full((40, 4096), float("nan"), dtype=torch.bfloat16, device=DEV)
+    post = torch.full((40, HC), float("nan"), device=DEV)
+    comb = torch.full((40, HC, HC), float("nan"), device=DEV)
+    got = hcwarm.hc_pre(*dev, out=(y, post, comb))
+    assert got[0] is y and got[1] is post and got[2] is comb
+    torch.cuda.synchronize()
+    compare(as_np(y), as_np(post), as_np(comb), *[as_np(x) for x in cpu])
+    _, empty = inputs(0, 4096, seed=4)
+    y0, p0, c0 = hcwarm.hc_pre(*empty)
+    assert y0.shape == (0, 4096) and p0.shape == (0, HC) and c0.shape == (0, HC, HC)
+
+
+@pytest.mark.parametrize("t", [1, 300, 4096])
+def test_hc_post_matches_reference(t):
+    g = torch.Generator().manual_seed(t)
+    d = 7168
+    x = torch.randn(t, d, generator=g).to(torch.bfloat16)
+    residual = torch.randn(t, HC, d, generator=g).to(torch.bfloat16)
+    post = torch.rand(t, HC, generator=g) * 2
+    comb = torch.rand(t, HC, HC, generator=g)
+    got = hcwarm.hc_post(x.to(DEV), residual.to(DEV), post.to(DEV), comb.to(DEV))
+    want = post_reference(as_np(x), as_np(residual), as_np(post), as_np(comb))
+    ulps = ref.ulp_distance(as_np(got), want)
+    report(f"hc_post T={t}", {"max_ulp": int(ulps.max())})
+    assert int(ulps.max()) <= 1
+    in_place = residual.to(DEV)
+    hcwarm.hc_post(x.to(DEV), in_place, post.to(DEV), comb.to(DEV), out=in_place)
+    assert torch.equal(in_place, got)
+
+
+def decode_step(residual, layers):
+    for fn, scale, base, w in layers:
+        y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, w)
+        residual = hcwarm.hc_post(y * 0.5, residual, post, comb)
+    return residual
+
+
+def make_layers(d, n=2, seed=11):
+    g = torch.Generator().manual_seed(seed)
+    mix = HC * (2 + HC)
+    return [((torch.randn(mix, HC * d, generator=g) * 0.05).to(DEV), (torch.rand(3, generator=g) + 0.2).to(DEV),
+             (torch.randn(mix, generator=g) * 0.2).to(DEV), (1 + 0.1 * torch.randn(d, generator=g)).to(torch.bfloat16).to(DEV))
+            for _ in range(n)]
+
+
+def test_graph_replay_equals_eager_with_no_compile():
+    layers = make_layers(4096)
+    before = hcwarm.compiles_after_ready(DEV)
+    pool = torch.cuda.graph_pool_handle()
+    for bs in (1, 2, 8, 64, 512):
+        static_in = torch.randn(bs, HC, 4096, device=DEV).to(torch.bfloat16)
+        side = torch.cuda.Stream(DEV)
+        side.wait_stream(torch.cuda.current_stream(DEV))
+        with torch.cuda.stream(side):
+            decode_step(static_in, layers)  # eager first, as torch asks before capture
+        torch.cuda.current_stream(DEV).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            static_out = decode_step(static_in, layers)
+        for seed in range(3):
+            fresh = torch.randn(bs, HC, 4096, generator=torch.Generator(DEV).manual_seed(seed), device=DEV)
+            static_in.copy_(fresh.to(torch.bfloat16))
+            graph.replay()
+            eager = decode_step(static_in.clone(), layers)
+            torch.cuda.synchronize()
+            assert torch.equal(static_out, eager), f"batch {bs}: graph replay differs from eager"
+    assert hcwarm.compiles_after_ready(DEV) == before == 0
+
+
+def test_torch_compile_fullgraph_matches_eager():
+    layers = make_layers(4096, n=1, seed=5)
+    fn, scale, base, w = layers[0]
+
+    def f(residual):
+        y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, w)
+        return hcwarm.hc_post(torch.nn.functional.silu(y), residual, post, comb)
+
+    compiled = torch.compile(f, fullgraph=True)
+    residual = torch.randn(33, HC, 4096, device=DEV).to(torch.bfloat16)
+    assert torch.equal(compiled(residual), f(residual))
+
+
+def test_capture_of_an_unwarmed_bucket_raises_not_warmed():
+    d = 2048  # no prewarm covered hidden 2048
+    _, dev = inputs(5, d, seed=9)
+    hcwarm.get_context(DEV)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(hcwarm.NotWarmedError, match="split bucket num_splits=.*inside CUDA-graph capture"):
+        with torch.cuda.graph(graph):
+            hcwarm.hc_pre(*dev)
+    # Nothing was compiled, and eager calls still work.
+    assert hcwarm.compiles_after_ready(DEV) == 0
+    y, _, _ = hcwarm.hc_pre(*dev)
+    torch.cuda.synchronize()
+    assert y.shape == (5, d)
+
+
+def test_calls_leave_the_current_device_alone():
+    n = torch.cuda.device_count()
+    torch.cuda.set_device(0)
+    _, dev = inputs(3, 4096, seed=1)
+    hcwarm.hc_pre(*dev)
+    assert torch.cuda.current_device() == 0
+    if n < 2:
+        pytest.skip("one GPU: the second ordinal cannot be checked here")
+    _, dev1 = inputs(3, 4096, seed=1, device="cuda:1")
+    y, post, comb = hcwarm.hc_pre(*dev1)
+    assert y.device == torch.device("cuda:1") and torch.cuda.current_device() == 0
+    y0, _, _ = hcwarm.hc_pre(*dev)
+    torch.cuda.synchronize("cuda:1")
+    assert torch.equal(y.cpu(), y0.cpu())
+
+
+def test_bad_tensors_raise_named_errors_and_write_nothing():
+    _, (residual, fn, scale, base, w) = inputs(4, 4096, seed=2)
+    y = torch.zeros(4, 4096, dtype=torch.bfloat16, device=DEV)
+    post = torch.zeros(4, HC, device=DEV)
+    comb = torch.zeros(4, HC, HC, device=DEV)
+    cases = [
+        ((residual.float(), fn, scale, base, w), TypeError, "residual"),
+        ((residual, fn.double(), scale, base, w), TypeError, "fn"),
+        ((residual, fn.cpu(), scale, base, w), ValueError, "fn"),
+        ((residual, fn, scale[:2], base, w), ValueError, "scale"),
+        ((residual, fn, scale, base.to(torch.bfloat16), w), TypeError, "base"),
+        ((residual, fn, scale, base, w[:-8]), ValueError, "norm_weight"),
+        ((residual.transpose(0, 1).contiguous().transpose(0, 1), fn, scale, base, w), ValueError, "contiguous"),
+    ]
+    buf = torch.empty(4 * HC * 4096 + 1, dtype=torch.bfloat16, device=DEV)
+    misaligned = buf[1:].view(4, HC, 4096)
+    misaligned.copy_(residual)
+    cases.append(((misaligned, fn, scale, base, w), ValueError, "residual.*16-byte"))
+    for args, exc, name in cases:
+        with pytest.raises(exc, match=name):
+            hcwarm.hc_pre(*args, out=(y, post, comb))
+    torch.cuda.synchronize()
+    assert not y.any() and not post.any() and not comb.any(), "a refused call wrote its outputs"
+    with pytest.raises(ValueError, match="out"):
+        hcwarm.hc_pre(residual, fn, scale, base, w, out=(y[:3], post, comb))

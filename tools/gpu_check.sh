@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds hcwarm from source on a GPU host and checks it there: the C++ GPU
+# tests, the Python package's tests (PyTorch + CUDA), the engine example and,
+# with STEPS including "bench", the C++ and Python benchmarks. Results go to
+# $OUT (default /tmp/hcwarm-gpu). The host needs CMake, Ninja, a C++20 compiler,
+# the CUDA toolkit, a Python with PyTorch and nanobind; SYSROOT may point at an
+# unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
+# GoogleTest, OpenSSL) for hosts without them.
+#   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh
+set -u
+cd "$(dirname "$0")/.."
+STEPS=${STEPS:-build tests engine}
+OUT=${OUT:-/tmp/hcwarm-gpu}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
+if [ -n "${SYSROOT:-}" ]; then
+  SYSROOT=$(cd "$SYSROOT" && pwd)
+  export CMAKE_PREFIX_PATH="$SYSROOT/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$SYSROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+# The package from the build tree (pip install . builds the same module; here one build serves both).
+PKG=build/pkg
+export PYTHONPATH="$PWD/$PKG" HCWARM_CACHE_DIR=${HCWARM_CACHE_DIR:-/tmp/hcwarm-cache}
+log() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+case " $STEPS " in *" build "*)
+  log build
+  { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv; nproc
+    "$PY" -c "import torch, nanobind; print('torch', torch.__version__, 'nanobind', nanobind.__version__)"; } \
+    >"$OUT/host.txt" 2>&1
+  cat "$OUT/host.txt"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_BENCH=OFF \
+    -DPython_EXECUTABLE="$(command -v "$PY")" >"$OUT/build.log" 2>&1 &&
+    cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  rm -rf "$PKG" && mkdir -p "$PKG/hcwarm" && cp python/hcwarm/*.py build/python/_core*.so "$PKG/hcwarm/"
+  log built ;;
+esac
+case " $STEPS " in *" tests "*)
+  log "C++ gpu tests"
+  timeout 300 ctest --test-dir build -L gpu --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
+  echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt"
+  log "python tests"
+  rm -f "$OUT/numerics.jsonl"
+  HCWARM_TEST_REPORT="$OUT/numerics.jsonl" timeout 400 "$PY" -m pytest -q -p no:cacheprovider python/tests \
+    >"$OUT/pytest.txt" 2>&1
+  echo "pytest rc=$?"; tail -15 "$OUT/pytest.txt" ;;
+esac
+case " $STEPS " in *" engine "*)
+  log engine
+  timeout 200 "$PY" examples/torch_engine/engine.py --json "$OUT/engine_flash.json" >"$OUT/engine.txt" 2>&1
+  echo "engine flash rc=$?"
+  timeout 200 "$PY" examples/torch_engine/engine.py --model dsv4-pro --check-capture-error \
+    --json "$OUT/engine_pro.json" >>"$OUT/engine.txt" 2>&1
+  echo "engine pro rc=$?"; tail -30 "$OUT/engine.txt" ;;
+esac
+case " $STEPS " in *" bench "*)
+  log "bench op"
+  timeout 300 build/src/hcwarm bench op --backend cuda --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
+    >"$OUT/bench_op.txt" 2>&1
+  echo "bench op rc=$?"; grep -v "^\[" "$OUT/bench_op.txt" | tail -45
+  log "python bench"
+  timeout 240 "$PY" bench/python/bench_ops.py --json "$OUT/bench_py.json" >"$OUT/bench_py.txt" 2>&1
+  echo "bench py rc=$?"; tail -30 "$OUT/bench_py.txt" ;;
+esac
+log done
