@@ -6,7 +6,7 @@
 # the CUDA toolkit, a Python with PyTorch and nanobind; SYSROOT may point at an
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
-#   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh
+#   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -28,23 +28,25 @@ case " $STEPS " in *" build "*)
   log build
   { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv; nproc
     "$PY" -c "import torch, nanobind; print('torch', torch.__version__, 'nanobind', nanobind.__version__)"; } \
-    >"$OUT/host.txt" 2>&1
-  cat "$OUT/host.txt"
+    >"$OUT/build.log" 2>&1
+  cat "$OUT/build.log"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_BENCH=OFF \
-    -DPython_EXECUTABLE="$(command -v "$PY")" >"$OUT/build.log" 2>&1 &&
+    -DPython_EXECUTABLE="$(command -v "$PY")" >>"$OUT/build.log" 2>&1 &&
     cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   rm -rf "$PKG" && mkdir -p "$PKG/hcwarm" && cp python/hcwarm/*.py build/python/_core*.so "$PKG/hcwarm/"
   log built ;;
 esac
-case " $STEPS " in *" tests "*)
+case " $STEPS " in *" tests "*|*" ctest "*)
   log "C++ gpu tests"
   timeout 300 ctest --test-dir build -L gpu --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
-  echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt"
+  echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt" ;;
+esac
+case " $STEPS " in *" tests "*|*" pytest "*)
   log "python tests"
   rm -f "$OUT/numerics.jsonl"
   HCWARM_TEST_REPORT="$OUT/numerics.jsonl" timeout 400 "$PY" -m pytest -q -p no:cacheprovider python/tests \
     >"$OUT/pytest.txt" 2>&1
-  echo "pytest rc=$?"; tail -15 "$OUT/pytest.txt" ;;
+  echo "pytest rc=$?"; grep -E "^E  |^FAILED|passed|failed" "$OUT/pytest.txt" | head -40 ;;
 esac
 case " $STEPS " in *" engine "*)
   log engine

@@ -87,7 +87,7 @@ def hc_pre(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any, out:
     comb_tmp = comb if out is None else np.empty_like(comb)
     ctx = get_context("cpu")
     ctx.hc_pre(t, hc, d, addr(r_bits), addr(fn_c), addr(scale_c), addr(base_c), addr(w_bits), addr(y_bits),
-               addr(post_tmp), addr(comb_tmp), 0, 0, 0, *consts)
+               addr(post_tmp), addr(comb_tmp), None, 0, 0, *consts)
     y_out[...] = from_bf16_bits(y_bits)
     if out is not None:
         post[...] = post_tmp
@@ -110,6 +110,6 @@ def hc_post(x: Any, residual: Any, post: Any, comb: Any, out: Any) -> np.ndarray
     if t == 0:
         return out
     new_bits = np.empty((t, hc, d), np.uint16)
-    get_context("cpu").hc_post(t, hc, d, addr(x_bits), addr(r_bits), addr(post_c), addr(comb_c), addr(new_bits), 0)
+    get_context("cpu").hc_post(t, hc, d, addr(x_bits), addr(r_bits), addr(post_c), addr(comb_c), addr(new_bits), None)
     out[...] = from_bf16_bits(new_bits)
     return out

@@ -73,8 +73,9 @@ def _check_pre_data(residual, fn, scale, base, norm_weight, y, post, comb) -> No
         _aligned(name, x)
 
 
-def _stream(dev: torch.device) -> int:
-    return torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else 0
+def _stream(dev: torch.device):
+    # PyTorch's current stream; its default stream is handle 0, CUDA's legacy default stream.
+    return torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else None
 
 
 def _launch_pre(residual, fn, scale, base, norm_weight, y, post, comb, consts) -> None:

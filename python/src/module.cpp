@@ -49,6 +49,12 @@ T* ptr(uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
+// None: the device's own stream; an int: that CUstream, 0 being CUDA's legacy default stream.
+std::optional<void*> launch_stream(std::optional<uintptr_t> stream) {
+  if (!stream) return std::nullopt;
+  return ptr<void>(*stream);
+}
+
 mhc::MhcConstants constants(int sinkhorn_iters, float hc_eps, float rms_eps, float norm_eps, float post_mult) {
   HCWARM_CHECK_ARG(sinkhorn_iters >= 1 && sinkhorn_iters <= 1000, "sinkhorn_iters must be in [1, 1000], got {}",
                    sinkhorn_iters);
@@ -111,7 +117,8 @@ class Context {
   }
 
   void hc_pre(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
-              uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb, uintptr_t stream,
+              uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb,
+              std::optional<uintptr_t> stream,
               uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters, float hc_eps, float rms_eps,
               float norm_eps, float post_mult) {
     mhc::HcPreOp& op = ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
@@ -125,7 +132,7 @@ class Context {
     a.y = ptr<bf16>(y);
     a.post = ptr<float>(post);
     a.comb = ptr<float>(comb);
-    op.run(a, {ptr<void>(stream), ptr<void>(workspace), workspace_bytes});
+    op.run(a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
   }
 
   size_t hc_pre_workspace_bytes(int64_t num_tokens, int hc, int hidden, int sinkhorn_iters, float hc_eps,
@@ -141,10 +148,10 @@ class Context {
   }
 
   void hc_post(int64_t num_tokens, int hc, int hidden, uintptr_t x, uintptr_t residual, uintptr_t post,
-               uintptr_t comb, uintptr_t out, uintptr_t stream) {
+               uintptr_t comb, uintptr_t out, std::optional<uintptr_t> stream) {
     ctx_->hc_post(dims(hc, hidden))
         .run(num_tokens, ptr<const bf16>(x), ptr<const bf16>(residual), ptr<const float>(post),
-             ptr<const float>(comb), ptr<bf16>(out), {ptr<void>(stream), nullptr, 0});
+             ptr<const float>(comb), ptr<bf16>(out), {launch_stream(stream), nullptr, 0});
   }
 
   nb::dict prewarm(const std::string& model, std::optional<std::string> config_json,
@@ -215,6 +222,8 @@ NB_MODULE(_core, m) {
   m.attr("__version__") = HCWARM_VERSION;
   // Logs to stderr at HCWARM_LOG_LEVEL, as the CLI does.
   hcwarm::init_logging(hcwarm::EnvConfig::from_environment());
+  // Contexts live for the process (one per device, held by the Python package).
+  nb::set_leak_warnings(false);
 
   g_error = PyErr_NewExceptionWithDoc("hcwarm.HcwarmError", "An error raised by hcwarm.", PyExc_RuntimeError, nullptr);
   nb::object bases = nb::make_tuple(nb::handle(g_error), nb::handle(PyExc_ValueError));

@@ -1,8 +1,9 @@
 #include "core/npy.hpp"
 
+#include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -20,13 +21,67 @@ std::string read_all(const std::filesystem::path& path) {
   return ss.str();
 }
 
-// Finds 'key': <value> in the header dict; returns the raw value text.
+// Finds 'key': <value> in the header dict; returns the raw value text: a
+// parenthesized tuple, a quoted string, True or False. A linear scan, no regex.
 std::string dict_value(const std::string& header, const std::string& key, const std::filesystem::path& path) {
-  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*(\\([^)]*\\)|'[^']*'|\"[^\"]*\"|True|False)");
-  std::smatch m;
-  HCWARM_CHECK_ARG(std::regex_search(header, m, re), "{}: .npy header has no '{}' entry: {}", path.string(), key,
-                   header);
-  return m[1].str();
+  auto missing = [&] {
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: .npy header has no '{}' entry: {}", path.string(), key,
+                 header.substr(0, 200));
+  };
+  for (const char q : {'\'', '"'}) {
+    const std::string quoted = std::string(1, q) + key + q;
+    for (size_t at = header.find(quoted); at != std::string::npos; at = header.find(quoted, at + 1)) {
+      size_t i = at + quoted.size();
+      while (i < header.size() && header[i] == ' ') ++i;
+      if (i >= header.size() || header[i] != ':') continue;
+      ++i;
+      while (i < header.size() && header[i] == ' ') ++i;
+      if (i >= header.size()) missing();
+      const char c = header[i];
+      size_t end = std::string::npos;
+      if (c == '(') end = header.find(')', i);
+      if (c == '\'' || c == '"') end = header.find(c, i + 1);
+      if (end != std::string::npos) return header.substr(i, end - i + 1);
+      for (const char* word : {"True", "False"}) {
+        if (header.compare(i, std::strlen(word), word) == 0) return word;
+      }
+      missing();
+    }
+  }
+  missing();
+  return {};
+}
+
+// "(3, 4, 5)", "(7,)" or "()": non-negative decimal integers only, with the
+// element count checked for overflow.
+Shape parse_shape(const std::string& text, const std::string& name) {
+  auto bad = [&] { HCWARM_THROW(ErrorKind::InvalidArgument, "{}: bad .npy shape {}", name, text.substr(0, 200)); };
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')') bad();
+  Shape shape;
+  size_t i = 1;
+  const size_t end = text.size() - 1;
+  uint64_t numel = 1;
+  while (true) {
+    while (i < end && text[i] == ' ') ++i;
+    if (i == end) break;
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) bad();
+    uint64_t v = 0;
+    while (i < end && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+      if (v > (uint64_t{1} << 40)) bad();
+      ++i;
+    }
+    numel = v == 0 || numel == 0 ? 0 : numel * v;
+    if (numel > (uint64_t{1} << 40)) {
+      HCWARM_THROW(ErrorKind::InvalidArgument, "{}: .npy shape {} has too many elements", name, text.substr(0, 200));
+    }
+    shape.push_back(static_cast<int64_t>(v));
+    while (i < end && text[i] == ' ') ++i;
+    if (i == end) break;
+    if (text[i] != ',') bad();
+    ++i;
+  }
+  return shape;
 }
 
 }  // namespace
@@ -60,11 +115,7 @@ HostTensor<float> read_npy_f32(const std::filesystem::path& path) {
                    "{}: Fortran-order arrays are not supported; save with np.ascontiguousarray", name);
 
   const std::string shape_text = dict_value(header, "shape", path);
-  Shape shape;
-  const std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(shape_text.begin(), shape_text.end(), num); it != std::sregex_iterator(); ++it) {
-    shape.push_back(std::stoll(it->str()));
-  }
+  Shape shape = parse_shape(shape_text, name);
   const size_t numel = static_cast<size_t>(shape_numel(shape));
   const size_t data_off = offset + header_len;
   const size_t have = bytes.size() - data_off;

@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <chrono>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -23,11 +23,24 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // "host-12.2.0-3fa9c1d2e4b5": kind, the first version number in the identity, and
 // a digest of the whole identity (so every compiler build gets its own namespace).
 std::string namespace_name(const Compiler& c) {
-  std::smatch m;
   const std::string id = c.identity();
   std::string ver = "unknown";
-  static const std::regex kVersion(R"((\d+\.\d+(\.\d+)?))");
-  if (std::regex_search(id, m, kVersion)) ver = m.str(1);
+  // The first "N.N" or "N.N.N" in the identity.
+  for (size_t i = 0; i < id.size(); ++i) {
+    auto digits = [&](size_t j) {
+      while (j < id.size() && std::isdigit(static_cast<unsigned char>(id[j]))) ++j;
+      return j;
+    };
+    if (!std::isdigit(static_cast<unsigned char>(id[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(id[i - 1])))) {
+      continue;
+    }
+    size_t j = digits(i);
+    if (j + 1 >= id.size() || id[j] != '.' || !std::isdigit(static_cast<unsigned char>(id[j + 1]))) continue;
+    j = digits(j + 1);
+    if (j + 1 < id.size() && id[j] == '.' && std::isdigit(static_cast<unsigned char>(id[j + 1]))) j = digits(j + 1);
+    ver = id.substr(i, j - i);
+    break;
+  }
   return fmt::format("{}-{}-{}", c.kind() == TargetKind::Cuda ? "nvrtc" : "host", ver, sha256_hex(id).substr(0, 12));
 }
 

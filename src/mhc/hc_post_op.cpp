@@ -99,7 +99,7 @@ void HcPostOp::run_cuda(int64_t num_tokens, const bf16* out, const bf16* residua
                         const float* comb, bf16* residual_out, const LaunchContext& launch) {
   auto& dev = static_cast<cuda::CudaDevice&>(device_);
   const cuda::ScopedContext scoped(dev);
-  const cuda::CUstream stream = launch.stream != nullptr ? static_cast<cuda::CUstream>(launch.stream) : dev.stream();
+  const cuda::CUstream stream = launch.stream ? static_cast<cuda::CUstream>(*launch.stream) : dev.stream();
   if (!loaded() && cuda::stream_capturing(dev.driver(), stream)) {
     HCWARM_THROW(ErrorKind::NotWarmed,
                  "hc_post (cuda, hc {}, hidden {}): the kernel is not loaded, and the call is inside CUDA-graph "

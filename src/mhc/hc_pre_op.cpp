@@ -321,7 +321,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   std::optional<cuda::ScopedContext> scoped;
   if (dev != nullptr) scoped.emplace(*dev);
   const cuda::CUstream stream =
-      dev == nullptr ? nullptr : launch.stream != nullptr ? static_cast<cuda::CUstream>(launch.stream) : dev->stream();
+      dev == nullptr ? nullptr : launch.stream ? static_cast<cuda::CUstream>(*launch.stream) : dev->stream();
   const bool capturing = dev != nullptr && cuda::stream_capturing(dev->driver(), stream);
   if (capturing && kernels_.count(kernels_id(splits, norm)) == 0) {
     HCWARM_THROW(ErrorKind::NotWarmed,

@@ -1,6 +1,8 @@
 #pragma once
 // Shapes, constants and argument views of the mHC pre step (REFERENCE.md §1).
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "core/bf16.hpp"
 
@@ -39,7 +41,9 @@ struct HcPreArgs {
 // memory from its own allocator. Null members: the device's own stream and the
 // op's own buffer (which then grows, synchronizing, outside graph capture only).
 struct LaunchContext {
-  void* stream = nullptr;     // a CUstream on the op's device (CUDA only)
+  // A CUstream on the op's device (CUDA only); a null one is CUDA's legacy default
+  // stream (what PyTorch's default stream is). Unset: the device's own stream.
+  std::optional<void*> stream;
   void* workspace = nullptr;  // device memory of at least the op's workspace_bytes(T), 16-byte aligned
   size_t workspace_bytes = 0;
 };

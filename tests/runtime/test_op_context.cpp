@@ -95,15 +95,15 @@ TEST(OpContext, WorkspaceSizeAndAlignmentAreChecked) {
   const size_t need = op.workspace_bytes(T);
   ASSERT_GT(need, 0u);
   std::vector<float> ws(need / sizeof(float) + 8);
-  op.run(a, {nullptr, ws.data(), need});  // exactly enough
+  op.run(a, {std::nullopt, ws.data(), need});  // exactly enough
   try {
-    op.run(a, {nullptr, ws.data(), need - 4});
+    op.run(a, {std::nullopt, ws.data(), need - 4});
     FAIL() << "a short workspace was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
     EXPECT_NE(e.message().find("workspace"), std::string::npos);
   }
-  EXPECT_THROW(op.run(a, {nullptr, reinterpret_cast<char*>(ws.data()) + 4, need}), Error);
+  EXPECT_THROW(op.run(a, {std::nullopt, reinterpret_cast<char*>(ws.data()) + 4, need}), Error);
 }
 
 }  // namespace
