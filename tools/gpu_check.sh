@@ -56,13 +56,15 @@ case " $STEPS " in *" engine "*)
     --json "$OUT/engine_pro.json" >>"$OUT/engine.txt" 2>&1
   echo "engine pro rc=$?"; tail -30 "$OUT/engine.txt" ;;
 esac
-case " $STEPS " in *" bench "*)
+case " $STEPS " in *" bench "*|*" benchop "*)
   log "bench op"
   timeout 300 build/src/hcwarm bench op --backend cuda --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
     >"$OUT/bench_op.txt" 2>&1
-  echo "bench op rc=$?"; grep -v "^\[" "$OUT/bench_op.txt" | tail -45
+  echo "bench op rc=$?"; grep -v "^\[" "$OUT/bench_op.txt" | tail -45 ;;
+esac
+case " $STEPS " in *" bench "*|*" benchpy "*)
   log "python bench"
   timeout 240 "$PY" bench/python/bench_ops.py --json "$OUT/bench_py.json" >"$OUT/bench_py.txt" 2>&1
-  echo "bench py rc=$?"; tail -30 "$OUT/bench_py.txt" ;;
+  echo "bench py rc=$?"; grep -v "^\[" "$OUT/bench_py.txt" | tail -26 ;;
 esac
 log done

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import hcwarm
-from numerics import compare, post_reference, random_inputs
+from numerics import compare, compare_post, random_inputs
 import mhc_reference as ref
 
 HC = 4
@@ -40,6 +40,8 @@ def test_hc_pre_out_buffers_are_written_and_returned():
 def test_hc_pre_custom_constants_reach_the_kernel():
     rng = np.random.default_rng(8)
     residual, fn, scale, base, w = random_inputs(rng, 5, HC, 256)
+    scale = np.array([0.5, 0.5, 8.0], np.float32)  # sharp logits: Sinkhorn is far from converged after 3 rounds
+    fn = fn * 50
     _, _, comb20 = hcwarm.hc_pre(residual, fn, scale, base, w)
     y, post, comb3 = hcwarm.hc_pre(residual, fn, scale, base, w, sinkhorn_iters=3)
     want = ref.hc_pre(residual, fn, scale, base, w, 1e-6, 1e-6, 1e-6, 3)[2]
@@ -56,10 +58,9 @@ def test_hc_post_matches_reference(t):
     post = rng.uniform(0, 2, (t, HC)).astype(np.float32)
     comb = rng.uniform(0, 1, (t, HC, HC)).astype(np.float32)
     got = hcwarm.hc_post(x, residual, post, comb)
-    want = post_reference(x, residual, post, comb)
     assert got.shape == (t, HC, d)
     assert np.array_equal(got, ref.bf16_round(got))
-    assert int(ref.ulp_distance(got, want).max()) <= 1
+    compare_post(got, x, residual, post, comb)
 
 
 def test_hc_post_in_place_into_residual():
@@ -69,10 +70,10 @@ def test_hc_post_in_place_into_residual():
     residual = ref.bf16_round(rng.standard_normal((4, HC, d)).astype(np.float32))
     post = rng.uniform(0, 2, (4, HC)).astype(np.float32)
     comb = rng.uniform(0, 1, (4, HC, HC)).astype(np.float32)
-    want = post_reference(x, residual, post, comb)
+    before = residual.copy()
     got = hcwarm.hc_post(x, residual, post, comb, out=residual)
     assert got is residual
-    assert int(ref.ulp_distance(residual, want).max()) <= 1
+    compare_post(residual, x, before, post, comb)
 
 
 def test_bfloat16_rounding_is_nearest_even():
