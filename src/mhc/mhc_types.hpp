@@ -38,8 +38,9 @@ struct HcPreArgs {
 };
 
 // Where one call runs when the caller says so: an engine's stream and scratch
-// memory from its own allocator. Null members: the device's own stream and the
-// op's own buffer (which then grows, synchronizing, outside graph capture only).
+// memory from its own allocator. Unset / null: the device's own stream and the
+// op's own buffer (which grows, synchronizing, outside graph capture only, and
+// serves one stream at a time: callers on several streams pass their own).
 struct LaunchContext {
   // A CUstream on the op's device (CUDA only); a null one is CUDA's legacy default
   // stream (what PyTorch's default stream is). Unset: the device's own stream.
