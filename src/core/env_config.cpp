@@ -43,6 +43,10 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
   if (const auto* v = get("HCWARM_CACHE_MAX_MB")) {
     c.cache_max_bytes = static_cast<uint64_t>(parse_int("HCWARM_CACHE_MAX_MB", *v, 1, int64_t{1} << 40)) << 20;
   }
+  if (const auto* v = get("HCWARM_CACHE_TRUST")) {
+    HCWARM_CHECK_ARG(*v == "owner" || *v == "shared", "HCWARM_CACHE_TRUST={:?} is not one of owner, shared", *v);
+    c.cache_trust_shared = *v == "shared";
+  }
   if (const auto* v = get("HCWARM_STRICT_WARMUP")) c.strict_warmup = parse_bool("HCWARM_STRICT_WARMUP", *v);
   if (const auto* v = get("HCWARM_MHC_PREWARM")) c.mhc_prewarm = parse_bool("HCWARM_MHC_PREWARM", *v);
   if (const auto* v = get("HCWARM_MHC_ONE_PASS")) c.mhc_one_pass = parse_bool("HCWARM_MHC_ONE_PASS", *v);

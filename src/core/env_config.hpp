@@ -15,6 +15,9 @@ struct EnvConfig {
   std::optional<std::filesystem::path> cache_dir;
   // HCWARM_CACHE_MAX_MB: size cap of the disk cache, least-recently-used entries pruned past it.
   uint64_t cache_max_bytes = 4ull << 30;
+  // HCWARM_CACHE_TRUST=shared: also load from a cache directory another user owns,
+  // as long as no group/other can write it (a shipped read-only bundle). Default: owner.
+  bool cache_trust_shared = false;
   // HCWARM_STRICT_WARMUP=1: a compile after the runtime is ready is an error, not a warning.
   bool strict_warmup = false;
   // HCWARM_MHC_PREWARM=0: the model's mHC prewarm hook does nothing.

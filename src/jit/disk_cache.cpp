@@ -171,7 +171,7 @@ Manifest Manifest::parse(std::string_view text) {
 
 // ---------------------------------------------------------------- DiskCache: layout
 
-DiskCache::DiskCache(fs::path root) : root_(std::move(root)) {}
+DiskCache::DiskCache(fs::path root, CacheTrust trust) : root_(std::move(root)), trust_(trust) {}
 
 fs::path DiskCache::version_dir() const { return root_ / ("v" HCWARM_VERSION); }
 fs::path DiskCache::namespace_dir(std::string_view ns) const { return version_dir() / std::string(ns); }
@@ -181,20 +181,53 @@ fs::path DiskCache::entry_dir(std::string_view ns, std::string_view key) const {
 
 // ---------------------------------------------------------------- runtime side
 
-void DiskCache::prepare(std::string_view ns) const {
+std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
+  static constexpr const char* kSubdirs[] = {"entries", "locks", "staging", "quarantine"};
   const fs::path d = namespace_dir(ns);
-  for (const char* sub : {"entries", "locks", "staging", "quarantine"}) fsu::make_dirs(d / sub);
+  // Code is loaded from here: check what exists before creating anything in it.
+  bool foreign = false;
+  auto check = [&](const fs::path& p, bool follow) {
+    struct stat st {};
+    if ((follow ? ::stat(p.c_str(), &st) : ::lstat(p.c_str(), &st)) != 0) {
+      if (errno == ENOENT) return;
+      HCWARM_THROW(ErrorKind::Io, "cannot stat {}: {}", p.string(), errno_string(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) HCWARM_THROW(ErrorKind::Io, "{} is not a directory", p.string());
+    if (auto why = fsu::distrust(p, st, trust_ == CacheTrust::Shared)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+    foreign = foreign || st.st_uid != ::geteuid();
+  };
+  check(root_, true);  // the root itself may be a symlink the user chose
+  check(version_dir(), false);
+  check(d, false);
+  for (const char* sub : kSubdirs) check(d / sub, false);
+
+  std::optional<std::string> read_only;
+  if (foreign) {
+    read_only = fmt::format("{} belongs to another user", root_.string());
+  } else {
+    try {
+      for (const char* sub : kSubdirs) fsu::make_dirs(d / sub);
+    } catch (const Error& e) {
+      read_only = e.message();
+    }
+  }
+  if (read_only) {
+    struct stat st {};
+    if (::lstat((d / "entries").c_str(), &st) != 0) throw Error(ErrorKind::Io, *read_only, __FILE__, __LINE__);
+    return read_only;  // nothing to write, but there may be entries to load
+  }
   // Proves the directory is writable now rather than at the first publish.
   // (no fsync: only the permission / space check matters here).
   const fs::path probe = d / "staging" / fmt::format("probe.{}.{}", ::getpid(), fsu::random_suffix());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) HCWARM_THROW(ErrorKind::Io, "cannot create {}: {}", probe.string(), errno_string(errno));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return fmt::format("cannot create {}: {}", probe.string(), errno_string(errno));
   const bool wrote = ::write(fd, "ok", 2) == 2;
   const int err = errno;
   ::close(fd);
   ::unlink(probe.c_str());
-  if (!wrote) HCWARM_THROW(ErrorKind::Io, "cannot write {}: {}", probe.string(), errno_string(err));
+  if (!wrote) return fmt::format("cannot write {}: {}", probe.string(), errno_string(err));
   sweep_staging(d, {});
+  return std::nullopt;
 }
 
 fsu::FileLock DiskCache::lock_key(std::string_view ns, std::string_view key) const {
@@ -242,11 +275,21 @@ DiskCache::Lookup DiskCache::lookup(std::string_view ns, std::string_view key, s
   Lookup r;
   const fs::path dir = entry_dir(ns, key);
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return r;  // Missing
+  if (::lstat(dir.c_str(), &st) != 0) return r;  // Missing
   if (!S_ISDIR(st.st_mode)) {
     r.status = Lookup::Status::Bad;
     r.reason = "the entry is not a directory";
     return r;
+  }
+  // The directories above were checked by prepare(); the entry and its files here.
+  // Non-regular files are left to verify_dir, which refuses them (a bad entry).
+  const bool any_owner = trust_ == CacheTrust::Shared;
+  if (auto why = fsu::distrust(dir, st, any_owner)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
+    struct stat fst {};
+    if (::lstat(de.path().c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
+    if (auto why = fsu::distrust(de.path(), fst, any_owner)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
   }
   auto bad = verify_dir(dir, HCWARM_VERSION, ns, key, artifact_name, &r.manifest, &r.artifact);
   if (bad) {
@@ -297,8 +340,7 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
     ~Cleanup() {
       if (armed) fsu::remove_tree(p);
     }
-  } cleanup{staging};
-  ::chmod(staging.c_str(), 0755);
+  } cleanup{staging};  // mkdtemp made it 0700, which the entry keeps
   hook("publish-staging-created");
 
   manifest.key = std::string(key);

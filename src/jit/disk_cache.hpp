@@ -9,7 +9,8 @@
 //
 // An entry appears only by an atomic rename of a complete, fsynced staging dir,
 // and is used only after its manifest (key, size and SHA-256 of every file, no
-// stray files) checks out. Staging dirs whose key lock is free belong to dead
+// stray files) checks out, and only from directories and files that this user
+// owns and nobody else can write (see CacheTrust). Staging dirs whose key lock is free belong to dead
 // processes and are removed. Used by the JIT runtime and by `hcwarm cache`; it
 // needs no compiler.
 #include <cstdint>
@@ -79,9 +80,14 @@ struct PruneResult {
   uint64_t bytes_after = 0;
 };
 
+// Whose cache directories the runtime loads code from. Owner: the effective user's
+// only. Shared (HCWARM_CACHE_TRUST=shared): any owner's, e.g. a bundle shipped
+// read-only, but never one that group/others can write; a foreign one is only read.
+enum class CacheTrust { Owner, Shared };
+
 class DiskCache {
  public:
-  explicit DiskCache(std::filesystem::path root);
+  explicit DiskCache(std::filesystem::path root, CacheTrust trust = CacheTrust::Owner);
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path version_dir() const;  // <root>/v<HCWARM_VERSION>
   std::filesystem::path namespace_dir(std::string_view ns) const;
@@ -89,8 +95,11 @@ class DiskCache {
 
   // ---- runtime side: one namespace per compiler identity ----
 
-  // Creates the namespace's directories and removes stale staging dirs. Throws Io.
-  void prepare(std::string_view ns) const;
+  // Checks that the root and the namespace's directories can be trusted (else
+  // throws Io naming the path and why), creates what is missing and removes stale
+  // staging dirs. Returns why nothing can be written there (a read-only bundle,
+  // still served), or nullopt when the cache is writable. Throws Io.
+  std::optional<std::string> prepare(std::string_view ns) const;
   // Blocks until this process holds the key's lock. Throws Io.
   fsu::FileLock lock_key(std::string_view ns, std::string_view key) const;
 
@@ -101,7 +110,8 @@ class DiskCache {
     Manifest manifest;                // Ok
     std::vector<std::byte> artifact;  // Ok: the verified bytes of the requested file
   };
-  // Verifies the whole entry; Ok touches its mtime (LRU). Never throws for a bad entry.
+  // Verifies the whole entry; Ok touches its mtime (LRU). Never throws for a bad
+  // entry; throws Io for one whose directory or files cannot be trusted.
   Lookup lookup(std::string_view ns, std::string_view key, std::string_view artifact_name) const;
   // Moves a (bad) entry into quarantine/; hold the key's lock. Returns the new place.
   std::filesystem::path quarantine(std::string_view ns, std::string_view key) const;
@@ -141,6 +151,7 @@ class DiskCache {
   bool remove_entry_locked(const CacheEntry& e) const;
 
   std::filesystem::path root_;
+  CacheTrust trust_;
   std::function<void(std::string_view)> hook_;
 };
 

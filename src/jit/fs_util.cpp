@@ -39,10 +39,34 @@ class Fd {
   int fd_;
 };
 
+// O_NOFOLLOW: a lock file replaced by a symlink must not create or open its target.
+int open_lock_file(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open lock file", p, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorKind::Io, fmt::format("lock file {} is not a regular file", p.string()), __FILE__, __LINE__);
+  }
+  return fd;
+}
+
 }  // namespace
 
+std::optional<std::string> distrust(const fs::path& p, const struct stat& st, bool any_owner) {
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("{} is writable by group or others (mode {:04o})", p.string(), st.st_mode & 07777);
+  }
+  if (!any_owner && st.st_uid != ::geteuid()) {
+    return fmt::format("{} is owned by uid {}, not by this user (uid {}); HCWARM_CACHE_TRUST=shared accepts that",
+                       p.string(), st.st_uid, ::geteuid());
+  }
+  return std::nullopt;
+}
+
 std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NOFOLLOW: a planted symlink is refused; O_NONBLOCK: a planted FIFO cannot block us.
+  Fd fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     throw_io("cannot open", p, errno);
@@ -67,7 +91,7 @@ std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
 }
 
 void write_file_durable(const fs::path& p, std::span<const std::byte> bytes) {
-  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw_io("cannot create", p, errno);
   size_t done = 0;
   while (done < bytes.size()) {
@@ -87,7 +111,7 @@ void write_file_durable(const fs::path& p, std::string_view text) {
 }
 
 void write_file(const fs::path& p, std::string_view text) {
-  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw_io("cannot create", p, errno);
   size_t done = 0;
   while (done < text.size()) {
@@ -102,7 +126,7 @@ void write_file(const fs::path& p, std::string_view text) {
 }
 
 void fsync_dir(const fs::path& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) throw_io("cannot open directory", dir, errno);
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync directory", dir, errno);
 }
@@ -115,7 +139,7 @@ void make_dirs(const fs::path& dir) {
     throw_io("not a directory:", dir, ENOTDIR);
   }
   if (dir.has_parent_path() && dir.parent_path() != dir) make_dirs(dir.parent_path());
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_io("cannot create directory", dir, errno);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw_io("cannot create directory", dir, errno);
 }
 
 bool remove_tree(const fs::path& p) noexcept {
@@ -163,8 +187,7 @@ void FileLock::release() noexcept {
 }
 
 FileLock FileLock::acquire(const fs::path& lock_file) {
-  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot open lock file", lock_file, errno);
+  const int fd = open_lock_file(lock_file);
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;
@@ -175,8 +198,7 @@ FileLock FileLock::acquire(const fs::path& lock_file) {
 }
 
 FileLock FileLock::try_acquire(const fs::path& lock_file) {
-  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot open lock file", lock_file, errno);
+  const int fd = open_lock_file(lock_file);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;

@@ -3,6 +3,8 @@
 // durable writes (write + fsync), directory fsync, a per-key flock, and a
 // private temporary directory. Errors are hcwarm::Error (ErrorKind::Io) with the
 // path and errno text; err() tells the errno for callers that must react to it.
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -13,7 +15,12 @@
 namespace hcwarm::jit::fsu {
 
 // Reads the whole regular file; nullopt when it does not exist (ENOENT/ENOTDIR).
+// A symlink, FIFO or device is refused (Io), never followed or waited on.
 std::optional<std::vector<std::byte>> read_file(const std::filesystem::path& p);
+
+// Why the file or directory p (st from lstat/fstat) is not to be trusted, or nullopt:
+// writable by group/others, or (unless any_owner) not owned by the effective user.
+std::optional<std::string> distrust(const std::filesystem::path& p, const struct stat& st, bool any_owner);
 
 // Creates p exclusively (O_EXCL), writes all bytes, fsyncs, closes. Throws Io.
 void write_file_durable(const std::filesystem::path& p, std::span<const std::byte> bytes);
@@ -25,7 +32,7 @@ void write_file(const std::filesystem::path& p, std::string_view text);
 // fsync of a directory (makes renames/creations inside it durable). Throws Io.
 void fsync_dir(const std::filesystem::path& dir);
 
-// mkdir -p with mode 0755; throws Io naming the first directory that fails.
+// mkdir -p with mode 0700 (only this user may plant code in the cache); throws Io naming the first directory that fails.
 void make_dirs(const std::filesystem::path& dir);
 
 // remove_all that never throws; returns false when something could not be removed.

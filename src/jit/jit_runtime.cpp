@@ -60,6 +60,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   JitOptions o;
   o.cache_dir = env.cache_dir;
   o.cache_max_bytes = env.cache_max_bytes;
+  o.cache_trust = env.cache_trust_shared ? CacheTrust::Shared : CacheTrust::Owner;
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
   o.jobs = env.jobs;
@@ -99,7 +100,7 @@ JitRuntime::JitRuntime(JitOptions opts) : opts_(std::move(opts)) {
     // Absolute now, so that a later chdir cannot move the cache.
     std::error_code ec;
     fs::path root = fs::absolute(*opts_.cache_dir, ec);
-    disk_ = std::make_unique<DiskCache>(ec ? *opts_.cache_dir : root);
+    disk_ = std::make_unique<DiskCache>(ec ? *opts_.cache_dir : root, opts_.cache_trust);
     if (opts_.test_hook) disk_->set_test_hook(opts_.test_hook);
     disk_enabled_ = true;
   }
@@ -196,12 +197,20 @@ void JitRuntime::disable_disk(const std::string& why) {
   });
 }
 
+void JitRuntime::disable_disk_writes(const std::string& why) {
+  disk_writable_ = false;
+  std::call_once(disk_ro_warned_, [&] {
+    spdlog::warn("jit cache: {} is read-only ({}); kernels are loaded from it, new ones are kept in memory only",
+                 disk_->root().string(), why);
+  });
+}
+
 bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
   if (!disk_enabled_) return false;
   std::lock_guard lock(cs.mu);
   if (!cs.prepared) {
     try {
-      disk_->prepare(cs.ns);
+      if (auto read_only = disk_->prepare(cs.ns)) disable_disk_writes(*read_only);
       cs.prepared = true;
     } catch (const Error& e) {
       disable_disk(e.message());
@@ -274,42 +283,50 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
         *src = ArtifactSource::Disk;
         return std::move(lk.artifact);
       }
-      // Missing or bad: take the key's lock (other processes may be compiling it) and look again.
-      auto lock = disk_->lock_key(cs.ns, r.key);
-      hook("locked");
-      lk = disk_->lookup(cs.ns, r.key, artifact);
-      if (lk.status == DiskCache::Lookup::Status::Ok) {
-        *src = ArtifactSource::Disk;
-        return std::move(lk.artifact);
-      }
-      if (lk.status == DiskCache::Lookup::Status::Bad) {
-        const auto moved = disk_->quarantine(cs.ns, r.key);
-        spdlog::warn("jit cache: entry {} ({}) is bad: {}; moved to {} and rebuilding", r.key, spec.describe(),
-                     lk.reason, moved.string());
-      }
-      disk_->clean_staging(cs.ns, r.key);
-      guard_serving_compile(spec, r.key);
-      guarded = true;
-      auto work = disk_->make_work_dir(cs.ns, r.key);
-      compiled = compile_now(spec, r, &work->path());
-      work.reset();
+      if (!disk_writable_) {
+        // Nothing can be stored (nor quarantined): compile in memory below.
+        if (lk.status == DiskCache::Lookup::Status::Bad) {
+          spdlog::warn("jit cache: entry {} ({}) is bad: {}; the cache is read-only, compiling in memory", r.key,
+                       spec.describe(), lk.reason);
+        }
+      } else {
+        // Missing or bad: take the key's lock (other processes may be compiling it) and look again.
+        auto lock = disk_->lock_key(cs.ns, r.key);
+        hook("locked");
+        lk = disk_->lookup(cs.ns, r.key, artifact);
+        if (lk.status == DiskCache::Lookup::Status::Ok) {
+          *src = ArtifactSource::Disk;
+          return std::move(lk.artifact);
+        }
+        if (lk.status == DiskCache::Lookup::Status::Bad) {
+          const auto moved = disk_->quarantine(cs.ns, r.key);
+          spdlog::warn("jit cache: entry {} ({}) is bad: {}; moved to {} and rebuilding", r.key, spec.describe(),
+                       lk.reason, moved.string());
+        }
+        disk_->clean_staging(cs.ns, r.key);
+        guard_serving_compile(spec, r.key);
+        guarded = true;
+        auto work = disk_->make_work_dir(cs.ns, r.key);
+        compiled = compile_now(spec, r, &work->path());
+        work.reset();
 
-      Manifest m;
-      m.compiler = cs.compiler->identity();
-      m.target = cs.compiler->target();
-      m.family = spec.family;
-      m.description = spec.describe();
-      m.params = spec.params;
-      const auto res = disk_->publish(cs.ns, r.key, std::move(m), {{artifact, std::span<const std::byte>(*compiled)}});
-      if (res == DiskCache::Published::LostRace) {
-        // Only without working locks (e.g. a file system ignoring flock): use the winner's entry.
-        auto w = disk_->lookup(cs.ns, r.key, artifact);
-        if (w.status == DiskCache::Lookup::Status::Ok) compiled = std::move(w.artifact);
+        Manifest m;
+        m.compiler = cs.compiler->identity();
+        m.target = cs.compiler->target();
+        m.family = spec.family;
+        m.description = spec.describe();
+        m.params = spec.params;
+        const auto res = disk_->publish(cs.ns, r.key, std::move(m), {{artifact, std::span<const std::byte>(*compiled)}});
+        if (res == DiskCache::Published::LostRace) {
+          // Only without working locks (e.g. a file system ignoring flock): use the winner's entry.
+          auto w = disk_->lookup(cs.ns, r.key, artifact);
+          if (w.status == DiskCache::Lookup::Status::Ok) compiled = std::move(w.artifact);
+        }
+        lock.release();
+        maybe_prune();
+        *src = ArtifactSource::Compiled;
+        return std::move(*compiled);
       }
-      lock.release();
-      maybe_prune();
-      *src = ArtifactSource::Compiled;
-      return std::move(*compiled);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Io) throw;
       disable_disk(e.message());
@@ -326,7 +343,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
 }
 
 void JitRuntime::maybe_prune() {
-  if (!disk_enabled_ || opts_.cache_max_bytes == 0) return;
+  if (!disk_enabled_ || !disk_writable_ || opts_.cache_max_bytes == 0) return;
   std::unique_lock lock(prune_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   if (disk_->total_bytes() <= opts_.cache_max_bytes) return;

@@ -39,6 +39,7 @@ namespace hcwarm::jit {
 struct JitOptions {
   std::optional<std::filesystem::path> cache_dir;  // nullopt: memory only
   uint64_t cache_max_bytes = 4ull << 30;           // LRU-pruned past this after a publish
+  CacheTrust cache_trust = CacheTrust::Owner;      // HCWARM_CACHE_TRUST
   bool strict_warmup = false;                      // HCWARM_STRICT_WARMUP
   bool allow_compile = true;                       // HCWARM_JIT=off: a miss in memory and on disk throws NotWarmed
   int jobs = 0;                                    // build() pool size; 0: hardware threads
@@ -146,6 +147,8 @@ class JitRuntime {
   void reset_counters();  // clears events and stats; keeps loaded modules
 
   const DiskCache* disk_cache() const;  // null in memory-only mode (also after a disk failure)
+  // False once nothing can be stored in the disk cache (memory-only, or a read-only bundle).
+  bool disk_writable() const { return disk_enabled_ && disk_writable_; }
   const JitOptions& options() const { return opts_; }
   // The compiler for a spec's target (created on first use).
   const Compiler& compiler_for(const KernelSpec& spec) const;
@@ -168,6 +171,7 @@ class JitRuntime {
   void guard_serving_compile(const KernelSpec& spec, const std::string& key);
   bool disk_ready_for(CompilerSlot& cs);
   void disable_disk(const std::string& why);
+  void disable_disk_writes(const std::string& why);
   void record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds);
   void record_failure();
   std::shared_ptr<const LoadedModule> load(TargetKind kind, const std::string& key, std::span<const std::byte> bin);
@@ -180,6 +184,8 @@ class JitRuntime {
   std::unique_ptr<DiskCache> disk_;
   std::atomic<bool> disk_enabled_{false};
   std::once_flag disk_warned_;
+  std::atomic<bool> disk_writable_{true};  // false: loads only (the prepare probe failed)
+  std::once_flag disk_ro_warned_;
 
   // resolve() memo: spec text -> key. Headers and compilers are fixed for the
   // runtime's life, so the key is a function of the spec alone; get() on a loaded

@@ -42,6 +42,30 @@ void fill_fs(const std::filesystem::path& dir) {
   for (int i = 0; i < 1 << 20 && f.good(); ++i) f.write(block.data(), block.size()), f.flush();
 }
 
+int check_read_only_cache(bool served) {
+  LogCapture logs;
+  auto opts = options(std::filesystem::path(env_or("HCWARM_JIT_CACHE")));
+  opts.cache_trust = JitOptions::from_env(EnvConfig::from_environment()).cache_trust;
+  JitRuntime rt(std::move(opts));
+  for (int v : {1, 2, 1}) {
+    if (call_answer(*rt.get(host_spec(v))) != 100 + v) return 11;
+  }
+  const auto st = rt.stats();
+  const int refused = logs.count(spdlog::level::warn, "not usable"), ro = logs.count(spdlog::level::warn, "read-only");
+  std::fprintf(stderr, "not usable: %d, read-only: %d, disk: %p, compiled %lld, from disk %lld\n", refused, ro,
+               static_cast<const void*>(rt.disk_cache()), static_cast<long long>(st.compiled),
+               static_cast<long long>(st.loaded_from_disk));
+  if (st.memory_hits != 1) return 12;
+  if (served) {
+    if (refused != 0 || ro != 1 || rt.disk_cache() == nullptr || rt.disk_writable()) return 13;
+    if (st.loaded_from_disk != 1 || st.compiled != 1) return 14;
+  } else {
+    if (refused != 1 || rt.disk_cache() != nullptr) return 15;
+    if (st.loaded_from_disk != 0 || st.compiled != 2) return 16;
+  }
+  return 0;
+}
+
 // build: N processes started together, each building the same keys.
 int child_build() {
   const std::string go = env_or("HCWARM_JIT_GO");
@@ -91,23 +115,26 @@ int child_killme() {
   return ok ? 0 : 4;
 }
 
-// readonly: as a user that cannot write the cache dir (drops root to nobody).
+// readonly: as a user that cannot write the populated cache dir (drops root to
+// nobody; HCWARM_CACHE_TRUST from the environment). HCWARM_JIT_EXPECT=served: value
+// 1 comes from the disk, 2 is compiled in memory with one read-only warning;
+// refused: nothing is loaded from it (memory only, one "not usable" warning).
 int child_readonly() {
   if (::geteuid() == 0) {
     if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) return 10;
   }
-  LogCapture logs;
-  JitRuntime rt(options(std::filesystem::path(env_or("HCWARM_JIT_CACHE"))));
-  for (int v : {1, 2, 1}) {
-    if (call_answer(*rt.get(host_spec(v))) != 100 + v) return 11;
-  }
-  const int warnings = logs.count(spdlog::level::warn, "not usable");
-  std::fprintf(stderr, "warnings: %d, disk: %p, compiled %lld\n", warnings, static_cast<const void*>(rt.disk_cache()),
-               static_cast<long long>(rt.stats().compiled));
-  if (warnings != 1) return 12;
-  if (rt.disk_cache() != nullptr) return 13;
-  if (rt.stats().compiled != 2 || rt.stats().memory_hits != 1) return 14;
-  return 0;
+  return check_read_only_cache(env_or("HCWARM_JIT_EXPECT") == "served");
+}
+
+// rofs: the populated cache dir bind-mounted read-only (as root the permission bits
+// do not stop writes; a read-only mount does): served.
+int child_rofs() {
+  const std::filesystem::path dir = env_or("HCWARM_JIT_CACHE");
+  if (::unshare(CLONE_NEWNS) != 0) return 77;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+  if (::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0) return 77;
+  if (::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return 77;
+  return check_read_only_cache(true);
 }
 
 // enospc: a tiny tmpfs as the cache dir, filled up when the first publish begins
@@ -116,7 +143,7 @@ int child_enospc() {
   const std::filesystem::path dir = env_or("HCWARM_JIT_CACHE");
   if (::unshare(CLONE_NEWNS) != 0) return 77;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
-  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) return 77;
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k,mode=0700") != 0) return 77;
   LogCapture logs;
   {
     auto opts = options(dir);
@@ -134,7 +161,9 @@ int child_enospc() {
   {
     JitRuntime rt(options(dir));  // full from the start: the prepare probe fails
     if (call_answer(*rt.get(host_spec(3))) != 103) return 24;
-    if (logs.count(spdlog::level::warn, "not usable") != 2) return 25;
+    // The probe fails: nothing more can be stored, but loads would still be served.
+    if (logs.count(spdlog::level::warn, "read-only") != 1) return 25;
+    if (rt.disk_writable()) return 26;
   }
   return 0;
 }
@@ -149,6 +178,7 @@ TEST(JitChild, Main) {
     if (mode == "build") rc = child_build();
     else if (mode == "killme") rc = child_killme();
     else if (mode == "readonly") rc = child_readonly();
+    else if (mode == "rofs") rc = child_rofs();
     else if (mode == "enospc") rc = child_enospc();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "child %s: %s\n", mode.c_str(), e.what());

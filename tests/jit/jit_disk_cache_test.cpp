@@ -264,7 +264,7 @@ TEST_F(JitDisk, UncreatableCacheDirMeansMemoryOnlyWithOneWarning) {
   EXPECT_EQ(rt.stats().compiled, 2);
 }
 
-TEST_F(JitDisk, ReadOnlyCacheDirMeansMemoryOnlyWithOneWarning) {
+TEST_F(JitDisk, ReadOnlyCacheDirIsStillLoadedFromWithOneWarning) {
   populate({1});
   // Read-only for everyone; the child drops root (root ignores permissions).
   ::chmod(dir_.path().c_str(), 0755);
@@ -273,8 +273,23 @@ TEST_F(JitDisk, ReadOnlyCacheDirMeansMemoryOnlyWithOneWarning) {
   }
   ::chmod(cache().c_str(), 0555);
   const auto log = dir_.path() / "child.log";
-  const pid_t pid = spawn_child("readonly", {{"HCWARM_JIT_CACHE", cache().string()}}, log);
+  const bool root = ::geteuid() == 0;
+  // As root the child is nobody, to whom the cache is foreign: refused unless shared.
+  pid_t pid = spawn_child("readonly", {{"HCWARM_JIT_CACHE", cache().string()},
+                                       {"HCWARM_JIT_EXPECT", root ? "refused" : "served"}}, log);
   EXPECT_EQ(wait_child(pid), 0) << read_file(log);
+  pid = spawn_child("readonly", {{"HCWARM_JIT_CACHE", cache().string()}, {"HCWARM_CACHE_TRUST", "shared"},
+                                 {"HCWARM_JIT_EXPECT", "served"}}, log);
+  EXPECT_EQ(wait_child(pid), 0) << read_file(log);
+}
+
+TEST_F(JitDisk, ReadOnlyMountIsStillLoadedFromWithOneWarning) {
+  populate({1});
+  const auto log = dir_.path() / "child.log";
+  const int rc = wait_child(spawn_child("rofs", {{"HCWARM_JIT_CACHE", cache().string()}}, log));
+  if (rc == 77) GTEST_SKIP() << "cannot bind-mount read-only here (needs a private mount namespace)";
+  EXPECT_EQ(rc, 0) << read_file(log);
+  EXPECT_EQ(DiskCache(cache()).list().size(), 1u);  // value 2 stayed in memory
 }
 
 TEST_F(JitDisk, FullCacheDirMeansMemoryOnlyWithOneWarning) {
