@@ -46,6 +46,11 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   const std::vector<jit::KernelSpec> specs = registry.planned(/*include_mhc=*/true);
   const jit::BuildReport b = jit.build(specs, jit::BuildMode::CompileOnly);
   if (b.failed > 0) ctx.exit_code = 1;
+  // A bundle that kept nothing is a failed build, not a successful one.
+  if (jit.disk_cache() == nullptr || (b.compiled > 0 && !jit.disk_writable())) {
+    HCWARM_THROW(ErrorKind::Io, "nothing could be stored in cache directory {} (see the warning above)",
+                 jo.cache_dir->string());
+  }
 
   if (o.json) {
     nlohmann::json j{{"cache_dir", jo.cache_dir->string()},

@@ -1,5 +1,7 @@
 // hcwarm warm / replay / demo as a user runs them (CPU backend, real compiles).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -140,6 +142,39 @@ TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
   EXPECT_EQ(j["compiled"], 5);
   const auto verify = run_cli({"cache", "verify", "--cache-dir", (dir / "cache").string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST(CliCacheBuild, FailsNamingTheDirectoryWhenNothingCouldBeStored) {
+  TempDir dir;
+  test::write_file(dir / "file", "not a directory");
+  auto args = tiny_model_args(dir);
+  const auto cache_pos = std::find(args.begin(), args.end(), std::string("--cache-dir")) + 1;
+  *cache_pos = (dir / "file" / "cache").string();  // cannot be created
+  auto r = run_cli(cat({"cache", "build"}, args));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("nothing could be stored in cache directory " + *cache_pos), std::string::npos) << r.err;
+
+  // A read-only bundle: one complete for this configuration builds fine, one missing kernels fails.
+  const std::filesystem::path ro = dir / "ro";
+  *cache_pos = ro.string();
+  ASSERT_EQ(run_cli(cat({"cache", "build"}, args)).exit_code, 0);
+  std::vector<std::string> env;
+  if (::geteuid() == 0) {  // root ignores permission bits: make it another user's, trusted as shared
+    ASSERT_EQ(::chown(ro.c_str(), 65534, 65534), 0);
+    env.push_back("HCWARM_CACHE_TRUST=shared");
+  } else {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(ro))
+      if (e.is_directory()) ::chmod(e.path().c_str(), 0555);
+    ::chmod(ro.c_str(), 0555);
+  }
+  r = run_cli(cat({"cache", "build"}, args), env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  test::write_file(dir / "wider.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 512,
+      "hc_mult": 4, "num_hidden_layers": 2, "sliding_window": 128})");
+  *(std::find(args.begin(), args.end(), std::string("--model")) + 1) = (dir / "wider.json").string();  // new kernels
+  r = run_cli(cat({"cache", "build"}, args), env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("nothing could be stored in cache directory " + ro.string()), std::string::npos) << r.err;
 }
 
 TEST(CliCacheBuild, RejectsBadInput) {
