@@ -12,6 +12,10 @@ namespace hcwarm {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
+// numel * sizeof(float) stays far below SIZE_MAX; larger arrays are not hcwarm inputs.
+constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+// NumPy writes headers of a few hundred bytes; a huge one is garbage or an attack.
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
@@ -68,13 +72,14 @@ Shape parse_shape(const std::string& text, const std::string& name) {
     uint64_t v = 0;
     while (i < end && std::isdigit(static_cast<unsigned char>(text[i]))) {
       v = v * 10 + static_cast<uint64_t>(text[i] - '0');
-      if (v > (uint64_t{1} << 40)) bad();
+      if (v > kMaxElements) bad();
       ++i;
     }
-    numel = v == 0 || numel == 0 ? 0 : numel * v;
-    if (numel > (uint64_t{1} << 40)) {
+    // Divide before multiplying: the product of two in-range dims can wrap.
+    if (v != 0 && numel > kMaxElements / v) {
       HCWARM_THROW(ErrorKind::InvalidArgument, "{}: .npy shape {} has too many elements", name, text.substr(0, 200));
     }
+    numel *= v;
     shape.push_back(static_cast<int64_t>(v));
     while (i < end && text[i] == ' ') ++i;
     if (i == end) break;
@@ -104,6 +109,8 @@ HostTensor<float> read_npy_f32(const std::filesystem::path& path) {
   } else {
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: unsupported .npy format version {}", name, major);
   }
+  HCWARM_CHECK_ARG(header_len <= kMaxHeaderBytes, "{}: .npy header of {} bytes is over the {} byte limit", name,
+                   header_len, kMaxHeaderBytes);
   HCWARM_CHECK_ARG(bytes.size() >= offset + header_len, "{}: truncated .npy header", name);
   const std::string header = bytes.substr(offset, header_len);
 
@@ -116,7 +123,8 @@ HostTensor<float> read_npy_f32(const std::filesystem::path& path) {
 
   const std::string shape_text = dict_value(header, "shape", path);
   Shape shape = parse_shape(shape_text, name);
-  const size_t numel = static_cast<size_t>(shape_numel(shape));
+  const size_t numel = static_cast<size_t>(shape_numel(shape));  // <= kMaxElements (parse_shape)
+  HCWARM_ASSERT(numel <= kMaxElements && numel <= SIZE_MAX / sizeof(float), "{}: unchecked element count", name);
   const size_t data_off = offset + header_len;
   const size_t have = bytes.size() - data_off;
   HCWARM_CHECK_ARG(have >= numel * sizeof(float), "{}: truncated: shape {} needs {} data bytes, file has {}", name,

@@ -71,5 +71,32 @@ TEST(Npy, RejectsBadFiles) {
   expect_invalid(dir / "cuthdr.npy", "truncated");
 }
 
+TEST(Npy, RejectsShapesThatOverflowOrAreNotPlainDecimals) {
+  TempDir dir;
+  auto header_only = [&](const std::string& name, const std::string& shape) {
+    write_file(dir / name, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", ""));
+    return dir / name;
+  };
+  // Each dim is in range, but the product wraps int64 (and uint64: 2^40 * 2^40 * 2^40 = 2^120).
+  expect_invalid(header_only("wrap.npy", "(1099511627776, 1099511627776, 1099511627776)"), "too many elements");
+  expect_invalid(header_only("wrap2.npy", "(4294967296, 4294967296)"), "too many elements");
+  expect_invalid(header_only("huge.npy", "(99999999999999999999999,)"), "bad .npy shape");
+  for (const char* shape : {"(-1, 4)", "(2.5,)", "(0x10,)", "(1e3,)", "(+4,)", "(,)", "(4,,)", "[4]"}) {
+    SCOPED_TRACE(shape);
+    expect_invalid(header_only("bad.npy", shape), "shape");
+  }
+}
+
+TEST(Npy, RejectsHeadersOverSixtyFourKiB) {
+  TempDir dir;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  header.append(100 * 1024 - header.size() - 1, ' ');
+  header.push_back('\n');
+  std::string v2("\x93NUMPY\x02\x00", 8);
+  for (int i = 0; i < 4; ++i) v2.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  write_file(dir / "big.npy", v2 + header + std::string(4, '\0'));
+  expect_invalid(dir / "big.npy", "byte limit");
+}
+
 }  // namespace
 }  // namespace hcwarm
