@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace hcwarm::model {
 namespace {
@@ -48,13 +49,13 @@ class FieldReader {
       if (fallback) return *fallback;
       fail(field, "is missing");
     }
-    if (!v->is_number_integer()) fail(field, fmt::format("must be an integer, got {}", v->dump()));
+    if (!v->is_number_integer()) fail(field, fmt::format("must be an integer, got {}", json_excerpt(*v)));
     return v->get<int64_t>();
   }
   double number(const char* field, double fallback) const {
     const json* v = find(field);
     if (v == nullptr) return fallback;
-    if (!v->is_number()) fail(field, fmt::format("must be a number, got {}", v->dump()));
+    if (!v->is_number()) fail(field, fmt::format("must be a number, got {}", json_excerpt(*v)));
     return v->get<double>();
   }
 
@@ -92,12 +93,7 @@ std::optional<ModelConfig> preset(const std::string& name) {
 }
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: not valid JSON: {}", source, e.what());
-  }
+  const json root = parse_json_bounded(json_text, source);
   HCWARM_CHECK_ARG(root.is_object(), "{}: the top level must be a JSON object", source);
   FieldReader r(root, source);
   ModelConfig c;
@@ -106,7 +102,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const json* arch = r.find("architectures");
   if (arch == nullptr) r.fail("architectures", "is missing");
   if (!arch->is_array() || arch->empty() || !(*arch)[0].is_string()) {
-    r.fail("architectures", fmt::format("must be a non-empty array of strings, got {}", arch->dump()));
+    r.fail("architectures", fmt::format("must be a non-empty array of strings, got {}", json_excerpt(*arch)));
   }
   const std::string a = (*arch)[0].get<std::string>();
   if (a == kArchMain) {
@@ -114,7 +110,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   } else if (a == kArchNextN) {
     c.architecture = Architecture::DeepseekV4ForCausalLMNextN;
   } else {
-    r.fail("architectures", fmt::format("names an unknown architecture \"{}\" (expected {} or {})", a, kArchMain,
+    r.fail("architectures", fmt::format("names an unknown architecture \"{}\" (expected {} or {})", excerpt(a), kArchMain,
                                         kArchNextN));
   }
 
@@ -143,10 +139,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     if (sw > 0) c.sliding_window = sw;
   }
   if (const json* cr = r.find("compress_ratios")) {
-    if (!cr->is_array()) r.fail("compress_ratios", fmt::format("must be an array of integers, got {}", cr->dump()));
+    if (!cr->is_array()) r.fail("compress_ratios", fmt::format("must be an array of integers, got {}", json_excerpt(*cr)));
     for (const json& v : *cr) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0) {
-        r.fail("compress_ratios", fmt::format("must hold non-negative integers, got {}", v.dump()));
+        r.fail("compress_ratios", fmt::format("must hold non-negative integers, got {}", json_excerpt(v)));
       }
       c.compress_ratios.push_back(static_cast<int>(v.get<int64_t>()));
     }

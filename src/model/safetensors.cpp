@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace hcwarm::model {
 
@@ -133,11 +134,17 @@ void SafetensorsFile::parse_header() {
   data_ = mapping_->data() + 8 + n;
   data_size_ = size - 8 - n;
 
+  if (const auto at = json_too_deep_at(std::string_view(hdr, n))) {
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header JSON is nested deeper than {} levels (at byte {})", file,
+                 kMaxJsonDepth, *at);
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(hdr, hdr + n);
   } catch (const nlohmann::json::parse_error& e) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header is not valid JSON (byte {} of {})", file, e.byte, n);
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header is not valid JSON: {}", file, excerpt(e.what()));
   }
   HCWARM_CHECK_ARG(j.is_object(), "{}: header must be a JSON object, got {}", file, j.type_name());
 
@@ -145,45 +152,46 @@ void SafetensorsFile::parse_header() {
     if (name == "__metadata__") {
       HCWARM_CHECK_ARG(v.is_object(), "{}: __metadata__ must be an object", file);
       for (const auto& [k, s] : v.items()) {
-        HCWARM_CHECK_ARG(s.is_string(), "{}: __metadata__ value of '{}' must be a string", file, k);
+        HCWARM_CHECK_ARG(s.is_string(), "{}: __metadata__ value of '{}' must be a string", file, excerpt(k));
         metadata_[k] = s.get<std::string>();
       }
       continue;
     }
-    HCWARM_CHECK_ARG(v.is_object(), "{}: tensor '{}': entry must be an object", file, name);
+    HCWARM_CHECK_ARG(v.is_object(), "{}: tensor '{}': entry must be an object", file, excerpt(name));
     SafetensorsTensorInfo info;
     info.name = name;
+    const std::string shown = excerpt(name);  // names come from the file: quote a bounded part
 
     auto dt = v.find("dtype");
-    HCWARM_CHECK_ARG(dt != v.end() && dt->is_string(), "{}: tensor '{}': missing string \"dtype\"", file, name);
+    HCWARM_CHECK_ARG(dt != v.end() && dt->is_string(), "{}: tensor '{}': missing string \"dtype\"", file, shown);
     const auto dtype = dtype_from_string(dt->get<std::string>());
-    HCWARM_CHECK_ARG(dtype.has_value(), "{}: tensor '{}': unknown dtype '{}'", file, name, dt->get<std::string>());
+    HCWARM_CHECK_ARG(dtype.has_value(), "{}: tensor '{}': unknown dtype '{}'", file, shown, excerpt(dt->get<std::string>()));
     info.dtype = *dtype;
 
     auto sh = v.find("shape");
-    HCWARM_CHECK_ARG(sh != v.end() && sh->is_array(), "{}: tensor '{}': missing array \"shape\"", file, name);
+    HCWARM_CHECK_ARG(sh != v.end() && sh->is_array(), "{}: tensor '{}': missing array \"shape\"", file, shown);
     for (const auto& d : *sh) {
       HCWARM_CHECK_ARG(d.is_number_unsigned(), "{}: tensor '{}': shape entry {} is not a non-negative integer", file,
-                       name, d.dump());
+                       shown, json_excerpt(d));
       info.shape.push_back(d.get<int64_t>());
     }
 
     auto off = v.find("data_offsets");
     HCWARM_CHECK_ARG(off != v.end() && off->is_array() && off->size() == 2 && (*off)[0].is_number_unsigned() &&
                          (*off)[1].is_number_unsigned(),
-                     "{}: tensor '{}': \"data_offsets\" must be [begin, end]", file, name);
+                     "{}: tensor '{}': \"data_offsets\" must be [begin, end]", file, shown);
     info.begin = (*off)[0].get<uint64_t>();
     info.end = (*off)[1].get<uint64_t>();
-    HCWARM_CHECK_ARG(info.begin <= info.end, "{}: tensor '{}': data_offsets [{}, {}] run backwards", file, name,
+    HCWARM_CHECK_ARG(info.begin <= info.end, "{}: tensor '{}': data_offsets [{}, {}] run backwards", file, shown,
                      info.begin, info.end);
     const auto need = byte_size(info.shape, dtype_size(info.dtype));
     HCWARM_CHECK_ARG(need && *need == info.end - info.begin,
-                     "{}: tensor '{}': data_offsets [{}, {}] hold {} bytes, shape {} of {} needs {}", file, name,
+                     "{}: tensor '{}': data_offsets [{}, {}] hold {} bytes, shape {} of {} needs {}", file, shown,
                      info.begin, info.end, info.end - info.begin, shape_string(info.shape), to_string(info.dtype),
                      need ? fmt::format("{}", *need) : std::string("more than 2^64"));
     HCWARM_CHECK_ARG(info.end <= data_size_,
                      "{}: truncated: tensor '{}' ends at byte {} of the data section, which holds only {} bytes",
-                     file, name, info.end, data_size_);
+                     file, shown, info.end, data_size_);
     tensors_.emplace(name, std::move(info));
   }
 
@@ -195,7 +203,7 @@ void SafetensorsFile::parse_header() {
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     HCWARM_CHECK_ARG(by_offset[i]->begin >= by_offset[i - 1]->end, "{}: tensors '{}' and '{}' overlap", file,
-                     by_offset[i - 1]->name, by_offset[i]->name);
+                     excerpt(by_offset[i - 1]->name), excerpt(by_offset[i]->name));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace hcwarm::runtime {
 namespace {
@@ -266,11 +267,18 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
   LineErrors errors(source, opts.max_errors);
   std::vector<Request> reqs;
   for (const Line& line : non_blank_lines(text)) {
+    if (json_too_deep_at(line.text)) {
+      errors.add(line.number, fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+      continue;
+    }
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line.text);
     } catch (const nlohmann::json::parse_error& e) {
       errors.add(line.number, fmt::format("not valid JSON (byte {} of the line)", e.byte));
+      continue;
+    } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large
+      errors.add(line.number, fmt::format("not valid JSON: {}", excerpt(e.what())));
       continue;
     }
     if (!j.is_object()) {
@@ -285,7 +293,7 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
         return std::nullopt;
       }
       if (!it->is_number() || !std::isfinite(it->get<double>())) {
-        bad.push_back(fmt::format("\"{}\" is {}, not a number", key, it->dump()));
+        bad.push_back(fmt::format("\"{}\" is {}, not a number", key, json_excerpt(*it)));
         return std::nullopt;
       }
       return it->get<double>();
@@ -294,7 +302,7 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
       const auto v = number(key);
       if (!v) return std::nullopt;
       if (*v != std::floor(*v) || *v < static_cast<double>(min) || *v > 9.0e15) {
-        bad.push_back(fmt::format("\"{}\" is {}, not an integer >= {}", key, j[key].dump(), min));
+        bad.push_back(fmt::format("\"{}\" is {}, not an integer >= {}", key, json_excerpt(j[key]), min));
         return std::nullopt;
       }
       return static_cast<int64_t>(*v);

@@ -159,5 +159,58 @@ TEST(ServerArgs, NumSmsPrecedence) {
   EXPECT_THROW(ServerArgs::process(in, std::nullopt), Error);
 }
 
+TEST(ModelConfig, DeeplyNestedJsonIsRefusedBeforeItCrashes) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_model_config(deep, "deep/config.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("deep/config.json: JSON nested deeper than 64 levels"), std::string::npos)
+        << e.message().substr(0, 300);
+  }
+  // Brackets inside strings are not nesting; 64 levels are fine.
+  EXPECT_NO_THROW(parse_model_config(with("name_note", "\"" + std::string(1000, '[') + "\""), "ok.json"));
+  EXPECT_NO_THROW(parse_model_config(with("extra", std::string(63, '[') + std::string(63, ']')), "ok.json"));
+  EXPECT_THROW(parse_model_config(with("extra", std::string(64, '[') + std::string(64, ']')), "x.json"), Error);
+
+  // The CLI: exit 2 with the message, not a crash.
+  test::TempDir dir;
+  test::write_file(dir / "config.json", deep);
+  const auto r = test::run_cli({"plan", "--model", (dir / "config.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("nested deeper than 64 levels"), std::string::npos) << r.err.substr(0, 300);
+}
+
+TEST(ModelConfig, ErrorMessagesQuoteAtMost200CharactersOfInput) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"hidden_size", "\"" + std::string(100000, 'x') + "\""},
+                                                        {"compress_ratios", "[\"" + std::string(50000, '1') + "\"]"},
+                                                        {"architectures", "[\"" + std::string(100000, 'A') + "\"]"}}) {
+    try {
+      parse_model_config(with(field, value), "my/config.json");
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find(field), std::string::npos) << e.message().substr(0, 300);
+      EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+    }
+  }
+  try {
+    parse_model_config("{\"a\": \"" + std::string(100000, 'y') + "", "cut.json");  // unterminated string
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("cut.json: not valid JSON"), std::string::npos) << e.message().substr(0, 300);
+    EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+  }
+  // A number out of range is nlohmann's out_of_range, not a parse_error: still InvalidArgument, bounded.
+  try {
+    parse_model_config("{\"hidden_size\": " + std::string(50000, '9') + "e99999}", "big.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+  }
+}
+
 }  // namespace
 }  // namespace hcwarm::model

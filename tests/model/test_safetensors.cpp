@@ -114,6 +114,12 @@ TEST(SafetensorsTest, BadHeaders) {
     EXPECT_NE(open_error(dir, "long", b).find("header length 1000 runs past the end"), std::string::npos);
   }
   EXPECT_NE(open_error(dir, "json", raw_file("{\"a\": [", 0)).find("header is not valid JSON"), std::string::npos);
+  const std::string deep = "{\"t\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(open_error(dir, "deep", raw_file(deep, 0)).find("nested deeper than 64 levels"), std::string::npos);
+  const std::string long_name(100000, 'n');
+  const std::string msg = open_error(dir, "longname", raw_file("{\"" + long_name + "\": {\"shape\": [1]}}", 0));
+  EXPECT_NE(msg.find("missing string \"dtype\""), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 600u);
   EXPECT_NE(open_error(dir, "array", raw_file("[1]", 0)).find("must be a JSON object"), std::string::npos);
   EXPECT_NE(open_error(dir, "dtype", raw_file(R"({"t": {"dtype": "F8", "shape": [1], "data_offsets": [0, 1]}})", 1))
                 .find("tensor 't': unknown dtype 'F8'"),

@@ -156,6 +156,18 @@ TEST(TraceTest, JsonlMalformedLinesNamedByNumber) {
   EXPECT_NE(msg.find("\"output_tokens\" is \"9\", not a number"), std::string::npos) << msg;
 }
 
+TEST(TraceTest, JsonlDeeplyNestedOrHugeLinesAreBoundedErrors) {
+  const std::string jsonl = std::string(100000, '[') + std::string(100000, ']') + "\n" +  // 1
+                            "{\"arrival_s\": \"" + std::string(100000, 'z') + "\", \"prompt_tokens\": 1, " +
+                            "\"output_tokens\": 1}\n" +  // 2
+                            "{\"arrival_s\": 1e99999}\n";  // 3: out of range
+  const std::string msg = invalid_argument_message([&] { parse_jsonl(jsonl, "deep.jsonl"); });
+  EXPECT_NE(msg.find("line 1: JSON nested deeper than 64 levels"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("line 2: \"arrival_s\" is \"zzz"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("line 3: not valid JSON"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 1000u) << msg.substr(0, 300);
+}
+
 TEST(TraceTest, ReadTraceDetectsFormat) {
   TempDir dir;
   write_file(dir / "a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n0,10,2\n1,20,3\n");

@@ -1,0 +1,31 @@
+#pragma once
+// Bounds for JSON that comes from users' files (config.json, JSONL traces,
+// safetensors headers): a nesting limit checked before parsing, since a deeply
+// nested value overflows the stack in the recursive dump/destroy, and short
+// excerpts for error messages.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hcwarm {
+
+inline constexpr int kMaxJsonDepth = 64;
+inline constexpr size_t kMaxJsonExcerpt = 200;  // characters of input an error message quotes
+
+// The byte offset where text first nests deeper than max_depth (brackets outside
+// strings), or nullopt. A linear scan that allocates nothing.
+std::optional<size_t> json_too_deep_at(std::string_view text, int max_depth = kMaxJsonDepth);
+
+// nlohmann::json::parse after the depth check; throws ErrorKind::InvalidArgument
+// "<source>: ..." for too deep or invalid JSON, quoting at most kMaxJsonExcerpt characters.
+nlohmann::json parse_json_bounded(std::string_view text, const std::string& source);
+
+// At most kMaxJsonExcerpt characters of s, "..." marking a cut.
+std::string excerpt(std::string_view s);
+// v.dump(), cut to at most kMaxJsonExcerpt characters.
+std::string json_excerpt(const nlohmann::json& v);
+
+}  // namespace hcwarm
