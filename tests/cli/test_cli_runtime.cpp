@@ -69,7 +69,12 @@ TEST(CliReplay, NoPrewarmCountsServingCompiles) {
                              tiny_model_args(dir)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["compiles_after_ready"], 3);  // the three buckets, each at its first forward
+  // Each bucket the batches meet (at most the 3 planned; fewer when slow compiles
+  // let requests batch together) compiles once, at its first forward.
+  const int64_t cold = j["compiles_after_ready"].get<int64_t>();
+  EXPECT_GE(cold, 1);
+  EXPECT_LE(cold, 3);
+  EXPECT_EQ(j["forwards_with_compiles"].get<int64_t>(), cold);
   EXPECT_EQ(j["warmup_seconds"], 0.0);
 }
 
