@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "core/env_config.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/logging.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "mhc/split_policy.hpp"
@@ -56,8 +57,8 @@ std::optional<void*> launch_stream(std::optional<uintptr_t> stream) {
 }
 
 mhc::MhcConstants constants(int sinkhorn_iters, float hc_eps, float rms_eps, float norm_eps, float post_mult) {
-  HCWARM_CHECK_ARG(sinkhorn_iters >= 1 && sinkhorn_iters <= 1000, "sinkhorn_iters must be in [1, 1000], got {}",
-                   sinkhorn_iters);
+  HCWARM_CHECK_ARG(sinkhorn_iters >= 1 && sinkhorn_iters <= limits::kMaxSinkhornIters,
+                   "sinkhorn_iters must be in [1, {}], got {}", limits::kMaxSinkhornIters, sinkhorn_iters);
   mhc::MhcConstants c;
   c.sinkhorn_iters = sinkhorn_iters;
   c.hc_eps = hc_eps;
@@ -68,8 +69,9 @@ mhc::MhcConstants constants(int sinkhorn_iters, float hc_eps, float rms_eps, flo
 }
 
 mhc::MhcDims dims(int hc, int hidden) {
-  HCWARM_CHECK_ARG(hc >= 1 && hc <= 64 && hidden >= 1 && hidden <= (1 << 20), "bad mHC shape hc={} hidden={}", hc,
-                   hidden);
+  HCWARM_CHECK_ARG(hc >= 1 && hc <= limits::kMaxHcMult && hidden >= 1 && hidden <= limits::kMaxHiddenSize,
+                   "bad mHC shape hc={} hidden={} (limits: hc <= {}, hidden <= {})", hc, hidden, limits::kMaxHcMult,
+                   limits::kMaxHiddenSize);
   return {hc, hidden};
 }
 

@@ -1,5 +1,7 @@
 #include "cli/runner_options.hpp"
 
+#include "core/limits.hpp"
+
 
 namespace hcwarm::cli {
 
@@ -26,8 +28,10 @@ runtime::RunnerConfig make_runner_config(const CliContext& ctx, const RunnerOpti
 
   c.jit = jit::JitOptions::from_env(ctx.env);
   if (!o.model.cache_dir.empty()) c.jit.cache_dir = std::filesystem::path(o.model.cache_dir);
-  HCWARM_CHECK_ARG(o.layers >= 0, "--layers must be >= 0, got {}", o.layers);
-  HCWARM_CHECK_ARG(o.mlp_width >= 1, "--mlp-width must be >= 1, got {}", o.mlp_width);
+  HCWARM_CHECK_ARG(o.layers >= 0 && o.layers <= limits::kMaxLayers, "--layers must be in [0, {}], got {}",
+                   limits::kMaxLayers, o.layers);
+  HCWARM_CHECK_ARG(o.mlp_width >= 1 && o.mlp_width <= limits::kMaxMlpWidth, "--mlp-width must be in [1, {}], got {}",
+                   limits::kMaxMlpWidth, o.mlp_width);
   c.build.num_layers = o.layers;
   c.build.seed = o.seed;
   if (!o.weights.empty()) c.build.weights_file = std::filesystem::path(o.weights);

@@ -1,5 +1,7 @@
 #include "model/model_config.hpp"
 
+#include "core/limits.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -115,14 +117,21 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   }
 
   c.hidden_size = to_int(r, "hidden_size", r.integer("hidden_size"));
-  if (c.hidden_size <= 0) r.fail("hidden_size", fmt::format("must be > 0, got {}", c.hidden_size));
+  if (c.hidden_size <= 0 || c.hidden_size > limits::kMaxHiddenSize) {
+    r.fail("hidden_size", fmt::format("must be in [1, {}], got {}", limits::kMaxHiddenSize, c.hidden_size));
+  }
   c.hc_mult = to_int(r, "hc_mult", r.integer("hc_mult"));
-  if (c.hc_mult < 1) r.fail("hc_mult", fmt::format("must be >= 1, got {}", c.hc_mult));
+  if (c.hc_mult < 1 || c.hc_mult > limits::kMaxHcMult) {
+    r.fail("hc_mult", fmt::format("must be in [1, {}], got {}", limits::kMaxHcMult, c.hc_mult));
+  }
   c.num_hidden_layers = to_int(r, "num_hidden_layers", r.integer("num_hidden_layers"));
-  if (c.num_hidden_layers < 1) r.fail("num_hidden_layers", fmt::format("must be >= 1, got {}", c.num_hidden_layers));
+  if (c.num_hidden_layers < 1 || c.num_hidden_layers > limits::kMaxLayers) {
+    r.fail("num_hidden_layers", fmt::format("must be in [1, {}], got {}", limits::kMaxLayers, c.num_hidden_layers));
+  }
   c.hc_sinkhorn_iters = to_int(r, "hc_sinkhorn_iters", r.integer("hc_sinkhorn_iters", 20));
-  if (c.hc_sinkhorn_iters < 1) {
-    r.fail("hc_sinkhorn_iters", fmt::format("must be >= 1, got {}", c.hc_sinkhorn_iters));
+  if (c.hc_sinkhorn_iters < 1 || c.hc_sinkhorn_iters > limits::kMaxSinkhornIters) {
+    r.fail("hc_sinkhorn_iters",
+           fmt::format("must be in [1, {}], got {}", limits::kMaxSinkhornIters, c.hc_sinkhorn_iters));
   }
   c.hc_eps = r.number("hc_eps", 1e-6);
   if (!(c.hc_eps >= 0)) r.fail("hc_eps", fmt::format("must be >= 0, got {}", c.hc_eps));

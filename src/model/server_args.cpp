@@ -1,5 +1,7 @@
 #include "model/server_args.hpp"
 
+#include "core/limits.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include "core/env_config.hpp"
@@ -17,6 +19,8 @@ ServerArgs ServerArgs::process(const ServerArgsInput& in, std::optional<int> env
   a.dp_size = in.dp_size;
   a.enable_dp_attention = in.enable_dp_attention;
   a.chunked_prefill_size = in.chunked_prefill_size.value_or(default_chunked_prefill_size(in.device_memory_gb));
+  HCWARM_CHECK_ARG(a.chunked_prefill_size <= limits::kMaxTokens, "--chunked-prefill-size {} is above the limit {}",
+                   a.chunked_prefill_size, limits::kMaxTokens);
 
   // The one place DP attention divides the prefill budget: everything
   // downstream (warmup, the scheduler) reads the per-rank value as is.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "runtime/trace.hpp"
 
 namespace hcwarm::runtime {
@@ -45,7 +46,11 @@ int64_t clamp_round(double v, int64_t lo, int64_t hi) {
 }  // namespace
 
 void SyntheticTraceConfig::validate() const {
-  HCWARM_CHECK_ARG(num_requests >= 1, "synthetic trace: num_requests must be >= 1, got {}", num_requests);
+  HCWARM_CHECK_ARG(num_requests >= 1 && num_requests <= limits::kMaxRequests,
+                   "synthetic trace: num_requests must be in [1, {}], got {}", limits::kMaxRequests, num_requests);
+  HCWARM_CHECK_ARG(max_prompt_tokens <= limits::kMaxRequestTokens,
+                   "synthetic trace: max_prompt_tokens must be <= {}, got {}", limits::kMaxRequestTokens,
+                   max_prompt_tokens);
   HCWARM_CHECK_ARG(arrival_rate_per_s > 0 && std::isfinite(arrival_rate_per_s),
                    "synthetic trace: arrival_rate_per_s must be > 0, got {}", arrival_rate_per_s);
   HCWARM_CHECK_ARG(min_prompt_tokens >= 1 && max_prompt_tokens >= min_prompt_tokens,

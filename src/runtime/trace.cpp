@@ -1,6 +1,8 @@
 // Trace readers (Azure CSV, JSONL), format detection and load_trace.
 #include "runtime/trace.hpp"
 
+#include "core/limits.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -243,9 +245,14 @@ std::vector<Request> parse_azure_csv(std::string_view text, const std::string& s
                                 *datetimes ? "datetimes" : "plain seconds"));
     }
     const auto ctx = parse_int(f[c_ctx]);
-    if (!ctx || *ctx < 1) bad.push_back(fmt::format("ContextTokens '{}' is not an integer >= 1", f[c_ctx]));
+    if (!ctx || *ctx < 1 || *ctx > limits::kMaxRequestTokens) {
+      bad.push_back(fmt::format("ContextTokens '{}' is not an integer in [1, {}]", f[c_ctx], limits::kMaxRequestTokens));
+    }
     const auto gen = parse_int(f[c_gen]);
-    if (!gen || *gen < 0) bad.push_back(fmt::format("GeneratedTokens '{}' is not an integer >= 0", f[c_gen]));
+    if (!gen || *gen < 0 || *gen > limits::kMaxRequestTokens) {
+      bad.push_back(
+          fmt::format("GeneratedTokens '{}' is not an integer in [0, {}]", f[c_gen], limits::kMaxRequestTokens));
+    }
     if (!bad.empty()) {
       errors.add(line.number, fmt::format("{}", fmt::join(bad, "; ")));
       continue;
@@ -254,6 +261,8 @@ std::vector<Request> parse_azure_csv(std::string_view text, const std::string& s
     reqs.push_back({static_cast<int64_t>(reqs.size()), *ts, *ctx, *gen});
   }
   errors.throw_if_any("Azure trace CSV");
+  HCWARM_CHECK_ARG(reqs.size() <= static_cast<size_t>(limits::kMaxRequests), "{}: {} requests, above the limit {}",
+                   source, reqs.size(), limits::kMaxRequests);
   HCWARM_CHECK_ARG(!reqs.empty(), "{}: no requests after the header", source);
 
   double t0 = reqs[0].arrival_s;
@@ -301,8 +310,9 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
     auto integer = [&](const char* key, int64_t min) -> std::optional<int64_t> {
       const auto v = number(key);
       if (!v) return std::nullopt;
-      if (*v != std::floor(*v) || *v < static_cast<double>(min) || *v > 9.0e15) {
-        bad.push_back(fmt::format("\"{}\" is {}, not an integer >= {}", key, json_excerpt(j[key]), min));
+      if (*v != std::floor(*v) || *v < static_cast<double>(min) || *v > static_cast<double>(limits::kMaxRequestTokens)) {
+        bad.push_back(fmt::format("\"{}\" is {}, not an integer in [{}, {}]", key, json_excerpt(j[key]), min,
+                                  limits::kMaxRequestTokens));
         return std::nullopt;
       }
       return static_cast<int64_t>(*v);
@@ -318,6 +328,8 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
     reqs.push_back({static_cast<int64_t>(reqs.size()), *arrival, *prompt, *output});
   }
   errors.throw_if_any("JSONL trace");
+  HCWARM_CHECK_ARG(reqs.size() <= static_cast<size_t>(limits::kMaxRequests), "{}: {} requests, above the limit {}",
+                   source, reqs.size(), limits::kMaxRequests);
   HCWARM_CHECK_ARG(!reqs.empty(), "{}: no requests in the JSONL trace", source);
   sort_and_truncate(reqs, opts);
   return reqs;

@@ -87,7 +87,7 @@ TEST(TraceTest, AzureCsvMalformedLinesNamedByNumber) {
       "2023-11-16 18:15:49.00,0,3\n";               // 8 empty prompt
   const std::string msg = invalid_argument_message([&] { parse_azure_csv(csv, "bad.csv"); });
   EXPECT_NE(msg.find("bad.csv: 5 malformed lines"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("line 3: ContextTokens 'abc' is not an integer >= 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 3: ContextTokens 'abc' is not an integer in [1, 4194304]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 5: expected 3 fields, got 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 6: TIMESTAMP 'yesterday'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("GeneratedTokens '-3'"), std::string::npos) << msg;
@@ -152,7 +152,7 @@ TEST(TraceTest, JsonlMalformedLinesNamedByNumber) {
   EXPECT_NE(msg.find("line 3: expected a JSON object, got array"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 5: missing \"prompt_tokens\""), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 6: \"arrival_s\" is -1"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("\"prompt_tokens\" is 2.5, not an integer >= 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"prompt_tokens\" is 2.5, not an integer in [1, 4194304]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"output_tokens\" is \"9\", not a number"), std::string::npos) << msg;
 }
 
