@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated kernel cache per test session, the reference, and the gpu marker.
+"""Shared fixtures: an isolated kernel cache for the test run, the reference, and the gpu marker.
 
 Tests marked `gpu` need PyTorch and a CUDA device and skip cleanly without them.
 """

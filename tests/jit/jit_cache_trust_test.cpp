@@ -28,16 +28,8 @@ class JitTrust : public ::testing::Test {
   TempDir dir_{"hcwarm-jit-trust"};
   fs::path cache() const { return dir_.path() / "cache"; }
 
-  fs::path entry_of(int v) {
-    const auto k = JitRuntime(options(cache())).key(host_spec(v));
-    for (const auto& e : DiskCache(cache()).list())
-      if (e.key == k) return e.dir;
-    return {};
-  }
-  void populate(std::initializer_list<int> values) {
-    JitRuntime rt(options(cache()));
-    for (int v : values) rt.get(host_spec(v));
-  }
+  fs::path entry_of(int v) { return entry_dir_of(cache(), v); }
+  void populate(std::initializer_list<int> values) { populate_cache(cache(), values); }
   static int mode_of(const fs::path& p) {
     struct stat st {};
     return ::lstat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;

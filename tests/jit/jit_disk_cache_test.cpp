@@ -27,16 +27,8 @@ class JitDisk : public ::testing::Test {
   fs::path cache() const { return dir_.path() / "cache"; }
 
   std::string key_of(int v) { return JitRuntime(options(cache())).key(host_spec(v)); }
-  fs::path entry_of(int v) {
-    const auto k = key_of(v);
-    for (const auto& e : DiskCache(cache()).list())
-      if (e.key == k) return e.dir;
-    return {};
-  }
-  void populate(std::initializer_list<int> values) {
-    JitRuntime rt(options(cache()));
-    for (int v : values) rt.get(host_spec(v));
-  }
+  fs::path entry_of(int v) { return entry_dir_of(cache(), v); }
+  void populate(std::initializer_list<int> values) { populate_cache(cache(), values); }
   size_t quarantined() const {
     size_t n = 0;
     for (const auto& e : fs::recursive_directory_iterator(cache()))

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/test_util.hpp"
+#include "jit/disk_cache.hpp"
 
 extern char** environ;
 
@@ -77,6 +78,18 @@ JitOptions options(std::optional<std::filesystem::path> cache_dir) {
   o.progress = false;
   o.jobs = 2;
   return o;
+}
+
+std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value) {
+  const auto k = JitRuntime(options(cache)).key(host_spec(value));
+  for (const auto& e : DiskCache(cache).list())
+    if (e.key == k) return e.dir;
+  return {};
+}
+
+void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values) {
+  JitRuntime rt(options(cache));
+  for (int v : values) rt.get(host_spec(v));
 }
 
 struct LogCapture::Sink : spdlog::sinks::base_sink<std::mutex> {

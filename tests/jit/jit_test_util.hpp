@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,10 @@ KernelSpec cuda_spec(int value, const std::string& arch = "sm_90a");
 bool nvrtc_available();
 
 JitOptions options(std::optional<std::filesystem::path> cache_dir);
+// The entry directory of host_spec(value) in the cache at `cache` (empty when absent).
+std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value);
+// Compiles host_spec(v) for each value into the cache at `cache`.
+void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values);
 
 // Counts log messages (all loggers sharing the default logger's sinks).
 class LogCapture {
