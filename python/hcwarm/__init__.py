@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Tuple
 from . import _checks, _core, _numpy_ops
 from ._context import get_context, parse_device
 from ._core import (CompileError, HcwarmError, InvalidArgumentError, NotWarmedError,  # noqa: F401
-                    UnavailableError, cuda_device_present)
+                    UnavailableError, WaitTimeoutError, cuda_device_present)
 
 __version__ = _core.__version__
 
@@ -38,6 +38,7 @@ has_torch = _torch is not None
 __all__ = [
     "hc_pre", "hc_post", "prewarm", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
     "get_context", "HcwarmError", "InvalidArgumentError", "NotWarmedError", "CompileError", "UnavailableError",
+    "WaitTimeoutError",
     "cuda_device_present", "has_torch", "__version__",
 ]
 

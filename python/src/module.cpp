@@ -34,6 +34,7 @@ PyObject* g_invalid = nullptr;        // InvalidArgumentError(HcwarmError, Value
 PyObject* g_not_warmed = nullptr;     // NotWarmedError(HcwarmError)
 PyObject* g_compile = nullptr;        // CompileError(HcwarmError)
 PyObject* g_unavailable = nullptr;    // UnavailableError(HcwarmError)
+PyObject* g_timeout = nullptr;        // WaitTimeoutError(HcwarmError, TimeoutError)
 
 PyObject* python_type(ErrorKind kind) {
   switch (kind) {
@@ -41,6 +42,7 @@ PyObject* python_type(ErrorKind kind) {
     case ErrorKind::NotWarmed: return g_not_warmed;
     case ErrorKind::Compile: return g_compile;
     case ErrorKind::Unavailable: return g_unavailable;
+    case ErrorKind::Timeout: return g_timeout;
     default: return g_error;
   }
 }
@@ -238,7 +240,14 @@ NB_MODULE(_core, m) {
   g_compile = PyErr_NewExceptionWithDoc("hcwarm.CompileError", "A kernel failed to compile.", g_error, nullptr);
   g_unavailable = PyErr_NewExceptionWithDoc("hcwarm.UnavailableError",
                                             "A backend or feature this machine does not have.", g_error, nullptr);
+  nb::object timeout_bases = nb::make_tuple(nb::handle(g_error), nb::handle(PyExc_TimeoutError));
+  g_timeout = PyErr_NewExceptionWithDoc(
+      "hcwarm.WaitTimeoutError",
+      "Waited past HCWARM_LOCK_TIMEOUT_S for another process's kernel lock, or past HCWARM_COMPILE_TIMEOUT_S for "
+      "the host compiler.",
+      timeout_bases.ptr(), nullptr);
   m.attr("HcwarmError") = nb::handle(g_error);
+  m.attr("WaitTimeoutError") = nb::handle(g_timeout);
   m.attr("InvalidArgumentError") = nb::handle(g_invalid);
   m.attr("NotWarmedError") = nb::handle(g_not_warmed);
   m.attr("CompileError") = nb::handle(g_compile);

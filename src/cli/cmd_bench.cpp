@@ -20,6 +20,7 @@
 #include "cli/bench_timing.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_pre_op.hpp"
 
@@ -365,9 +366,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   }
   if (o.json) std::cout << out.dump(2) << "\n";
   if (!o.json_out.empty()) {
-    std::ofstream f(o.json_out);
-    f << out.dump(2) << "\n";
-    HCWARM_CHECK_ARG(f.good(), "cannot write {}", o.json_out);
+    write_output_file(o.json_out, out.dump(2) + "\n");
   }
 }
 

@@ -16,6 +16,7 @@
 #include "cli/model_options.hpp"
 #include "cli/replay_output.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "jit/process.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "runtime/latency_report.hpp"
@@ -110,8 +111,7 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
     argv.insert(argv.end(), shared.begin(), shared.end());
     if (!o.render_only) run_child(argv, fmt::format("configuration {} in a fresh process", c.name));
     HCWARM_CHECK_ARG(fs::exists(report), "{} is missing", report.string());
-    std::ifstream f(report);
-    const nlohmann::json j = nlohmann::json::parse(f);
+    const nlohmann::json j = nlohmann::json::parse(read_input_file(report, "replay report", 1u << 30));
     runtime::RunReport run = runtime::run_report_from_json(j.at("runs").at(0), report.string());
     run.name = c.name;
     runs.push_back(std::move(run));

@@ -59,6 +59,8 @@ uint64_t parse_size(const std::string& s) {
   else if (unit == "G") mult = 1024.0 * 1024 * 1024;
   else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
   else HCWARM_THROW(ErrorKind::InvalidArgument, "--max-size {:?}: unknown unit (use K, M, G or T)", s);
+  // Bounded before the conversion (a double past 2^64 has no uint64 value): 1 EiB is beyond any disk.
+  HCWARM_CHECK_ARG(v * mult <= 0x1p60, "--max-size {:?} is above the limit of 1 EiB", s);
   return static_cast<uint64_t>(std::llround(v * mult));
 }
 

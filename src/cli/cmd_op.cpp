@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/model_options.hpp"
 #include "cli/op_backends.hpp"
+#include "core/file_io.hpp"
 #include "core/npy.hpp"
 #include "mhc/reference.hpp"
 #include "mhc/split_policy.hpp"
@@ -41,18 +42,9 @@ void write_outputs_atomically(const fs::path& dir, const std::vector<std::pair<s
   std::error_code ec;
   fs::create_directories(dir, ec);
   HCWARM_CHECK_ARG(!ec && fs::is_directory(dir), "--out {}: cannot create directory: {}", dir.string(), ec.message());
-  std::vector<std::pair<fs::path, fs::path>> staged;
-  try {
-    for (const auto& [name, tensor] : files) {
-      const fs::path tmp = dir / fmt::format(".{}.tmp.{}", name, ::getpid());
-      staged.emplace_back(tmp, dir / name);
-      write_npy_f32(tmp, tensor);
-    }
-  } catch (...) {
-    for (const auto& [tmp, _] : staged) fs::remove(tmp, ec);
-    throw;
-  }
-  for (const auto& [tmp, final_path] : staged) fs::rename(tmp, final_path);
+  std::vector<StagedFile> staged;  // each removes its temporary unless committed
+  for (const auto& [name, tensor] : files) staged.emplace_back(dir / name, encode_npy_f32(tensor));
+  for (auto& f : staged) f.commit();
 }
 
 void run_hc_pre(const CliContext& ctx, const OpOptions& o) {
@@ -65,7 +57,7 @@ void run_hc_pre(const CliContext& ctx, const OpOptions& o) {
   const HostTensor<float> scale = read_npy_f32(in / "scale.npy");
   const HostTensor<float> base = read_npy_f32(in / "base.npy");
   std::optional<HostTensor<bf16>> norm;
-  if (fs::exists(in / "norm_weight.npy")) norm = to_bf16(read_npy_f32(in / "norm_weight.npy"));
+  if (input_present(in / "norm_weight.npy")) norm = to_bf16(read_npy_f32(in / "norm_weight.npy"));
 
   HCWARM_CHECK_ARG(residual.rank() == 3, "{}: residual must have shape (T, hc, D), got {}",
                    (in / "residual.npy").string(), shape_string(residual.shape()));

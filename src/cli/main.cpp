@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <new>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -47,8 +48,15 @@ int main(int argc, char** argv) {
     if (!e.log().empty()) std::cerr << "---- log ----\n" << e.log() << "\n-------------\n";
     spdlog::debug("raised at {}:{}", e.file(), e.line());
     return e.kind() == hcwarm::ErrorKind::InvalidArgument ? 2 : 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::cerr << "hcwarm: error: out of memory\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "hcwarm: error: " << e.what() << "\n";
+    // Every expected failure is an hcwarm::Error; anything else is a bug, said as one.
+    std::fflush(stdout);
+    std::cerr << "hcwarm: error: unexpected internal failure (a bug in hcwarm, please report it): " << e.what()
+              << "\n";
     return 1;
   }
   return ctx.exit_code;

@@ -59,6 +59,12 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
       HCWARM_THROW(ErrorKind::InvalidArgument, "HCWARM_JIT={:?} is not one of on, off", *v);
     }
   }
+  if (const auto* v = get("HCWARM_LOCK_TIMEOUT_S")) {
+    c.lock_timeout_s = static_cast<int>(parse_int("HCWARM_LOCK_TIMEOUT_S", *v, 1, 86400));
+  }
+  if (const auto* v = get("HCWARM_COMPILE_TIMEOUT_S")) {
+    c.compile_timeout_s = static_cast<int>(parse_int("HCWARM_COMPILE_TIMEOUT_S", *v, 1, 86400));
+  }
   if (const auto* v = get("HCWARM_JOBS")) c.jobs = static_cast<int>(parse_int("HCWARM_JOBS", *v, 0, 1024));
   if (const auto* v = get("HCWARM_CXX"); v != nullptr && !v->empty()) c.host_cxx = *v;
   if (const auto* v = get("HCWARM_NUM_SMS")) c.num_sms = static_cast<int>(parse_int("HCWARM_NUM_SMS", *v, 1, 100000));

@@ -29,6 +29,12 @@ struct EnvConfig {
   // HCWARM_JIT=off: no kernel is ever compiled; a kernel missing from memory and
   // the disk cache is an error (deployments that run only ahead-of-time builds).
   bool jit_compile = true;
+  // HCWARM_LOCK_TIMEOUT_S: longest wait for a kernel's cache lock held by another
+  // process (default 600); past it the call fails naming the key and the holder.
+  int lock_timeout_s = 600;
+  // HCWARM_COMPILE_TIMEOUT_S: longest run of the host compiler for one kernel
+  // (default 600); past it the compiler is killed and the call fails naming it.
+  int compile_timeout_s = 600;
   // HCWARM_JOBS: parallel compiles (default: hardware threads).
   int jobs = 0;
   // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).

@@ -14,6 +14,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::System: return "system error";
     case ErrorKind::Unavailable: return "unavailable";
     case ErrorKind::NotWarmed: return "not warmed";
+    case ErrorKind::Timeout: return "timeout";
     case ErrorKind::Internal: return "internal error";
   }
   return "error";

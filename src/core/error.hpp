@@ -19,6 +19,7 @@ enum class ErrorKind {
   Unavailable,      // a backend or feature this machine does not have
   NotWarmed,        // a kernel a call needs is not loaded, and it may not be built or loaded now
                     // (inside CUDA-graph capture, or with HCWARM_JIT=off): warm it first
+  Timeout,          // waited past a configured limit: another process's key lock, the host compiler
   Internal,         // a broken invariant: a bug in hcwarm
 };
 

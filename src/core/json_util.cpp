@@ -33,8 +33,17 @@ nlohmann::json parse_json_bounded(std::string_view text, const std::string& sour
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     // parse_error or out_of_range (a number too large); the message quotes the last token, which may be long.
-    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: not valid JSON: {}", source, excerpt(e.what()));
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: not valid JSON: {}", source, json_error_text(e));
   }
+}
+
+std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string_view s = e.what();
+  if (s.starts_with("[json.exception.")) {
+    const size_t close = s.find("] ");
+    if (close != std::string_view::npos) s.remove_prefix(close + 2);
+  }
+  return excerpt(s);
 }
 
 std::string excerpt(std::string_view s) {

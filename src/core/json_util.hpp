@@ -23,6 +23,10 @@ std::optional<size_t> json_too_deep_at(std::string_view text, int max_depth = kM
 // "<source>: ..." for too deep or invalid JSON, quoting at most kMaxJsonExcerpt characters.
 nlohmann::json parse_json_bounded(std::string_view text, const std::string& source);
 
+// The parser's message without its "[json.exception.parse_error.101] " prefix, cut
+// to kMaxJsonExcerpt characters: what a user reads after the file name.
+std::string json_error_text(const nlohmann::json::exception& e);
+
 // At most kMaxJsonExcerpt characters of s, "..." marking a cut.
 std::string excerpt(std::string_view s);
 // v.dump(), cut to at most kMaxJsonExcerpt characters.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace hcwarm {
 namespace {
@@ -18,11 +19,7 @@ constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 std::string read_all(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  HCWARM_CHECK_ARG(f.good(), "{}: cannot open (missing or unreadable)", path.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_input_file(path, ".npy file", kMaxHeaderBytes + 16 + kMaxElements * sizeof(float));
 }
 
 // Finds 'key': <value> in the header dict; returns the raw value text: a
@@ -157,12 +154,7 @@ std::string encode_npy_f32(const HostTensor<float>& t) {
 }
 
 void write_npy_f32(const std::filesystem::path& path, const HostTensor<float>& t) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  HCWARM_CHECK_ARG(f.good(), "{}: cannot open for writing", path.string());
-  const std::string bytes = encode_npy_f32(t);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.flush();
-  if (!f.good()) HCWARM_THROW(ErrorKind::Io, "{}: write failed", path.string());
+  write_output_file(path, encode_npy_f32(t));
 }
 
 }  // namespace hcwarm

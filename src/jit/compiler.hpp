@@ -52,7 +52,9 @@ class HostCompiler final : public Compiler {
  public:
   // isa: "" = detect_host_isa(). Probes `<cxx> --version` and `-dumpmachine` once;
   // throws ErrorKind::Unavailable when the compiler cannot be run.
-  HostCompiler(std::string cxx, std::string isa = {}, std::vector<std::string> extra_flags = {});
+  // timeout_s: longest run of one compile (and of each probe); 0 = none.
+  HostCompiler(std::string cxx, std::string isa = {}, std::vector<std::string> extra_flags = {},
+               double timeout_s = 0);
   TargetKind kind() const override { return TargetKind::Host; }
   std::string identity() const override { return identity_; }
   std::string target() const override { return isa_; }
@@ -64,6 +66,7 @@ class HostCompiler final : public Compiler {
  private:
   std::string cxx_, isa_, identity_;
   std::vector<std::string> extra_;
+  double timeout_s_ = 0;
 };
 
 // NVRTC opened with dlopen (never linked). Search order when `library` is empty:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
@@ -21,6 +23,13 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kManifest = "manifest.json";
+// The standard cache-directory tag (bford.info/cachedir): backup tools skip the
+// directory, and `hcwarm cache clear` only empties a directory that carries it.
+constexpr const char* kTagName = "CACHEDIR.TAG";
+constexpr std::string_view kTagSignature = "Signature: 8a477f597d28d172789f06886806bc55";
+constexpr std::string_view kTagText =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This directory is an hcwarm kernel cache: `hcwarm cache clear` empties it.\n";
 constexpr size_t kMaxQuarantine = 32;  // per namespace; older ones are deleted
 
 std::string_view as_text(const std::vector<std::byte>& b) {
@@ -88,15 +97,43 @@ std::optional<std::string> verify_dir(const fs::path& dir, std::string_view vers
   }
 }
 
+// The real directories under p (symlinks are not followed: maintenance never
+// works on a tree outside the cache).
 std::vector<fs::path> subdirs(const fs::path& p) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_directory(ec2)) out.push_back(it->path());
+    if (it->symlink_status(ec2).type() == fs::file_type::directory) out.push_back(it->path());
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Every name under p, whatever its type.
+std::vector<fs::path> children(const fs::path& p) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "v" followed by a dotted version: the top-level directories hcwarm creates.
+bool version_dir_name(const std::string& n) {
+  if (n.size() < 2 || n[0] != 'v' || !std::isdigit(static_cast<unsigned char>(n[1]))) return false;
+  return std::all_of(n.begin() + 1, n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+}
+
+bool has_tag(const fs::path& root) {
+  try {
+    const auto t = fsu::read_file(root / kTagName);
+    return t && as_text(*t).substr(0, kTagSignature.size()) == kTagSignature;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 // All namespace dirs: (version, ns, path).
@@ -108,7 +145,7 @@ std::vector<NsDir> namespaces(const fs::path& root) {
   std::vector<NsDir> out;
   for (const auto& vdir : subdirs(root)) {
     const std::string vn = vdir.filename().string();
-    if (vn.size() < 2 || vn[0] != 'v') continue;
+    if (!version_dir_name(vn)) continue;
     for (const auto& nsdir : subdirs(vdir)) out.push_back({vn.substr(1), nsdir.filename().string(), nsdir});
   }
   return out;
@@ -137,12 +174,8 @@ std::string Manifest::to_json() const {
 }
 
 Manifest Manifest::parse(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    HCWARM_THROW(ErrorKind::InvalidArgument, "not JSON: {}", e.what());
-  }
+  // Depth-checked: a planted, deeply nested manifest must not overflow the stack.
+  const nlohmann::json j = parse_json_bounded(text, "manifest.json");
   try {
     HCWARM_CHECK_ARG(j.is_object(), "not a JSON object");
     HCWARM_CHECK_ARG(j.at("format").get<int>() == kFormat, "format {} is not {}", j.at("format").dump(), kFormat);
@@ -165,13 +198,29 @@ Manifest Manifest::parse(std::string_view text) {
     if (j.contains("created")) m.created = j.at("created").get<std::string>();
     return m;
   } catch (const nlohmann::json::exception& e) {
-    HCWARM_THROW(ErrorKind::InvalidArgument, "missing or mistyped field: {}", e.what());
+    HCWARM_THROW(ErrorKind::InvalidArgument, "missing or mistyped field: {}", json_error_text(e));
   }
 }
 
 // ---------------------------------------------------------------- DiskCache: layout
 
 DiskCache::DiskCache(fs::path root, CacheTrust trust) : root_(std::move(root)), trust_(trust) {}
+
+std::optional<std::string> DiskCache::not_a_cache() const {
+  std::error_code ec;
+  if (!fs::exists(root_, ec) || has_tag(root_)) return std::nullopt;
+  // Untagged: an hcwarm cache holds nothing but its version directories.
+  for (const auto& c : children(root_)) {
+    const std::string n = c.filename().string();
+    if (n.starts_with(std::string(".") + kTagName + ".")) continue;  // another process writing the tag
+    std::error_code ec2;
+    if (!(version_dir_name(n) && fs::symlink_status(c, ec2).type() == fs::file_type::directory)) {
+      return fmt::format("{} is not an hcwarm cache directory: it holds {:?} and no {}; use a directory of its own",
+                         root_.string(), n, kTagName);
+    }
+  }
+  return std::nullopt;
+}
 
 fs::path DiskCache::version_dir() const { return root_ / ("v" HCWARM_VERSION); }
 fs::path DiskCache::namespace_dir(std::string_view ns) const { return version_dir() / std::string(ns); }
@@ -197,6 +246,7 @@ std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
     foreign = foreign || st.st_uid != ::geteuid();
   };
   check(root_, true);  // the root itself may be a symlink the user chose
+  if (auto why = not_a_cache()) HCWARM_THROW(ErrorKind::Io, "{}", *why);
   check(version_dir(), false);
   check(d, false);
   for (const char* sub : kSubdirs) check(d / sub, false);
@@ -207,6 +257,7 @@ std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
   } else {
     try {
       for (const char* sub : kSubdirs) fsu::make_dirs(d / sub);
+      if (!has_tag(root_)) write_tag();
     } catch (const Error& e) {
       read_only = e.message();
     }
@@ -230,8 +281,23 @@ std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
   return std::nullopt;
 }
 
-fsu::FileLock DiskCache::lock_key(std::string_view ns, std::string_view key) const {
-  return fsu::FileLock::acquire(namespace_dir(ns) / "locks" / (std::string(key) + ".lock"));
+void DiskCache::write_tag() const {
+  const fs::path tmp = root_ / fmt::format(".{}.{}.{}", kTagName, ::getpid(), fsu::random_suffix());
+  fsu::write_file_durable(tmp, kTagText);
+  if (::rename(tmp.c_str(), (root_ / kTagName).c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    HCWARM_THROW(ErrorKind::Io, "cannot create {}: {}", (root_ / kTagName).string(), errno_string(err));
+  }
+}
+
+fsu::FileLock DiskCache::lock_key(std::string_view ns, std::string_view key, double timeout_s,
+                                  std::string_view what) const {
+  return fsu::FileLock::acquire(namespace_dir(ns) / "locks" / (std::string(key) + ".lock"), timeout_s, what);
+}
+
+fsu::FileLock DiskCache::try_lock_key(std::string_view ns, std::string_view key) const {
+  return fsu::FileLock::try_acquire(namespace_dir(ns) / "locks" / (std::string(key) + ".lock"));
 }
 
 void DiskCache::sweep_staging(const fs::path& ns_dir, std::string_view only_key) const {
@@ -380,7 +446,7 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
 std::vector<CacheEntry> DiskCache::list() const {
   std::vector<CacheEntry> out;
   for (const auto& n : namespaces(root_)) {
-    for (const auto& d : subdirs(n.dir / "entries")) {
+    for (const auto& d : children(n.dir / "entries")) {
       CacheEntry e;
       e.dir = d;
       e.version = n.version;
@@ -402,6 +468,10 @@ std::vector<CacheEntry> DiskCache::list() const {
 
 std::optional<std::string> DiskCache::check_entry(const CacheEntry& e) {
   if (!is_sha256_hex(e.key)) return fmt::format("{:?} is not a key", e.key);
+  std::error_code ec;
+  const auto type = fs::symlink_status(e.dir, ec).type();
+  if (type == fs::file_type::symlink) return std::string("the entry is a symlink, not a directory");
+  if (type != fs::file_type::directory) return std::string("the entry is not a directory");
   return verify_dir(e.dir, e.version, e.ns, e.key, {}, nullptr, nullptr);
 }
 
@@ -448,6 +518,7 @@ bool DiskCache::remove_entry_locked(const CacheEntry& e) const {
 }
 
 PruneResult DiskCache::prune(uint64_t max_bytes) const {
+  if (auto why = not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}; nothing removed", *why);
   PruneResult r;
   r.bytes_before = total_bytes();
   for (const auto& n : namespaces(root_)) {
@@ -465,6 +536,7 @@ PruneResult DiskCache::prune(uint64_t max_bytes) const {
   for (const auto& e : entries) total += e.bytes;
   for (const auto& e : entries) {
     if (total <= max_bytes) break;
+    if (!is_sha256_hex(e.key)) continue;  // not a name hcwarm gives an entry: not ours to remove
     if (remove_entry_locked(e)) {
       ++r.removed;
       total -= e.bytes;

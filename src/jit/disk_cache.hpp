@@ -10,7 +10,8 @@
 // An entry appears only by an atomic rename of a complete, fsynced staging dir,
 // and is used only after its manifest (key, size and SHA-256 of every file, no
 // stray files) checks out, and only from directories and files that this user
-// owns and nobody else can write (see CacheTrust). Staging dirs whose key lock is free belong to dead
+// owns and nobody else can write (see CacheTrust). The root carries CACHEDIR.TAG,
+// and maintenance removes only what this layout names. Staging dirs whose key lock is free belong to dead
 // processes and are removed. Used by the JIT runtime and by `hcwarm cache`; it
 // needs no compiler.
 #include <cstdint>
@@ -92,6 +93,11 @@ class DiskCache {
   std::filesystem::path version_dir() const;  // <root>/v<HCWARM_VERSION>
   std::filesystem::path namespace_dir(std::string_view ns) const;
   std::filesystem::path entry_dir(std::string_view ns, std::string_view key) const;
+  // Why the root is not an hcwarm cache, or nullopt. A cache carries CACHEDIR.TAG
+  // (written when its layout is first created); a missing or empty directory, or
+  // one holding only version directories, is one too. Anything else (a home
+  // directory, "/") is never written into, loaded from, pruned or cleared.
+  std::optional<std::string> not_a_cache() const;
 
   // ---- runtime side: one namespace per compiler identity ----
 
@@ -100,8 +106,12 @@ class DiskCache {
   // staging dirs. Returns why nothing can be written there (a read-only bundle,
   // still served), or nullopt when the cache is writable. Throws Io.
   std::optional<std::string> prepare(std::string_view ns) const;
-  // Blocks until this process holds the key's lock. Throws Io.
-  fsu::FileLock lock_key(std::string_view ns, std::string_view key) const;
+  // Waits until this process holds the key's lock; past timeout_s (> 0) throws
+  // Timeout naming `what` and the holder. Throws Io.
+  fsu::FileLock lock_key(std::string_view ns, std::string_view key, double timeout_s = 0,
+                         std::string_view what = {}) const;
+  // The key's lock when it is free now; owns() false when another holder has it.
+  fsu::FileLock try_lock_key(std::string_view ns, std::string_view key) const;
 
   struct Lookup {
     enum class Status { Missing, Ok, Bad };
@@ -148,6 +158,7 @@ class DiskCache {
     if (hook_) hook_(stage);
   }
   void sweep_staging(const std::filesystem::path& ns_dir, std::string_view only_key) const;
+  void write_tag() const;
   bool remove_entry_locked(const CacheEntry& e) const;
 
   std::filesystem::path root_;

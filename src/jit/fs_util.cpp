@@ -5,7 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <ctime>
 #include <random>
 
 #include "core/error.hpp"
@@ -49,6 +55,31 @@ int open_lock_file(const fs::path& p) {
     throw Error(ErrorKind::Io, fmt::format("lock file {} is not a regular file", p.string()), __FILE__, __LINE__);
   }
   return fd;
+}
+
+constexpr double kLogWaitAfterSeconds = 5;
+
+// The lock file's text says who holds it (for a waiter's message only: flock decides).
+void write_holder(int fd) {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string text = fmt::format("pid {} on {} since {}\n", ::getpid(), host, when);
+  if (::ftruncate(fd, 0) == 0) {
+    [[maybe_unused]] const ssize_t n = ::pwrite(fd, text.data(), text.size(), 0);
+  }
+}
+
+std::string read_holder(int fd) {
+  char buf[160];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string s;
+  for (ssize_t i = 0; i < n && buf[i] != '\n'; ++i) s += std::isprint(static_cast<unsigned char>(buf[i])) ? buf[i] : '?';
+  return s.empty() ? std::string("another process (unknown pid)") : s;
 }
 
 }  // namespace
@@ -186,14 +217,39 @@ void FileLock::release() noexcept {
   }
 }
 
-FileLock FileLock::acquire(const fs::path& lock_file) {
+FileLock FileLock::acquire(const fs::path& lock_file, double timeout_s, std::string_view what) {
   const int fd = open_lock_file(lock_file);
-  while (::flock(fd, LOCK_EX) != 0) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto sleep_us = 1000;
+  bool logged = false;
+  // Polls (LOCK_NB) rather than blocking in flock, so that the wait can end.
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
-    const int err = errno;
-    ::close(fd);
-    throw_io("cannot lock", lock_file, err);
+    if (errno != EWOULDBLOCK) {
+      const int err = errno;
+      ::close(fd);
+      throw_io("cannot lock", lock_file, err);
+    }
+    const double w = waited();
+    const std::string name = what.empty() ? lock_file.string() : std::string(what);
+    if (timeout_s > 0 && w >= timeout_s) {
+      const std::string holder = read_holder(fd);
+      ::close(fd);
+      throw Error(ErrorKind::Timeout,
+                  fmt::format("gave up after {:.0f} s waiting for the lock of {} held by {} ({}); "
+                              "HCWARM_LOCK_TIMEOUT_S sets the limit",
+                              w, name, holder, lock_file.string()),
+                  __FILE__, __LINE__);
+    }
+    if (!logged && w >= kLogWaitAfterSeconds) {
+      spdlog::warn("waiting for the lock of {}, held by {}", name, read_holder(fd));
+      logged = true;
+    }
+    ::usleep(static_cast<useconds_t>(sleep_us));
+    sleep_us = std::min(sleep_us * 2, 100000);
   }
+  write_holder(fd);
   return FileLock(fd);
 }
 
@@ -206,6 +262,7 @@ FileLock FileLock::try_acquire(const fs::path& lock_file) {
     if (err == EWOULDBLOCK) return FileLock();
     throw_io("cannot lock", lock_file, err);
   }
+  write_holder(fd);
   return FileLock(fd);
 }
 

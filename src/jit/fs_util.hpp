@@ -42,12 +42,15 @@ bool remove_tree(const std::filesystem::path& p) noexcept;
 uint64_t tree_bytes(const std::filesystem::path& p) noexcept;
 
 // An exclusive flock(2) on a lock file that is created when missing and never
-// unlinked (unlinking would let two holders lock two different inodes).
+// unlinked (unlinking would let two holders lock two different inodes). The
+// holder writes "pid P on HOST since TIME" into it, so a waiter can name it.
 class FileLock {
  public:
   FileLock() = default;
-  // Blocks until locked. Throws Io when the file cannot be opened/created.
-  static FileLock acquire(const std::filesystem::path& lock_file);
+  // Waits until locked. timeout_s > 0: after that long, throws ErrorKind::Timeout
+  // naming `what` (e.g. the kernel and key) and the holder; a wait of more than a
+  // few seconds is logged once. Throws Io when the file cannot be opened/created.
+  static FileLock acquire(const std::filesystem::path& lock_file, double timeout_s = 0, std::string_view what = {});
   // Returns an unlocked FileLock (owns() false) when another holder has it.
   static FileLock try_acquire(const std::filesystem::path& lock_file);
   FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }

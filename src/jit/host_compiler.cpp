@@ -47,13 +47,13 @@ void write_headers(const fs::path& dir, std::span<const EmbeddedFile> headers) {
 namespace {
 
 // "<first line of --version without the program name> <target triple>", probed once per compiler.
-std::string probe_identity(const std::string& cxx) {
+std::string probe_identity(const std::string& cxx, double timeout_s) {
   static std::mutex mu;
   static std::map<std::string, std::string> cache;
   std::lock_guard lock(mu);
   if (auto it = cache.find(cxx); it != cache.end()) return it->second;
 
-  const auto ver = run_process({cxx, "--version"});
+  const auto ver = run_process({cxx, "--version"}, {}, timeout_s);
   if (ver.exit_code != 0) {
     HCWARM_THROW_LOG(ErrorKind::Unavailable, ver.output, "host compiler {:?} --version failed (exit {})", cxx,
                      ver.exit_code);
@@ -63,7 +63,7 @@ std::string probe_identity(const std::string& cxx) {
   // so "c++", "g++" and "/usr/bin/g++" give one identity.
   const std::string base = fs::path(cxx).filename().string();
   if (line.rfind(base + " ", 0) == 0) line = line.substr(base.size() + 1);
-  const auto mach = run_process({cxx, "-dumpmachine"});
+  const auto mach = run_process({cxx, "-dumpmachine"}, {}, timeout_s);
   std::string triple = mach.exit_code == 0 ? mach.output.substr(0, mach.output.find('\n')) : "unknown-triple";
   std::string id = fmt::format("host-cxx {} {}", line, triple);
   cache.emplace(cxx, id);
@@ -72,10 +72,13 @@ std::string probe_identity(const std::string& cxx) {
 
 }  // namespace
 
-HostCompiler::HostCompiler(std::string cxx, std::string isa, std::vector<std::string> extra_flags)
-    : cxx_(std::move(cxx)), isa_(isa.empty() ? detect_host_isa() : std::move(isa)), extra_(std::move(extra_flags)) {
+HostCompiler::HostCompiler(std::string cxx, std::string isa, std::vector<std::string> extra_flags, double timeout_s)
+    : cxx_(std::move(cxx)),
+      isa_(isa.empty() ? detect_host_isa() : std::move(isa)),
+      extra_(std::move(extra_flags)),
+      timeout_s_(timeout_s) {
   HCWARM_CHECK_ARG(!cxx_.empty(), "host compiler name is empty");
-  identity_ = probe_identity(cxx_);
+  identity_ = probe_identity(cxx_, timeout_s_);
 }
 
 std::vector<std::string> HostCompiler::flags() const {
@@ -95,7 +98,7 @@ CompileOutput HostCompiler::compile(const std::string& source, std::span<const E
   std::vector<std::string> argv{cxx_};
   for (auto& f : flags()) argv.push_back(std::move(f));
   for (const char* s : {"-Iinclude", "kernel.cpp", "-o", "kernel.so"}) argv.emplace_back(s);
-  auto r = run_process(argv, workdir.string());
+  auto r = run_process(argv, workdir.string(), timeout_s_);
   if (r.exit_code != 0) {
     HCWARM_THROW_LOG(ErrorKind::Compile, r.output, "host compiler {} failed (exit {})", cxx_, r.exit_code);
   }

@@ -64,6 +64,8 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
   o.jobs = env.jobs;
+  o.lock_timeout_s = env.lock_timeout_s;
+  o.compile_timeout_s = env.compile_timeout_s;
   o.host_cxx = env.host_cxx;
   o.nvrtc_library = env.nvrtc_library;
   o.cuda_home = env.cuda_home;
@@ -120,7 +122,7 @@ std::shared_ptr<JitRuntime::CompilerSlot> JitRuntime::compiler_slot(TargetKind k
     slot = std::make_shared<CompilerSlot>();
     try {
       if (kind == TargetKind::Host) {
-        slot->compiler = std::make_shared<HostCompiler>(opts_.host_cxx, arch, opts_.host_flags);
+        slot->compiler = std::make_shared<HostCompiler>(opts_.host_cxx, arch, opts_.host_flags, opts_.compile_timeout_s);
       } else {
         slot->compiler = std::make_shared<NvrtcCompiler>(arch, opts_.nvrtc_library, opts_.nvrtc_flags,
                                                          opts_.nvrtc_include_dirs, opts_.cuda_home);
@@ -255,8 +257,8 @@ std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Res
   try {
     out = r.cs->compiler->compile(spec.source, r.headers, *workdir);
   } catch (const Error& e) {
-    if (e.kind() != ErrorKind::Compile) throw;
-    throw Error(ErrorKind::Compile,
+    if (e.kind() != ErrorKind::Compile && e.kind() != ErrorKind::Timeout) throw;
+    throw Error(e.kind(),
                 fmt::format("compiling {} (key {}) failed: {}", spec.describe(), r.key, e.message()), __FILE__,
                 __LINE__, e.log());
   }
@@ -291,7 +293,8 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
         }
       } else {
         // Missing or bad: take the key's lock (other processes may be compiling it) and look again.
-        auto lock = disk_->lock_key(cs.ns, r.key);
+        auto lock = disk_->lock_key(cs.ns, r.key, opts_.lock_timeout_s,
+                                    fmt::format("kernel {} (key {})", spec.describe(), r.key));
         hook("locked");
         lk = disk_->lookup(cs.ns, r.key, artifact);
         if (lk.status == DiskCache::Lookup::Status::Ok) {
@@ -481,10 +484,22 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   }
   BuildProgress progress(static_cast<int>(items.size()), opts_.progress);
   std::mutex rep_mu;
+  // Two passes: the first skips keys another process is compiling right now (their
+  // lock is taken) and builds the free ones; the second takes the skipped ones,
+  // by then usually a disk hit. So N processes warming one cache share the work.
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<size_t> deferred;
+  bool first_pass = true;
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < items.size(); i = next++) {
-      const auto& it = items[i];
+    for (size_t n = next++; n < order.size(); n = next++) {
+      const auto& it = items[order[n]];
+      if (first_pass && key_locked_elsewhere(it.r)) {
+        std::lock_guard lock(rep_mu);
+        deferred.push_back(order[n]);
+        continue;
+      }
       const auto ti = Clock::now();
       ArtifactSource src = ArtifactSource::Memory;
       try {
@@ -522,13 +537,33 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   };
   int jobs = opts_.jobs > 0 ? opts_.jobs : static_cast<int>(std::thread::hardware_concurrency());
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(items.size())));
-  std::vector<std::thread> pool;
-  for (int j = 1; j < jobs; ++j) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  auto run_pass = [&] {
+    next = 0;
+    std::vector<std::thread> pool;
+    for (int j = 1; j < std::min<int>(jobs, static_cast<int>(order.size())); ++j) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+  };
+  run_pass();
+  if (!deferred.empty()) {
+    spdlog::debug("jit build: {} keys were being built by another process; taking them now", deferred.size());
+    std::sort(deferred.begin(), deferred.end());
+    order = std::move(deferred);
+    first_pass = false;
+    run_pass();
+  }
   progress.finish();
   rep.seconds = since(t0);
   return rep;
+}
+
+bool JitRuntime::key_locked_elsewhere(const Resolved& r) {
+  try {
+    if (!disk_ready_for(*r.cs) || !disk_writable_) return false;
+    return !disk_->try_lock_key(r.cs->ns, r.key).owns();
+  } catch (const Error&) {
+    return false;  // the build itself reports what is wrong with the cache
+  }
 }
 
 CompileStats JitRuntime::stats() const {

@@ -43,6 +43,8 @@ struct JitOptions {
   bool strict_warmup = false;                      // HCWARM_STRICT_WARMUP
   bool allow_compile = true;                       // HCWARM_JIT=off: a miss in memory and on disk throws NotWarmed
   int jobs = 0;                                    // build() pool size; 0: hardware threads
+  double lock_timeout_s = 600;                     // HCWARM_LOCK_TIMEOUT_S: wait for another process's key lock
+  double compile_timeout_s = 600;                  // HCWARM_COMPILE_TIMEOUT_S: one host-compiler run
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
   std::string cuda_home;                           // $CUDA_HOME: one more place that search looks
@@ -170,6 +172,8 @@ class JitRuntime {
                                      const std::filesystem::path* workdir_parent);
   void guard_serving_compile(const KernelSpec& spec, const std::string& key);
   bool disk_ready_for(CompilerSlot& cs);
+  // Another process (or thread) holds the key's disk lock right now (it is compiling it).
+  bool key_locked_elsewhere(const Resolved& r);
   void disable_disk(const std::string& why);
   void disable_disk_writes(const std::string& why);
   void record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds);

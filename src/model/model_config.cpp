@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
 namespace hcwarm::model {
@@ -160,11 +161,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 }
 
 ModelConfig load_model_config_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  HCWARM_CHECK_ARG(f.good(), "{}: cannot open model config", path.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_model_config(ss.str(), path.string());
+  // A config.json is a few kilobytes; 16 MiB leaves room for any annotated one.
+  return parse_model_config(read_input_file(path, "model config", 16u << 20), path.string());
 }
 
 ModelConfig resolve_model(const std::string& preset_or_path) {
@@ -172,7 +170,8 @@ ModelConfig resolve_model(const std::string& preset_or_path) {
   std::filesystem::path path(preset_or_path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) path /= "config.json";
-  HCWARM_CHECK_ARG(std::filesystem::exists(path, ec),
+  // input_present: a dangling link is a broken config (read, and named), not a preset name.
+  HCWARM_CHECK_ARG(input_present(path),
                    "--model {:?} is neither a preset (dsv4-flash, dsv4-pro) nor an existing config.json",
                    preset_or_path);
   return load_model_config_file(path);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
 namespace hcwarm::model {
@@ -72,17 +73,23 @@ size_t dtype_size(SafetensorsDtype d) {
 class SafetensorsFile::Mapping {
  public:
   explicit Mapping(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO is refused below instead of waited on.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd == -1) {
       const int err = errno;
-      HCWARM_THROW(err == ENOENT ? ErrorKind::InvalidArgument : ErrorKind::Io, "cannot open safetensors file {}: {}",
-                   path.string(), errno_string(err));
+      HCWARM_THROW(ErrorKind::InvalidArgument, "{}: cannot open safetensors file: {}", path.string(),
+                   errno_string(err));
     }
     struct stat st {};
     if (::fstat(fd, &st) == -1) {
       const int err = errno;
       ::close(fd);
       HCWARM_THROW(ErrorKind::Io, "cannot stat {}: {}", path.string(), errno_string(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      HCWARM_THROW(ErrorKind::InvalidArgument, "{}: safetensors file is {}, not a regular file", path.string(),
+                   file_type_name(st.st_mode));
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
@@ -144,7 +151,7 @@ void SafetensorsFile::parse_header() {
   } catch (const nlohmann::json::parse_error& e) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header is not valid JSON (byte {} of {})", file, e.byte, n);
   } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large
-    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header is not valid JSON: {}", file, excerpt(e.what()));
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header is not valid JSON: {}", file, json_error_text(e));
   }
   HCWARM_CHECK_ARG(j.is_object(), "{}: header must be a JSON object, got {}", file, j.type_name());
 
@@ -299,21 +306,7 @@ std::string SafetensorsWriter::serialize() const {
 }
 
 void SafetensorsWriter::write(const std::filesystem::path& path) const {
-  const std::string bytes = serialize();
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) HCWARM_THROW(ErrorKind::Io, "cannot write {}", tmp.string());
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) HCWARM_THROW(ErrorKind::Io, "writing {} failed", tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    HCWARM_THROW(ErrorKind::Io, "cannot rename {} to {}", tmp.string(), path.string());
-  }
+  write_output_file(path, serialize());
 }
 
 }  // namespace hcwarm::model

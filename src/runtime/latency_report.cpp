@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "runtime/svg_chart.hpp"
 
 namespace hcwarm::runtime {
@@ -229,11 +230,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  if (!out) HCWARM_THROW(ErrorKind::Io, "cannot write {}", path);
-  out << text;
-  out.close();
-  if (!out) HCWARM_THROW(ErrorKind::Io, "writing {} failed", path);
+  write_output_file(p, text);
 }
 
 }  // namespace hcwarm::runtime

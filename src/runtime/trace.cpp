@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
 namespace hcwarm::runtime {
@@ -287,7 +288,7 @@ std::vector<Request> parse_jsonl(std::string_view text, const std::string& sourc
       errors.add(line.number, fmt::format("not valid JSON (byte {} of the line)", e.byte));
       continue;
     } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large
-      errors.add(line.number, fmt::format("not valid JSON: {}", excerpt(e.what())));
+      errors.add(line.number, fmt::format("not valid JSON: {}", json_error_text(e)));
       continue;
     }
     if (!j.is_object()) {
@@ -345,11 +346,8 @@ TraceFormat detect_trace_format(const std::filesystem::path& path, std::string_v
 }
 
 std::vector<Request> read_trace(const std::filesystem::path& path, const TraceReadOptions& opts) {
-  std::ifstream in(path, std::ios::binary);
-  HCWARM_CHECK_ARG(in.good(), "cannot open trace file {}", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  // kMaxRequests lines of a few hundred bytes each fit in 4 GiB.
+  const std::string text = read_input_file(path, "trace file", uint64_t{4} << 30);
   const TraceFormat fmt = opts.format == TraceFormat::Auto ? detect_trace_format(path, text) : opts.format;
   return fmt == TraceFormat::Jsonl ? parse_jsonl(text, path.string(), opts)
                                    : parse_azure_csv(text, path.string(), opts);

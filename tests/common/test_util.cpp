@@ -62,6 +62,8 @@ std::vector<char*> c_array(std::vector<std::string>& strings) {
 }
 
 void write_file(const std::filesystem::path& p, const std::string& content) {
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << content;
 }

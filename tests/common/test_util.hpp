@@ -49,6 +49,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 std::vector<char*> c_array(std::vector<std::string>& strings);
 
 std::string read_file(const std::filesystem::path& p);
+// Creates missing parent directories.
 void write_file(const std::filesystem::path& p, const std::string& content);
 
 }  // namespace hcwarm::test
