@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what one device call needs into .devcarry/ (git-ignored): the CLI and the
+# Packs what one run of tools/gpu_run.sh needs into .devcarry/ (git-ignored): the CLI and the
 # GPU test binary built here, the shared libraries the CUDA image lacks, and a
 # kernel cache for the H200 built here, on a machine with no GPU (bench serve's
 # configuration 4). Usage: tools/gpu_pack.sh [build-dir]

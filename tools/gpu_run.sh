@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call (H200): the GPU tests (all, or those matching $GPU_TESTS),
+# One run on an H200 machine: the GPU tests (all, or those matching $GPU_TESTS),
 # `hcwarm bench op`, and `hcwarm bench serve` (dsv4-pro, 61 layers, 2000
 # requests, four start-up configurations), from the binaries and the
 # ahead-of-time cache that tools/gpu_pack.sh put in .devcarry/.
 # Everything lands in $OUT (at most 8 files); the last lines printed are the tables.
-# STEPS picks what runs (default "tests op serve"; all three can exceed a 600 s
-# device call: split them over two calls; "buckets" times every split bucket,
+# STEPS picks what runs (default "tests op serve"; all three together can take
+# more than 600 s: split them over two runs; "buckets" times every split bucket,
 # specialized beside generic). SERVE_TRACE overrides the workload.
 set -u
 STEPS=${STEPS:-tests op serve}

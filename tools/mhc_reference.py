@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent float64 NumPy implementation of the mHC pre step (REFERENCE.md §1).
+"""Independent float64 NumPy implementation of the mHC pre step (docs/MATH.md, section 2).
 
 Written from the formulas, sharing no code with hcwarm, so it can check
 `hcwarm op hc-pre` from the outside:

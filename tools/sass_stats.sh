@@ -3,11 +3,11 @@
 #   extern "C" __global__ void __launch_bounds__(BOUNDS)
 #       k(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) { CALL; }
 # with nvcc for sm_90a (src/kernels on the include path), then prints ptxas's
-# register / spill line and the SASS opcode counts of the whole kernel. (Until
-# the sixth session it also cut out one step of the third session's cluster
-# kernel, between runs of its residual loads, LDG.E.NA.128: see 88c1796. No
-# kernel since has such runs; the one-pass loop is not unrolled, so its step
-# is the whole loop body.)
+# register / spill line and the SASS opcode counts of the whole kernel: what
+# to compare between variants of a kernel (registers, spills, and how many
+# HMMA, FFMA, LDS, LDG, ... instructions the compiler emitted). The one-pass
+# kernel's loop is not unrolled, so its counts are those of one loop step
+# plus the set-up around the loop.
 #
 # Usage: tools/sass_stats.sh BOUNDS CALL
 #   tools/sass_stats.sh "448, 1" "hcwarm_kernels::cuda::mhc_pre_chunk<4, 7168, true, true>(p, &tmap)"

@@ -1,5 +1,5 @@
 #pragma once
-// The mHC post step (REFERENCE.md section 1) on the model's device: the CPU
+// The mHC post step (docs/MATH.md, section 3) on the model's device: the CPU
 // runs it in the library; CUDA runs the "mhc_post" JIT kernel family, one key
 // per (hc, hidden), which the framework-level warmup compiles ahead of serving.
 #include <memory>

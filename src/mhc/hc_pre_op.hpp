@@ -94,7 +94,7 @@ class HcPreOp {
   jit::KernelSpec kernel_spec(int num_splits, bool fused_norm) const;
   // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
   std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm) const;
-  // One token count per reachable split count (REFERENCE.md section 2).
+  // One token count per reachable split count, the largest of its bucket (docs/MATH.md, section 4).
   std::vector<int64_t> representatives(int64_t max_num_tokens) const;
 
   // Pointers on `device`. T == 0 is a no-op. Asynchronous on CUDA: on

@@ -1,5 +1,5 @@
 #pragma once
-// Shapes, constants and argument views of the mHC pre step (REFERENCE.md §1).
+// Shapes, constants and argument views of the mHC pre step (docs/MATH.md, section 1).
 #include <cstddef>
 #include <cstdint>
 #include <optional>

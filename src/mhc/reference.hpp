@@ -1,5 +1,5 @@
 #pragma once
-// The double-precision CPU reference of hc_pre and hc_post (REFERENCE.md §1):
+// The double-precision CPU reference of hc_pre and hc_post (docs/MATH.md, sections 2-3):
 // the oracle every fast kernel is tested against. Slow on purpose: clarity over speed.
 #include <optional>
 

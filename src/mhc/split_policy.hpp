@@ -1,5 +1,5 @@
 #pragma once
-// The split-K rule of the fast mHC pre kernels (REFERENCE.md §2) and the split
+// The split-K rule of the fast mHC pre kernels (docs/MATH.md, section 4) and the split
 // buckets it induces. Every distinct split count is a distinct compiled kernel,
 // so this file decides what warmup must compile.
 #include <cstdint>

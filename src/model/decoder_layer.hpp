@@ -2,7 +2,7 @@
 // DeepseekV4DecoderLayer: two sublayers (attention, FFN), each wrapped in an mHC
 // step: hc_pre mixes the hc residual streams into the sublayer's input (with the
 // sublayer's RMSNorm fused), hc_post spreads the sublayer's output back.
-// The prewarm methods mirror the upstream change (../shared/seed): one dummy
+// The prewarm methods mirror the upstream engine's warmup: one dummy
 // hc_pre per representative token count and path, memory released in between.
 #include <cstdint>
 #include <memory>

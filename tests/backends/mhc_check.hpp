@@ -171,7 +171,7 @@ inline Comparison compare(const mhc::HcPreResult& got, const mhc::HcPreResult& r
   return c;
 }
 
-// Documented tolerances (docs/BENCHMARKS.md, "Numerics"): y within 1 bf16 ulp
+// Documented tolerances (docs/MATH.md, section 5): y within 1 bf16 ulp
 // (cancellation cases aside, counted), post and comb relative errors below these.
 // With the fused norm the reference rounds y to bf16 before scaling it: where
 // the kernel's y sits on the other side of a rounding boundary (a legitimate

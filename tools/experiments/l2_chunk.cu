@@ -10,9 +10,7 @@
 //           clocks are up, ~15 us above a checked run at T 8192.
 // Variants: build with -D of the HCWARM_MHC_CHUNK_* tuning values
 // (common/mhc_params.hpp), and -DSTAMPS for clock64 stamps at the kernel's
-// HCWARM_MHC_CHUNK_STAMP points, summarized per chunk (docs/BENCHMARKS.md,
-// eighth session). The seventh session's variants are in this file and
-// l2_chunk.cuh at commit 5c6e5df.
+// HCWARM_MHC_CHUNK_STAMP points, summarized per chunk.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -3,7 +3,7 @@
 // CUDA kernels (NVRTC / nvcc) and the library that fills it. Plain C types only:
 // this header is compiled by NVRTC with no system headers at all.
 //
-// Two stages (REFERENCE.md section 1):
+// Two stages (docs/MATH.md, section 2):
 //   partial: for each token and each K-part, the 24 mix dot-products of the
 //            residual row with fn over that part, and the sum of squares.
 //            Layout of `partials`: (T, num_parts, HCWARM_MHC_PARTIAL_STRIDE) floats,
@@ -27,10 +27,9 @@
 #define HCWARM_MHC_CUDA_THREADS 128
 // Warps of the specialized mma_smem partial kernel (16 tokens each): 8 for the
 // large-T buckets (num_splits <= 2, at least 45 tiles of 64), where a 128-token
-// tile halves the fn reads from L2 (one fn chunk serves twice the tokens; H200:
-// 1.5-6% off stage a at T >= 4096, but 24% slower at T = 2048, num_splits 4,
-// for lack of blocks); 4 (64 tokens, HCWARM_MHC_CUDA_THREADS) otherwise and in
-// the generic kernel.
+// tile halves the fn reads from L2 (one fn chunk serves twice the tokens);
+// smaller buckets would get too few blocks. 4 (64 tokens,
+// HCWARM_MHC_CUDA_THREADS) otherwise and in the generic kernel.
 #define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
 // Dynamic shared memory of the mma_smem partial kernel: two stages of its
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
@@ -53,23 +52,19 @@
 #define HCWARM_MHC_CHUNK_TOKENS 128
 #define HCWARM_MHC_CHUNK_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
 // The tuning values below are #ifndef so that tools/experiments/l2_chunk.cu can
-// build variants with -D; the library uses them as they are. Figures: H200,
-// T 8192, D 7168, harness us per call (docs/BENCHMARKS.md, eighth session;
-// raw output in docs/results/l2-chunk-h200.txt).
-// TMA boxes in flight per block: 6 / 8 / 12 -> 237-249 / 240-253 / 263 us
-// (repeated runs); more in flight only lengthens every round trip.
+// build variants with -D; the library uses them as they are.
+// TMA boxes in flight per block: more in flight only lengthens every round trip.
 #ifndef HCWARM_MHC_CHUNK_STAGES
 #define HCWARM_MHC_CHUNK_STAGES 6
 #endif
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
-// L2 before their re-read (5 / 6 -> 237-249 / 252-267 us; the seventh
-// session's kernel 291.8 / 318.1 / 324.3 us at 5 / 6 / 7, and 662 / 413 / 328
-// at 1 / 2 / 3 in its first version).
+// L2 before their re-read. Fewer starve the GPU; more no longer fit the rows
+// of all blocks in the L2.
 #ifndef HCWARM_MHC_CHUNK_WINDOW
 #define HCWARM_MHC_CHUNK_WINDOW 5
 #endif
 // Chunks a block's TMA may run ahead of its own comb warps; the record ring
-// bounds it (WINDOW + COMB_WINDOW < RING). 10 measured no faster (236-249 us).
+// bounds it (WINDOW + COMB_WINDOW < RING).
 #ifndef HCWARM_MHC_CHUNK_COMB_WINDOW
 #define HCWARM_MHC_CHUNK_COMB_WINDOW 5
 #endif
@@ -77,8 +72,7 @@
 #define HCWARM_MHC_CHUNK_RING 16
 #endif
 // Comb warps: pre (first, for the y warps), post and the Sinkhorn of every
-// third chunk each (2 warps: 294.6 against 271.0 us, before the records filled
-// whole sectors).
+// COMB_WARPS-th chunk each; two cannot keep up with the y warps.
 #ifndef HCWARM_MHC_CHUNK_COMB_WARPS
 #define HCWARM_MHC_CHUNK_COMB_WARPS 3
 #endif

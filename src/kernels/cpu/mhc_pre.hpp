@@ -1,5 +1,5 @@
 #pragma once
-// mHC pre on the CPU: the two stages of REFERENCE.md section 1 as templates.
+// mHC pre on the CPU: the two stages of hc_pre (docs/MATH.md, section 2) as templates.
 // Compiled twice: by the host JIT (generated TU, -O3 -march=<host>, one
 // specialization per split bucket) and into libhcwarm as the "generic" variant
 // (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time).
@@ -129,7 +129,7 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
   return HCWARM_MHC_OK;
 }
 
-// The hc x hc Sinkhorn projection, in place (REFERENCE.md section 1).
+// The hc x hc Sinkhorn projection, in place (docs/MATH.md, section 2).
 template <int HC>
 inline void sinkhorn(double (&c)[HC][HC], int iters, double eps) {
   for (int i = 0; i < HC; ++i) {

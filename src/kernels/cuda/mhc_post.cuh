@@ -1,5 +1,5 @@
 #pragma once
-// mHC post step on CUDA (REFERENCE.md section 1):
+// mHC post step on CUDA (docs/MATH.md, section 3):
 //   new_residual[t, j, :] = post[t, j] * out[t, :] + sum_i comb[t, i, j] * residual[t, i, :]
 // One thread owns 8 consecutive features of one token for all hc streams, so it
 // reads every input stream before writing any output: residual_out may alias

@@ -17,8 +17,7 @@
 //              sum of squares; a record per (token, part) in a ring of chunks
 //              in the workspace (whole 32-byte sectors), then arrive on the
 //              chunk's named barrier and go on (a fence of their own would
-//              stall them ~1.3 us a chunk: H200, 116.7 -> 198.7 us of streaming
-//              at T 8192).
+//              stall them, and hold the stages, every chunk).
 //   signal     waits on that barrier and counts the block into the chunk's
 //              counter of its half (release add).
 //   comb warps (COMB_WARPS, every COMB_WARPS-th chunk each) once the counter of
@@ -27,11 +26,11 @@
 //              a PRE_RING ring), then post, and the Sinkhorn for comb.
 //   y warps    (hidden / 1024) token c * 128 + b's whole row from L2, y, and the
 //              fused norm over the row itself (mean of the bf16 y, as
-//              REFERENCE.md defines it). No global round trip on their path:
+//              docs/MATH.md section 2 defines it). No global round trip on their path:
 //              the rows are read-only input, loaded as soon as the registers
 //              are free (token c + 1's right after token c's y); pre and the
 //              norm weight are in shared memory.
-// What bounds it (H200, D 7168, T 8192, docs/BENCHMARKS.md): the loop from a
+// What bounds it (docs/BENCHMARKS.md, section 2): the loop from a
 // chunk's TMA through its records, every block of the half, pre and y, back to
 // the TMA of chunk c + WINDOW, which WINDOW (L2's room for rows) cannot hide.
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
