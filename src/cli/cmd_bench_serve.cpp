@@ -19,7 +19,7 @@
 #include "core/file_io.hpp"
 #include "jit/process.hpp"
 #include "mhc/hc_pre_op.hpp"
-#include "runtime/latency_report.hpp"
+#include "sim/latency_report.hpp"
 
 namespace hcwarm::cli {
 namespace fs = std::filesystem;
@@ -99,7 +99,7 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                             {"2: prewarm, empty cache", "cache-2", true},
                             {"3: prewarm, warm cache (restart)", "cache-2", true},
                             {"4: prewarm, cache built ahead of time", "cache-4", true}};
-  std::vector<runtime::RunReport> runs;
+  std::vector<sim::RunReport> runs;
   int i = 0;
   for (const Config& c : configs) {
     const fs::path report = out / fmt::format("config{}.json", ++i);
@@ -112,7 +112,7 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
     if (!o.render_only) run_child(argv, fmt::format("configuration {} in a fresh process", c.name));
     HCWARM_CHECK_ARG(fs::exists(report), "{} is missing", report.string());
     const nlohmann::json j = nlohmann::json::parse(read_input_file(report, "replay report", 1u << 30));
-    runtime::RunReport run = runtime::run_report_from_json(j.at("runs").at(0), report.string());
+    sim::RunReport run = sim::run_report_from_json(j.at("runs").at(0), report.string());
     run.name = c.name;
     runs.push_back(std::move(run));
   }
@@ -124,10 +124,10 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                      {"mlp_width", o.mlp_width},
                      {"layers", o.layers},
                      {"configurations", nlohmann::json::array()}};
-  for (const auto& r : runs) all["configurations"].push_back(runtime::report_json(r));
-  runtime::write_text_file((out / "serve.json").string(), all.dump(2));
-  runtime::write_text_file((out / "serve.svg").string(),
-                           runtime::render_report_svg(runs, fmt::format("hcwarm bench serve: {} on {}", o.model.model,
+  for (const auto& r : runs) all["configurations"].push_back(sim::report_json(r));
+  sim::write_text_file((out / "serve.json").string(), all.dump(2));
+  sim::write_text_file((out / "serve.svg").string(),
+                           sim::render_report_svg(runs, fmt::format("hcwarm bench serve: {} on {}", o.model.model,
                                                                         backend)));
   print_replay_results(std::cout, runs, /*json=*/false);
   std::cout << fmt::format("\nwritten: {}/serve.json, {}/serve.svg, {}/config{{1..4}}.json\n", o.out, o.out, o.out);

@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/replay_output.hpp"
 #include "cli/runner_options.hpp"
-#include "runtime/replay.hpp"
+#include "sim/replay.hpp"
 
 namespace hcwarm::cli {
 namespace fs = std::filesystem;
@@ -44,7 +44,7 @@ class DemoCacheRoot {
   bool keep_;
 };
 
-runtime::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const std::vector<runtime::Request>& requests,
+sim::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const std::vector<sim::Request>& requests,
                            const std::string& name, const fs::path& cache_dir, bool prewarm) {
   RunnerOptions ro = o.runner;
   ro.model.cache_dir = cache_dir.string();
@@ -53,13 +53,13 @@ runtime::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const st
   if (!o.json) std::cerr << fmt::format("\n== {} ==\n", name);
   runtime::ModelRunner runner(cfg);
   const runtime::WarmupReport w = runner.kernel_warmup(prewarm);
-  runtime::ReplayOptions rep;
+  sim::ReplayOptions rep;
   rep.progress = !o.json;
-  return runtime::replay(runner, requests, rep, name, w);
+  return sim::replay(runner, requests, rep, name, w);
 }
 
 void run_demo(const CliContext& ctx, const DemoOptions& o) {
-  const std::vector<runtime::Request> requests = runtime::load_trace(o.trace);
+  const std::vector<sim::Request> requests = sim::load_trace(o.trace);
   DemoCacheRoot root(o.keep_cache);
   if (!o.json) {
     const runtime::RunnerConfig probe = make_runner_config(ctx, o.runner);
@@ -69,7 +69,7 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
         probe.model.name, o.runner.layers, probe.model.hidden_size, o.runner.mlp_width, mhc::to_string(probe.backend),
         probe.server_input.chunked_prefill_size.value_or(0), requests.size(), o.trace, root.path().string());
   }
-  std::vector<runtime::RunReport> runs;
+  std::vector<sim::RunReport> runs;
   runs.push_back(run_one(ctx, o, requests, "no prewarm, empty cache", root.path() / "cold", false));
   runs.push_back(run_one(ctx, o, requests, "prewarm, empty cache", root.path() / "warm", true));
   runs.push_back(run_one(ctx, o, requests, "prewarm, warm cache (restart)", root.path() / "warm", true));

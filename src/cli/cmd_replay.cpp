@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/replay_output.hpp"
 #include "cli/runner_options.hpp"
-#include "runtime/replay.hpp"
+#include "sim/replay.hpp"
 
 namespace hcwarm::cli {
 namespace {
@@ -21,18 +21,18 @@ struct ReplayCliOptions {
 };
 
 void run_replay(const CliContext& ctx, const ReplayCliOptions& o) {
-  runtime::TraceReadOptions tro;
+  sim::TraceReadOptions tro;
   tro.max_requests = o.max_requests;
-  const std::vector<runtime::Request> requests = runtime::load_trace(o.trace, tro);
+  const std::vector<sim::Request> requests = sim::load_trace(o.trace, tro);
   runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
   cfg.jit.progress = !o.json;
   runtime::ModelRunner runner(cfg);
   const runtime::WarmupReport w = runner.kernel_warmup(!o.no_prewarm);
-  runtime::ReplayOptions ro;
+  sim::ReplayOptions ro;
   ro.max_running_requests = o.max_running;
   ro.progress = !o.json;
   const std::string name = o.no_prewarm ? "no prewarm" : "prewarm";
-  const runtime::RunReport run = runtime::replay(runner, requests, ro, name, w);
+  const sim::RunReport run = sim::replay(runner, requests, ro, name, w);
   print_replay_results(std::cout, {run}, o.json);
   if (!o.report.empty()) write_replay_report(o.report, {run}, "hcwarm replay: " + o.trace);
 }

@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/runner_options.hpp"
-#include "runtime/replay.hpp"
+#include "sim/replay.hpp"
 
 namespace hcwarm::cli {
 namespace {
@@ -22,7 +22,7 @@ void run_warm(const CliContext& ctx, const WarmOptions& o) {
   runtime::ModelRunner runner(cfg);
   const runtime::WarmupReport w = runner.kernel_warmup(true);
   if (o.json) {
-    nlohmann::json j = runtime::warmup_json(w);
+    nlohmann::json j = sim::warmup_json(w);
     j["model"] = cfg.model.name;
     j["backend"] = mhc::to_string(cfg.backend);
     j["num_sms"] = runner.server_args().num_sms;

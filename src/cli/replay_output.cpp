@@ -5,13 +5,13 @@
 
 namespace hcwarm::cli {
 
-void print_replay_results(std::ostream& os, const std::vector<runtime::RunReport>& runs, bool json) {
+void print_replay_results(std::ostream& os, const std::vector<sim::RunReport>& runs, bool json) {
   if (json) {
     if (runs.size() == 1) {
-      os << runtime::report_json(runs.front()).dump(2) << "\n";
+      os << sim::report_json(runs.front()).dump(2) << "\n";
     } else {
       nlohmann::json j{{"runs", nlohmann::json::array()}};
-      for (const auto& r : runs) j["runs"].push_back(runtime::report_json(r));
+      for (const auto& r : runs) j["runs"].push_back(sim::report_json(r));
       os << j.dump(2) << "\n";
     }
     return;
@@ -19,12 +19,12 @@ void print_replay_results(std::ostream& os, const std::vector<runtime::RunReport
   os << fmt::format("\n{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>9}\n", "configuration", "warmup s", "forwards",
                     "p50 ms", "p99 ms", "max ms", "stalls", "compiles");
   for (const auto& r : runs) {
-    const runtime::LatencySummary s = runtime::summarize(r.records);
+    const sim::LatencySummary s = sim::summarize(r.records);
     os << fmt::format("{:<34} {:>9.3f} {:>9} {:>9.2f} {:>9.2f} {:>10.2f} {:>7} {:>9}\n", r.name, r.warmup_seconds,
                       s.forwards, s.p50_ms, s.p99_ms, s.max_ms, s.stalls.size(), s.compiles_during_forwards);
   }
   for (const auto& r : runs) {
-    const runtime::LatencySummary s = runtime::summarize(r.records);
+    const sim::LatencySummary s = sim::summarize(r.records);
     if (!s.stalls.empty()) {
       os << fmt::format("\nstalls of \"{}\":\n", r.name);
       for (const auto& st : s.stalls) os << "  " << st.describe() << "\n";
@@ -41,15 +41,15 @@ void print_replay_results(std::ostream& os, const std::vector<runtime::RunReport
   }
 }
 
-void write_replay_report(const std::string& path, const std::vector<runtime::RunReport>& runs,
+void write_replay_report(const std::string& path, const std::vector<sim::RunReport>& runs,
                          const std::string& title) {
   const bool as_json = path.size() >= 5 && path.substr(path.size() - 5) == ".json";
   if (as_json) {
     nlohmann::json j{{"title", title}, {"runs", nlohmann::json::array()}};
-    for (const auto& r : runs) j["runs"].push_back(runtime::report_json(r, /*include_records=*/true));
-    runtime::write_text_file(path, j.dump(1));
+    for (const auto& r : runs) j["runs"].push_back(sim::report_json(r, /*include_records=*/true));
+    sim::write_text_file(path, j.dump(1));
   } else {
-    runtime::write_text_file(path, runtime::render_report_svg(runs, title));
+    sim::write_text_file(path, sim::render_report_svg(runs, title));
   }
   spdlog::info("report written to {}", path);
 }

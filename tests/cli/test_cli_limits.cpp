@@ -9,7 +9,7 @@
 #include "core/limits.hpp"
 #include "model/model_config.hpp"
 #include "model/server_args.hpp"
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
 namespace hcwarm::test {
 namespace {
@@ -57,12 +57,12 @@ TEST(Limits, ChunkedPrefillIsBounded) {
 
 TEST(Limits, TraceTokenAndRequestCountsAreBounded) {
   const std::string big = std::to_string(limits::kMaxRequestTokens + 1);
-  expect_refused([&] { runtime::parse_jsonl("{\"arrival_s\": 0, \"prompt_tokens\": " + big + ", \"output_tokens\": 1}\n",
+  expect_refused([&] { sim::parse_jsonl("{\"arrival_s\": 0, \"prompt_tokens\": " + big + ", \"output_tokens\": 1}\n",
                                             "t.jsonl"); },
                  "prompt_tokens", limits::kMaxRequestTokens);
-  expect_refused([&] { runtime::parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n0," + big + ",1\n", "t.csv"); },
+  expect_refused([&] { sim::parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n0," + big + ",1\n", "t.csv"); },
                  "ContextTokens", limits::kMaxRequestTokens);
-  expect_refused([&] { runtime::load_trace("synthetic:n=" + std::to_string(limits::kMaxRequests + 1)); },
+  expect_refused([&] { sim::load_trace("synthetic:n=" + std::to_string(limits::kMaxRequests + 1)); },
                  "num_requests", limits::kMaxRequests);
 }
 

@@ -10,10 +10,12 @@
 #include "mhc/split_policy.hpp"
 #include "model/nextn.hpp"
 #include "runtime/model_runner.hpp"
-#include "runtime/replay.hpp"
+#include "sim/replay.hpp"
 
 namespace hcwarm::runtime {
 namespace {
+// The runner is exercised through the serving simulator (sim/) as the CLI uses it.
+using namespace hcwarm::sim;
 
 // hc 4 x D 256: K = 1024, split cap 4; with 8 SMs and 320 tokens the buckets are
 // 1..128 (4 splits), 129..256 (2) and 257..320 (1): three kernels, compiled fast.

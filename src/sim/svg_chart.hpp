@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hcwarm::runtime::svg {
+namespace hcwarm::sim::svg {
 
 struct Point {
   double x = 0.0;
@@ -62,4 +62,4 @@ std::string document(double width, double height, const std::vector<std::string>
 std::string_view series_color(size_t i);
 std::string escape_xml(std::string_view text);
 
-}  // namespace hcwarm::runtime::svg
+}  // namespace hcwarm::sim::svg

@@ -1,11 +1,11 @@
-#include "runtime/latency_report.hpp"
+#include "sim/latency_report.hpp"
 
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 size_t count(const std::string& s, const std::string& needle) {
@@ -163,9 +163,9 @@ TEST(LatencyReportTest, WritesFiles) {
 }
 
 }  // namespace
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 TEST(LatencyReportTest, WarmupAxisLabelsKeepTheirFractions) {
@@ -179,4 +179,4 @@ TEST(LatencyReportTest, WarmupAxisLabelsKeepTheirFractions) {
 }
 
 }  // namespace
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

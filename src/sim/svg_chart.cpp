@@ -1,4 +1,4 @@
-#include "runtime/svg_chart.hpp"
+#include "sim/svg_chart.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-namespace hcwarm::runtime::svg {
+namespace hcwarm::sim::svg {
 namespace {
 
 constexpr double kLeft = 78, kRight = 24, kTop = 38, kBottom = 52;  // plot margins inside a panel
@@ -254,4 +254,4 @@ std::string document(double width, double height, const std::vector<std::string>
   return out;
 }
 
-}  // namespace hcwarm::runtime::svg
+}  // namespace hcwarm::sim::svg

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 bool same(const std::vector<Request>& a, const std::vector<Request>& b) {
@@ -85,4 +85,4 @@ TEST(SyntheticTraceTest, DemoConfigIsSmall) {
 }
 
 }  // namespace
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

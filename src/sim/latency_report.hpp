@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 
 struct ForwardRecord {
   int64_t index = 0;            // forward number
@@ -84,4 +84,4 @@ std::string render_report_svg(const std::vector<RunReport>& runs, const std::str
 // Writes text to a file (parent directories created); ErrorKind::Io on failure.
 void write_text_file(const std::string& path, const std::string& text);
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

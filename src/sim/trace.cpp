@@ -1,5 +1,5 @@
 // Trace readers (Azure CSV, JSONL), format detection and load_trace.
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
 #include "core/limits.hpp"
 
@@ -20,7 +20,7 @@
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 // Collects per-line problems so one error can report many of them.
@@ -385,4 +385,4 @@ std::vector<Request> load_trace(const std::string& spec, const TraceReadOptions&
   return reqs;
 }
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

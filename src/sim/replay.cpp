@@ -1,12 +1,12 @@
-#include "runtime/replay.hpp"
+#include "sim/replay.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 
-nlohmann::json warmup_json(const WarmupReport& w) {
+nlohmann::json warmup_json(const runtime::WarmupReport& w) {
   return {{"ran", w.ran},
           {"seconds", w.seconds},
           {"framework_seconds", w.framework_seconds},
@@ -20,8 +20,8 @@ nlohmann::json warmup_json(const WarmupReport& w) {
           {"families", w.families}};
 }
 
-RunReport replay(ModelRunner& runner, const std::vector<Request>& requests, const ReplayOptions& options,
-                 const std::string& name, const WarmupReport& warmup) {
+RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& requests, const ReplayOptions& options,
+                 const std::string& name, const runtime::WarmupReport& warmup) {
   SchedulerConfig sc;
   sc.chunked_prefill_size = runner.max_num_tokens();
   sc.max_running_requests = options.max_running_requests;
@@ -58,4 +58,4 @@ RunReport replay(ModelRunner& runner, const std::vector<Request>& requests, cons
   return report;
 }
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

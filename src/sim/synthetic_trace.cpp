@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 // Uniform in [0, 1) from the top 53 bits: mt19937_64's output is fixed by the
@@ -162,4 +162,4 @@ std::vector<Request> synthetic_trace(const SyntheticTraceConfig& config) {
   return reqs;
 }
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

@@ -1,11 +1,11 @@
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 using test::TempDir;
@@ -237,4 +237,4 @@ TEST(TraceTest, FixtureFilesUnderTestsData) {
 }
 
 }  // namespace
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

@@ -1,4 +1,4 @@
-#include "runtime/latency_report.hpp"
+#include "sim/latency_report.hpp"
 
 #include <fmt/format.h>
 
@@ -11,9 +11,9 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
-#include "runtime/svg_chart.hpp"
+#include "sim/svg_chart.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 double median_sorted(const std::vector<double>& v) {
@@ -233,4 +233,4 @@ void write_text_file(const std::string& path, const std::string& text) {
   write_output_file(p, text);
 }
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 
 struct Request {
   int64_t id = 0;            // position in the source (0-based), kept through sorting
@@ -88,4 +88,4 @@ std::vector<Request> synthetic_trace(const SyntheticTraceConfig& config);
 // or a file path read with read_trace.
 std::vector<Request> load_trace(const std::string& spec, const TraceReadOptions& opts = {});
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

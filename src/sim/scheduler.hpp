@@ -10,9 +10,9 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/trace.hpp"
+#include "sim/trace.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 
 struct SchedulerConfig {
   int64_t chunked_prefill_size = 8192;  // token budget of one forward (> 0)
@@ -107,4 +107,4 @@ class Scheduler {
   bool in_flight_ = false;            // a batch was handed out and not completed
 };
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

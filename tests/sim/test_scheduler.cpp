@@ -1,4 +1,4 @@
-#include "runtime/scheduler.hpp"
+#include "sim/scheduler.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 namespace {
 
 SchedulerConfig cfg(int64_t budget, int64_t max_running = 256, bool mix = true) {
@@ -187,4 +187,4 @@ TEST(SchedulerTest, EmptyTraceIsDone) {
 }
 
 }  // namespace
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim

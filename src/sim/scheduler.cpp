@@ -1,4 +1,4 @@
-#include "runtime/scheduler.hpp"
+#include "sim/scheduler.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace hcwarm::runtime {
+namespace hcwarm::sim {
 
 Scheduler::Scheduler(SchedulerConfig config, std::vector<Request> requests) : config_(config) {
   HCWARM_CHECK_ARG(config_.chunked_prefill_size > 0, "scheduler: chunked_prefill_size must be > 0, got {}",
@@ -163,4 +163,4 @@ ReplayResult Scheduler::result() const {
   return r;
 }
 
-}  // namespace hcwarm::runtime
+}  // namespace hcwarm::sim
