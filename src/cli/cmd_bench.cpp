@@ -267,7 +267,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     mhc::HcPreOp spec(backend, dims, {}, sms, &rt, *dev, mhc::Variant::Specialized);
     spec.set_cuda_fast_finish(!o.precise_finish);
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
-    spec.set_cuda_gemm(o.gemm == "ffma" ? mhc::CudaGemm::Ffma : (o.gemm == "mma" ? mhc::CudaGemm::Mma : mhc::CudaGemm::MmaSmem));
+    spec.set_cuda_gemm(o.gemm == "ffma" ? cuda::CudaGemm::Ffma : (o.gemm == "mma" ? cuda::CudaGemm::Mma : cuda::CudaGemm::MmaSmem));
     mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
     gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
     Weights w{std::vector<float>(static_cast<size_t>(dims.mix() * dims.k())), std::vector<float>(3),

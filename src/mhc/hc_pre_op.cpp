@@ -4,8 +4,10 @@
 #include <cstring>
 #include <optional>
 
+#include "backends/cpu/hc_pre_cpu_backend.hpp"
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/hc_pre_cuda_backend.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
 #include "jit/jit_runtime.hpp"
@@ -42,13 +44,6 @@ Variant parse_variant(std::string_view name) {
 
 const char* to_string(Variant v) { return v == Variant::Specialized ? "specialized" : "generic"; }
 
-struct HcPreOp::Kernels {
-  std::shared_ptr<const jit::LoadedModule> module;  // keeps the functions alive
-  cpu::MhcPreHostKernels host;
-  cuda::MhcPreCudaKernels cuda;
-};
-
-
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
     : HcPreOp(backend, dims, constants, num_sms,
@@ -83,6 +78,28 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
   if (uses_fast_path()) {
     HCWARM_CHECK_ARG(static_cast<bool>(modules_), "the {} specialized backend needs a JIT runtime", to_string(backend));
   }
+  device_backend_ = make_device_backend();
+}
+
+std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
+  switch (backend_) {
+    case Backend::Cpu: return std::make_unique<cpu::CpuHcPreBackend>(dims_.hc_mult, pool_);
+    case Backend::Cuda:
+      return std::make_unique<cuda::CudaHcPreBackend>(static_cast<cuda::CudaDevice&>(*device_), dims_.hc_mult,
+                                                      dims_.hidden, one_pass_);
+    case Backend::Reference: return nullptr;
+  }
+  return nullptr;
+}
+
+void HcPreOp::set_cuda_one_pass(bool on) {
+  one_pass_ = on;
+  device_backend_ = make_device_backend();
+}
+
+void HcPreOp::set_cpu_pool(std::shared_ptr<ThreadPool> pool) {
+  pool_ = std::move(pool);
+  device_backend_ = make_device_backend();
 }
 
 HcPreOp::~HcPreOp() {
@@ -124,7 +141,7 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
               {"norm", fused_norm ? "1" : "0"}};
   if (backend == Backend::Cpu) {
     s.target = jit::TargetKind::Host;
-    s.source = mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm);
+    s.source = cpu::mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm);
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
@@ -133,7 +150,7 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
                           cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
-    s.source = mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
+    s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
                                    cuda.fast_finish);
   }
   return s;
@@ -180,23 +197,13 @@ void HcPreOp::load(int splits, bool fused_norm) {
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   if (backend_ == Backend::Reference) return;
   std::lock_guard<std::mutex> lock(mu_);
+  const auto scope = device_backend_->enter();
   kernels_for(splits, fused_norm);
 }
 
-bool HcPreOp::one_pass_possible(int splits) const {
-  if (backend_ != Backend::Cuda || splits != 1 || !one_pass_) return false;
-  const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_);
-  return cuda::one_pass_supported(dims_.hc_mult, static_cast<int>(dims_.hidden), cd ? cd->cc_major() : 9);
-}
-
 size_t HcPreOp::workspace_bytes(int64_t num_tokens) const {
-  if (num_tokens <= 0 || backend_ == Backend::Reference) return 0;
-  const int splits = num_splits(num_tokens);
-  const int parts = backend_ == Backend::Cpu ? splits : cuda::cuda_num_parts(splits);
-  size_t bytes = static_cast<size_t>(num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
-  // The one-pass kernel may still fall back to the two kernels (too few free SMs): room for either.
-  if (one_pass_possible(splits)) bytes = std::max(bytes, cuda::one_pass_workspace_bytes(num_tokens));
-  return bytes;
+  if (num_tokens <= 0 || !device_backend_) return 0;
+  return device_backend_->workspace_bytes(num_tokens, num_splits(num_tokens));
 }
 
 void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
@@ -208,58 +215,15 @@ void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
   if (bytes > 0) ensure_workspace(bytes);
 }
 
-const HcPreOp::Kernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
+const backends::HcPreKernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
   const KernelsId id = kernels_id(splits, fused_norm);
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
-  auto k = std::make_unique<Kernels>();
-  if (backend_ == Backend::Cpu) {
-    if (variant_ == Variant::Generic) {
-      k->host = cpu::mhc_pre_generic_host_kernels(dims_.hc_mult, fused_norm);
-    } else {
-      k->module = modules_(kernel_spec(splits, fused_norm));
-      using Fn = int (*)();
-      const int abi = reinterpret_cast<Fn>(k->module->function(kCpuAbiSymbol))();
-      HCWARM_ASSERT(abi == HCWARM_MHC_PRE_ABI, "host kernel ABI {} != {}", abi, HCWARM_MHC_PRE_ABI);
-      k->host.partial = reinterpret_cast<cpu::MhcPreHostFn>(k->module->function(kCpuPartialSymbol));
-      k->host.finish = reinterpret_cast<cpu::MhcPreHostFn>(k->module->function(kCpuFinishSymbol));
-    }
+  std::unique_ptr<backends::HcPreKernels> k;
+  if (variant_ == Variant::Generic) {
+    k = device_backend_->bind_generic(fused_norm);
   } else {
-    auto& dev = static_cast<cuda::CudaDevice&>(*device_);
-    if (variant_ == Variant::Generic) {
-      if (!generic_module_) {
-        const auto image = cuda::mhc_pre_generic_fatbin();
-        if (image.empty()) {
-          HCWARM_THROW(ErrorKind::Unavailable,
-                       "this libhcwarm was built without nvcc: no generic CUDA kernels (use the specialized variant)");
-        }
-        generic_module_ = cuda::CudaModuleLoader(dev).load("mhc_pre_generic", image);
-      }
-      k->module = generic_module_;
-      k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(cuda::kGenericPartialSymbol));
-      k->cuda.finish = static_cast<cuda::CUfunction>(
-          k->module->function(fused_norm ? cuda::kGenericFinishNormSymbol : cuda::kGenericFinishSymbol));
-      HCWARM_CHECK_CU(dev.driver(), cuda::prepare_partial_smem(dev.driver(), k->cuda));  // generic = mma_smem
-      if (one_pass_ && cuda::one_pass_supported(dims_.hc_mult, static_cast<int>(dims_.hidden), dev.cc_major())) {
-        HCWARM_CHECK_CU(dev.driver(), cuda::prepare_one_pass(dev.driver(),
-                                                             static_cast<cuda::CUfunction>(k->module->function(
-                                                                 fused_norm ? cuda::kGenericOnePassNormSymbol
-                                                                            : cuda::kGenericOnePassSymbol)),
-                                                             static_cast<int>(dims_.hidden), dev.num_sms(), k->cuda));
-      }
-    } else {
-      const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
-      k->module = modules_(spec);
-      k->cuda.partial = static_cast<cuda::CUfunction>(k->module->function(kCudaPartialSymbol));
-      k->cuda.finish = static_cast<cuda::CUfunction>(k->module->function(kCudaFinishSymbol));
-      k->cuda.partial_warps = cuda_partial_warps(splits, gemm_);
-      if (gemm_ == CudaGemm::MmaSmem) HCWARM_CHECK_CU(dev.driver(), cuda::prepare_partial_smem(dev.driver(), k->cuda));
-      if (spec.param("one_pass") == "1") {
-        HCWARM_CHECK_CU(dev.driver(),
-                        cuda::prepare_one_pass(dev.driver(),
-                                               static_cast<cuda::CUfunction>(k->module->function(kCudaOnePassSymbol)),
-                                               static_cast<int>(dims_.hidden), dev.num_sms(), k->cuda));
-      }
-    }
+    const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
+    k = device_backend_->bind(modules_(spec), spec, splits);
   }
   return *kernels_.emplace(id, std::move(k)).first->second;
 }
@@ -302,39 +266,14 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   if (a.num_tokens == 0) return;
   HCWARM_CHECK_ARG(a.residual && a.fn && a.scale && a.base && a.y && a.post && a.comb,
                    "hc_pre: a required pointer is null");
-  if (backend_ == Backend::Cuda) {
-    if (const char* bad = cuda::misaligned_argument(a.residual, a.fn, a.y, a.norm_weight)) {
-      HCWARM_THROW(ErrorKind::InvalidArgument,
-                   "hc_pre (cuda): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", bad);
-    }
-  }
   if (launch.workspace != nullptr && reinterpret_cast<uintptr_t>(launch.workspace) % 16 != 0) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "hc_pre: workspace is not 16-byte aligned");
   }
-  std::lock_guard<std::mutex> lock(mu_);
   if (backend_ == Backend::Reference) {
+    std::lock_guard<std::mutex> lock(mu_);
     run_reference(a);
     return;
   }
-  const bool norm = a.norm_weight != nullptr;
-  cuda::CudaDevice* dev = backend_ == Backend::Cuda ? static_cast<cuda::CudaDevice*>(device_) : nullptr;
-  std::optional<cuda::ScopedContext> scoped;
-  if (dev != nullptr) scoped.emplace(*dev);
-  const cuda::CUstream stream =
-      dev == nullptr ? nullptr : launch.stream ? static_cast<cuda::CUstream>(*launch.stream) : dev->stream();
-  const bool capturing = dev != nullptr && cuda::stream_capturing(dev->driver(), stream);
-  if (capturing && kernels_.count(kernels_id(splits, norm)) == 0) {
-    HCWARM_THROW(ErrorKind::NotWarmed,
-                 "hc_pre (cuda, hidden {}, {}): the kernels of split bucket num_splits={} (T={}) are not loaded, and "
-                 "the call is inside CUDA-graph capture, where nothing may be compiled or loaded: prewarm the "
-                 "model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before capturing",
-                 dims_.hidden, norm ? "fused norm" : "no norm", splits, a.num_tokens, a.num_tokens);
-  }
-  const Kernels& k = kernels_for(splits, norm);
-  // The one-pass kernel, when the module has it and the device runs it.
-  const bool one_pass = backend_ == Backend::Cuda && splits == 1 && stages == 3 && k.cuda.one_pass != nullptr;
-  const int parts = backend_ == Backend::Cpu ? splits : one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda::cuda_num_parts(splits);
-
   hcwarm_mhc_pre_params p{};
   p.num_tokens = a.num_tokens;
   p.residual = reinterpret_cast<const unsigned short*>(a.residual);
@@ -346,7 +285,6 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   p.post = a.post;
   p.comb = a.comb;
   p.num_splits = splits;
-  p.num_parts = parts;
   p.hc_mult = dims_.hc_mult;
   p.hidden = dims_.hidden;
   p.sinkhorn_iters = constants_.sinkhorn_iters;
@@ -354,8 +292,26 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  const size_t need = one_pass ? cuda::one_pass_workspace_bytes(a.num_tokens)
-                              : static_cast<size_t>(a.num_tokens) * parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  if (const char* bad = device_backend_->unsupported_argument(p)) {
+    HCWARM_THROW(ErrorKind::InvalidArgument,
+                 "hc_pre ({}): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", to_string(backend_),
+                 bad);
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto scope = device_backend_->enter();
+  const bool norm = a.norm_weight != nullptr;
+  const bool capturing = device_backend_->capturing(launch);
+  if (capturing && kernels_.count(kernels_id(splits, norm)) == 0) {
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_pre ({}, hidden {}, {}): the kernels of split bucket num_splits={} (T={}) are not loaded, and "
+                 "the call is inside CUDA-graph capture, where nothing may be compiled or loaded: prewarm the "
+                 "model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before capturing",
+                 to_string(backend_), dims_.hidden, norm ? "fused norm" : "no norm", splits, a.num_tokens,
+                 a.num_tokens);
+  }
+  const backends::HcPreKernels& k = kernels_for(splits, norm);
+  const size_t need = device_backend_->workspace_bytes(a.num_tokens, splits);
   if (launch.workspace != nullptr) {
     HCWARM_CHECK_ARG(launch.workspace_bytes >= need, "hc_pre: the workspace holds {} bytes, T={} needs {}",
                      launch.workspace_bytes, a.num_tokens, need);
@@ -363,24 +319,14 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   } else {
     if (capturing && workspace_.bytes() < need) {
       HCWARM_THROW(ErrorKind::NotWarmed,
-                   "hc_pre (cuda): the op's workspace holds {} bytes and T={} needs {}; inside CUDA-graph capture it "
+                   "hc_pre ({}): the op's workspace holds {} bytes and T={} needs {}; inside CUDA-graph capture it "
                    "cannot grow: pass a workspace, or reserve_workspace(max_num_tokens) before capturing",
-                   workspace_.bytes(), a.num_tokens, need);
+                   to_string(backend_), workspace_.bytes(), a.num_tokens, need);
     }
     ensure_workspace(need);
     p.partials = workspace_.as<float>();
   }
-
-  if (backend_ == Backend::Cpu) {
-    const int rc = cpu::launch_mhc_pre_host(k.host, p, *pool_, stages);
-    if (rc != HCWARM_MHC_OK) {
-      HCWARM_THROW(ErrorKind::Internal, "mhc_pre cpu kernel (num_splits {}) returned error {}", splits, rc);
-    }
-    return;
-  }
-  cuda::MhcPreCudaKernels kernels = k.cuda;
-  if (!one_pass) kernels.one_pass = nullptr;  // generic modules serve every split count
-  HCWARM_CHECK_CU(dev->driver(), cuda::launch_mhc_pre_cuda(dev->driver(), kernels, p, stream, stages));
+  device_backend_->launch(k, p, launch, stages);
 }
 
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,

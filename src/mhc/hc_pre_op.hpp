@@ -3,6 +3,8 @@
 // compile-time split count (split_policy.hpp), a kernel key (kernel_spec) and a
 // loaded kernel (through the JIT runtime). planned_specs() walks the same
 // functions over [1, M], so the warmup compiles exactly what run() will ask for.
+// What differs per device goes through one interface, backends/hc_pre_backend.hpp
+// (bind a module, size the workspace, launch), entered once per call.
 //
 //   Reference: the double-precision oracle (any Device; data staged through the host).
 //   Cpu:       host-JIT kernels (Specialized) or the generic ones compiled into
@@ -19,12 +21,13 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "backends/hc_pre_backend.hpp"
 #include "core/device.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tensor.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
-#include "mhc/codegen.hpp"
 #include "mhc/mhc_types.hpp"
 #include "mhc/reference.hpp"
 
@@ -33,6 +36,8 @@ class JitRuntime;
 }
 
 namespace hcwarm::mhc {
+
+using cuda::CudaGemm;
 
 enum class Backend { Reference, Cpu, Cuda };
 Backend parse_backend(std::string_view name);  // "reference" | "cpu" | "cuda"; else InvalidArgument
@@ -119,6 +124,7 @@ class HcPreOp {
   // split count now, as the first call of that bucket would (warmup).
   void load(int num_splits, bool fused_norm);
 
+  // Options, set before the first call (not while calls are in flight).
   // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
   // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
   void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
@@ -127,24 +133,24 @@ class HcPreOp {
   // and device allow it (default: on the H200 it is faster at hidden 4096 and
   // 7168; docs/BENCHMARKS.md), or the two kernels (HCWARM_MHC_ONE_PASS=0: its
   // cooperative launch waits for 128 free SMs).
-  void set_cuda_one_pass(bool on) { one_pass_ = on; }
+  void set_cuda_one_pass(bool on);
   // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
   // reciprocals (default), or with IEEE ones.
   void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
   bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
   // Cpu backend: run on the caller's pool instead of the op's own (one set of threads per process).
-  void set_cpu_pool(std::shared_ptr<ThreadPool> pool) { pool_ = std::move(pool); }
+  void set_cpu_pool(std::shared_ptr<ThreadPool> pool);
 
   std::string cuda_arch() const;
   CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_}; }
 
  private:
-  struct Kernels;
   using KernelsId = std::tuple<int, bool, int>;
   KernelsId kernels_id(int num_splits, bool fused_norm) const;
-  const Kernels& kernels_for(int num_splits, bool fused_norm);
-  bool one_pass_possible(int num_splits) const;
+  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm);
+  // The device's half of the op for the current options (null for Reference).
+  std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
   void run_reference(const HcPreArgs& args);
   void ensure_workspace(size_t bytes);
 
@@ -159,11 +165,12 @@ class HcPreOp {
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
 
-  std::mutex mu_;
-  std::map<KernelsId, std::unique_ptr<Kernels>> kernels_;
-  std::shared_ptr<const jit::LoadedModule> generic_module_;
-  DeviceBuffer workspace_;
   std::shared_ptr<ThreadPool> pool_;  // Cpu backend: its own, or one shared with the caller
+  std::unique_ptr<backends::HcPreBackend> device_backend_;
+
+  std::mutex mu_;
+  std::map<KernelsId, std::unique_ptr<backends::HcPreKernels>> kernels_;
+  DeviceBuffer workspace_;
 };
 
 // Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/bf16.hpp"
+#include "core/launch_context.hpp"
 
 namespace hcwarm::mhc {
 
@@ -37,16 +38,6 @@ struct HcPreArgs {
   float* comb = nullptr;              // (T, hc, hc)
 };
 
-// Where one call runs when the caller says so: an engine's stream and scratch
-// memory from its own allocator. Unset / null: the device's own stream and the
-// op's own buffer (which grows, synchronizing, outside graph capture only, and
-// serves one stream at a time: callers on several streams pass their own).
-struct LaunchContext {
-  // A CUstream on the op's device (CUDA only); a null one is CUDA's legacy default
-  // stream (what PyTorch's default stream is). Unset: the device's own stream.
-  std::optional<void*> stream;
-  void* workspace = nullptr;  // device memory of at least the op's workspace_bytes(T), 16-byte aligned
-  size_t workspace_bytes = 0;
-};
+using hcwarm::LaunchContext;  // core/launch_context.hpp: the caller's stream and workspace
 
 }  // namespace hcwarm::mhc

@@ -13,7 +13,7 @@
 #include "jit/compiler.hpp"
 #include "jit/cubin_set.hpp"
 #include "jit/jit_runtime.hpp"
-#include "mhc/codegen.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
 #include "mhc_check.hpp"
 
 namespace hcwarm::test {
@@ -240,19 +240,19 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
     EXPECT_EQ(found, names.size()) << "every kernel in exactly one image";
     return images.size();
   };
-  const std::vector<std::string> two{mhc::kCudaPartialSymbol, mhc::kCudaFinishSymbol};
+  const std::vector<std::string> two{cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol};
   const size_t cores = std::thread::hardware_concurrency();
-  for (auto gemm : {mhc::CudaGemm::MmaSmem, mhc::CudaGemm::Mma, mhc::CudaGemm::Ffma}) {
+  for (auto gemm : {cuda::CudaGemm::MmaSmem, cuda::CudaGemm::Mma, cuda::CudaGemm::Ffma}) {
     for (bool fast_finish : {true, false}) {
-      EXPECT_EQ(compile(mhc::mhc_pre_cuda_source(16, 4, 7168, true, gemm, false, fast_finish), two),
+      EXPECT_EQ(compile(cuda::mhc_pre_cuda_source(16, 4, 7168, true, gemm, false, fast_finish), two),
                 cores >= 2 ? 2u : 1u)
-          << mhc::to_string(gemm) << " fast_finish=" << fast_finish;
+          << cuda::to_string(gemm) << " fast_finish=" << fast_finish;
     }
   }
   // With the one-pass kernel: three parts.
-  EXPECT_EQ(compile(mhc::mhc_pre_cuda_source(1, 4, 4096, true, mhc::CudaGemm::MmaSmem, /*one_pass=*/true,
+  EXPECT_EQ(compile(cuda::mhc_pre_cuda_source(1, 4, 4096, true, cuda::CudaGemm::MmaSmem, /*one_pass=*/true,
                                              /*fast_finish=*/true),
-                    {mhc::kCudaPartialSymbol, mhc::kCudaFinishSymbol, mhc::kCudaOnePassSymbol}),
+                    {cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol, cuda::kCudaOnePassSymbol}),
             cores >= 3 ? 3u : 1u);
 }
 
@@ -268,7 +268,7 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   auto has = [&](int splits, int64_t hidden, const char* arch) {
     cuda.arch = arch;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, static_cast<int>(hidden)}, splits, true, cuda);
-    const bool in_source = s.source.find(mhc::kCudaOnePassSymbol) != std::string::npos;
+    const bool in_source = s.source.find(cuda::kCudaOnePassSymbol) != std::string::npos;
     EXPECT_EQ(in_source, s.param("one_pass") == "1") << splits << " " << hidden << " " << arch;
     return in_source;
   };
@@ -292,7 +292,7 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   for (const auto& [hidden, threads] : {std::pair{7168, 512}, std::pair{4096, 416}, std::pair{1024, 320}}) {
     EXPECT_EQ(cuda::one_pass_threads(hidden), static_cast<unsigned>(threads)) << hidden;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
-    EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, mhc::kCudaOnePassSymbol)),
+    EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, cuda::kCudaOnePassSymbol)),
               std::string::npos)
         << hidden << "\n" << s.source;
   }

@@ -1,10 +1,21 @@
 #pragma once
 // The CPU side of mHC pre: the host entry points (JIT-compiled per split bucket,
 // or the generic ones compiled into the library) run over a ThreadPool.
+#include <string>
+
 #include "core/thread_pool.hpp"
 #include "kernels/common/mhc_params.hpp"
 
 namespace hcwarm::cpu {
+
+// Host (.so) entry points: int fn(const hcwarm_mhc_pre_params*, long long begin, long long end).
+inline constexpr const char* kCpuPartialSymbol = "hcwarm_mhc_pre_cpu_partial";
+inline constexpr const char* kCpuFinishSymbol = "hcwarm_mhc_pre_cpu_finish";
+inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
+
+// The translation unit of one specialization: a few lines instantiating the
+// templates of kernels/cpu/mhc_pre.hpp and exporting them under the names above.
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
 
 using MhcPreHostFn = int (*)(const hcwarm_mhc_pre_params*, long long, long long);
 struct MhcPreHostKernels {

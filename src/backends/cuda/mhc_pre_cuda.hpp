@@ -3,11 +3,34 @@
 // specialization or the library's generic nvcc fatbin) through the driver API.
 #include <cstddef>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "kernels/common/mhc_params.hpp"
 
 namespace hcwarm::cuda {
+
+// Specialized kernels: __global__ void fn(hcwarm_mhc_pre_params).
+inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
+inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
+// Only in num_splits == 1 modules built with one_pass: the one-pass kernel
+// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_chunk.cuh).
+inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
+
+// Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
+enum class CudaGemm { Mma, Ffma, MmaSmem };
+const char* to_string(CudaGemm g);
+CudaGemm parse_cuda_gemm(std::string_view name);  // "mma" | "ffma" | "mma_smem"; else InvalidArgument
+// Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
+int cuda_partial_warps(int num_splits, CudaGemm gemm);
+
+// The translation unit of one specialization: instantiates kernels/cuda/mhc_pre.cuh
+// (and, with one_pass, num_splits == 1 only, mhc_pre_chunk.cuh) under the names
+// above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
+// them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
+                                bool one_pass = false, bool fast_finish = false);
 
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;

@@ -1,11 +1,10 @@
-#include "mhc/codegen.hpp"
-
+// The generated translation unit of one CUDA mhc_pre specialization.
 #include <fmt/format.h>
 
+#include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
-#include "kernels/common/mhc_params.hpp"
 
-namespace hcwarm::mhc {
+namespace hcwarm::cuda {
 
 const char* to_string(CudaGemm g) {
   switch (g) {
@@ -20,21 +19,16 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm) {
   return gemm == CudaGemm::MmaSmem ? HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) : HCWARM_MHC_CUDA_THREADS / 32;
 }
 
-int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
-
-std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
-  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
-                   hc, hidden);
-  return fmt::format(
-      "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3}\n"
-      "#include \"cpu/mhc_pre.hpp\"\n"
-      "extern \"C\" int {4}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
-      "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}>(p, b, e);\n}}\n"
-      "extern \"C\" int {5}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
-      "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}>(p, b, e);\n}}\n"
-      "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
-      num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
+CudaGemm parse_cuda_gemm(std::string_view name) {
+  for (const CudaGemm g : {CudaGemm::Mma, CudaGemm::Ffma, CudaGemm::MmaSmem}) {
+    if (name == to_string(g)) return g;
+  }
+  HCWARM_THROW(ErrorKind::InvalidArgument, "CUDA GEMM {:?} is not one of mma, ffma, mma_smem", std::string(name));
 }
+
+namespace {
+int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
+}  // namespace
 
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
                                 bool fast_finish) {
@@ -75,4 +69,4 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   return src;
 }
 
-}  // namespace hcwarm::mhc
+}  // namespace hcwarm::cuda

@@ -1,0 +1,23 @@
+// The generated translation unit of one CPU mhc_pre specialization.
+#include <fmt/format.h>
+
+#include "backends/cpu/mhc_pre_cpu.hpp"
+#include "core/error.hpp"
+
+namespace hcwarm::cpu {
+
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
+  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
+                   hc, hidden);
+  return fmt::format(
+      "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3}\n"
+      "#include \"cpu/mhc_pre.hpp\"\n"
+      "extern \"C\" int {4}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}>(p, b, e);\n}}\n"
+      "extern \"C\" int {5}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}>(p, b, e);\n}}\n"
+      "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
+      num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
+}
+
+}  // namespace hcwarm::cpu

@@ -1,0 +1,103 @@
+#include "backends/cuda/hc_pre_cuda_backend.hpp"
+
+#include <algorithm>
+
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/error.hpp"
+
+namespace hcwarm::cuda {
+namespace {
+
+struct CudaKernels final : backends::HcPreKernels {
+  MhcPreCudaKernels cuda;
+};
+
+struct ContextScope final : backends::HcPreBackend::Scope {
+  explicit ContextScope(const CudaDevice& d) : scoped(d) {}
+  ScopedContext scoped;
+};
+
+}  // namespace
+
+CudaHcPreBackend::CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass)
+    : device_(device), hc_mult_(hc_mult), hidden_(hidden), one_pass_(one_pass) {}
+
+std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
+  return std::make_unique<ContextScope>(device_);
+}
+
+bool CudaHcPreBackend::one_pass_possible(int num_splits) const {
+  return one_pass_ && num_splits == 1 && one_pass_supported(hc_mult_, hidden_, device_.cc_major());
+}
+
+std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
+                                                               const jit::KernelSpec& spec, int num_splits) {
+  const CudaDriver& d = device_.driver();
+  auto k = std::make_unique<CudaKernels>();
+  const CudaGemm gemm = parse_cuda_gemm(spec.param("gemm"));
+  k->cuda.partial = static_cast<CUfunction>(module->function(kCudaPartialSymbol));
+  k->cuda.finish = static_cast<CUfunction>(module->function(kCudaFinishSymbol));
+  k->cuda.partial_warps = cuda_partial_warps(num_splits, gemm);
+  if (gemm == CudaGemm::MmaSmem) HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
+  if (spec.param("one_pass") == "1" && one_pass_) {
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaOnePassSymbol)), hidden_,
+                                        device_.num_sms(), k->cuda));
+  }
+  k->module = std::move(module);
+  return k;
+}
+
+std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fused_norm) {
+  const CudaDriver& d = device_.driver();
+  if (!generic_module_) {
+    const auto image = mhc_pre_generic_fatbin();
+    if (image.empty()) {
+      HCWARM_THROW(ErrorKind::Unavailable,
+                   "this libhcwarm was built without nvcc: no generic CUDA kernels (use the specialized variant)");
+    }
+    generic_module_ = CudaModuleLoader(device_).load("mhc_pre_generic", image);
+  }
+  auto k = std::make_unique<CudaKernels>();
+  k->module = generic_module_;
+  k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbol));
+  k->cuda.finish =
+      static_cast<CUfunction>(k->module->function(fused_norm ? kGenericFinishNormSymbol : kGenericFinishSymbol));
+  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));  // the generic partial kernel is mma_smem
+  if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
+    const auto f = static_cast<CUfunction>(
+        k->module->function(fused_norm ? kGenericOnePassNormSymbol : kGenericOnePassSymbol));
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda));
+  }
+  return k;
+}
+
+size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
+  if (num_tokens <= 0) return 0;
+  size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  // The one-pass kernel may still fall back to the two kernels (too few free SMs): room for either.
+  if (one_pass_possible(num_splits)) bytes = std::max(bytes, one_pass_workspace_bytes(num_tokens));
+  return bytes;
+}
+
+const char* CudaHcPreBackend::unsupported_argument(const hcwarm_mhc_pre_params& p) const {
+  return misaligned_argument(p.residual, p.fn, p.y, p.norm_weight);
+}
+
+CUstream CudaHcPreBackend::stream_of(const LaunchContext& launch) const {
+  return launch.stream ? static_cast<CUstream>(*launch.stream) : device_.stream();
+}
+
+bool CudaHcPreBackend::capturing(const LaunchContext& launch) const {
+  return stream_capturing(device_.driver(), stream_of(launch));
+}
+
+void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
+                              const LaunchContext& launch, int stages) {
+  MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
+  const bool one_pass = p.num_splits == 1 && stages == 3 && k.one_pass != nullptr;
+  if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
+  p.num_parts = one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda_num_parts(p.num_splits);
+  HCWARM_CHECK_CU(device_.driver(), launch_mhc_pre_cuda(device_.driver(), k, p, stream_of(launch), stages));
+}
+
+}  // namespace hcwarm::cuda
