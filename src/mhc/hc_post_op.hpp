@@ -1,12 +1,14 @@
 #pragma once
-// The mHC post step (docs/MATH.md, section 3) on the model's device: the CPU
-// runs it in the library; CUDA runs the "mhc_post" JIT kernel family, one key
-// per (hc, hidden), which the framework-level warmup compiles ahead of serving.
+// The mHC post step (docs/MATH.md, section 3) on the model's device, through
+// backends/hc_post_backend.hpp: the CPU runs it in the library; CUDA runs the
+// "mhc_post" JIT kernel family, one key per (hc, hidden), which the
+// framework-level warmup compiles ahead of serving.
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "backends/hc_post_backend.hpp"
 #include "core/device.hpp"
 #include "core/thread_pool.hpp"
 #include "jit/kernel_spec.hpp"
@@ -23,6 +25,7 @@ class HcPostOp {
   // cuda_arch: the NVRTC target of `device` when it is a CUDA device.
   HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::string cuda_arch,
            std::shared_ptr<ThreadPool> pool);
+  ~HcPostOp();
 
   // The JIT kernels this op will ask for (none on the CPU).
   std::vector<jit::KernelSpec> planned_specs() const;
@@ -39,18 +42,13 @@ class HcPostOp {
   bool loaded() const;
 
  private:
-  void run_cpu(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
-               bf16* residual_out);
-  void run_cuda(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post, const float* comb,
-                bf16* residual_out, const LaunchContext& launch);
-
   MhcDims dims_;
   Device& device_;
   jit::JitRuntime* jit_;
   std::string cuda_arch_;
-  std::shared_ptr<ThreadPool> pool_;
+  std::unique_ptr<backends::HcPostBackend> backend_;
   mutable std::mutex mu_;
-  std::shared_ptr<const jit::LoadedModule> module_;  // the CUDA kernel, fetched once
+  bool bound_ = false;  // the CUDA kernel, fetched once
 };
 
 }  // namespace hcwarm::mhc

@@ -7,11 +7,12 @@
 #include <chrono>
 #include <random>
 
+#include "backends/cpu/swiglu_cpu.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/swiglu_cuda.hpp"
 #include "core/thread_pool.hpp"
 #include "model/nextn.hpp"
-#include "model/swiglu_mlp.hpp"
+#include "model/standin/swiglu_mlp.hpp"
 
 namespace hcwarm::runtime {
 namespace {
@@ -62,7 +63,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     if (auto* cd = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
       backend = std::make_unique<cuda::CudaSwigluBackend>(weights, *cd, *jit_, server_.max_num_tokens());
     } else {
-      backend = model::make_cpu_swiglu_backend(weights, pool_);
+      backend = cpu::make_cpu_swiglu_backend(weights, pool_);
     }
     return std::make_unique<model::SwigluMlp>(weights, std::move(backend));
   };

@@ -9,7 +9,7 @@
 #include "backends/cuda/swiglu_cuda.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
-#include "model/swiglu_mlp.hpp"
+#include "model/standin/swiglu_mlp.hpp"
 
 namespace hcwarm {
 namespace {

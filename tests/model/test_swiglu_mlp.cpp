@@ -1,10 +1,11 @@
-#include "model/swiglu_mlp.hpp"
+#include "model/standin/swiglu_mlp.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
+#include "backends/cpu/swiglu_cpu.hpp"
 #include "common/test_util.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -93,8 +94,8 @@ TEST(SwigluMlpTest, ThreadCountDoesNotChangeBits) {
 TEST(SwigluMlpTest, SharedPoolAndWeightsAcrossSublayers) {
   auto pool = std::make_shared<ThreadPool>(2);
   auto w = std::make_shared<const SwigluWeights>(SwigluWeights::random(32, 16, 1));
-  SwigluMlp attn(w, make_cpu_swiglu_backend(w, pool));
-  SwigluMlp ffn(w, make_cpu_swiglu_backend(w, pool));
+  SwigluMlp attn(w, cpu::make_cpu_swiglu_backend(w, pool));
+  SwigluMlp ffn(w, cpu::make_cpu_swiglu_backend(w, pool));
   const auto x = random_x(20, 32, 2);
   EXPECT_EQ(run(attn, x).vec(), run(ffn, x).vec());
   EXPECT_EQ(attn.describe(), "swiglu_mlp(hidden=32, width=16, backend=cpu)");
@@ -120,22 +121,22 @@ TEST(SwigluMlpTest, SafetensorsRoundTrip) {
   test::TempDir dir;
   const auto w = SwigluWeights::random(24, 8, 3);
   SafetensorsWriter writer;
-  w.save(writer, "model.layers.0.mlp.");
+  save_swiglu_weights(w, writer, "model.layers.0.mlp.");
   writer.write(dir / "mlp.safetensors");
   const auto file = SafetensorsFile::open(dir / "mlp.safetensors");
-  const auto back = SwigluWeights::load(file, "model.layers.0.mlp.", 24, 8);
+  const auto back = load_swiglu_weights(file, "model.layers.0.mlp.", 24, 8);
   EXPECT_EQ(back.gate.vec(), w.gate.vec());
   EXPECT_EQ(back.up.vec(), w.up.vec());
   EXPECT_EQ(back.down.vec(), w.down.vec());
   try {
-    SwigluWeights::load(file, "model.layers.0.mlp.", 24, 16);
+    load_swiglu_weights(file, "model.layers.0.mlp.", 24, 16);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("'model.layers.0.mlp.gate_proj.weight' has shape (8, 24), expected (16, 24)"),
               std::string::npos)
         << e.message();
   }
-  EXPECT_THROW(SwigluWeights::load(file, "model.layers.1.mlp.", 24, 8), Error);
+  EXPECT_THROW(load_swiglu_weights(file, "model.layers.1.mlp.", 24, 8), Error);
 }
 
 TEST(SwigluMlpTest, EdgeCasesAndMisuse) {

@@ -19,7 +19,7 @@ constexpr int kTile = 64;  // kTileM == kTileN in cuda/gemm_nt.cuh
 
 }  // namespace
 
-CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device,
+CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const backends::SwigluWeights> weights, CudaDevice& device,
                                      jit::JitRuntime& jit, int64_t max_tokens)
     : weights_(std::move(weights)), device_(device), jit_(jit) {
   weights_->validate();

@@ -7,7 +7,7 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "jit/kernel_spec.hpp"
-#include "model/swiglu_mlp.hpp"
+#include "backends/swiglu_backend.hpp"
 
 namespace hcwarm::jit {
 class JitRuntime;
@@ -15,11 +15,11 @@ class JitRuntime;
 
 namespace hcwarm::cuda {
 
-class CudaSwigluBackend final : public model::SwigluBackend {
+class CudaSwigluBackend final : public backends::SwigluBackend {
  public:
   // max_tokens: the largest batch; the activation buffer is allocated for it up
   // front, so serving never allocates device memory in a forward.
-  CudaSwigluBackend(std::shared_ptr<const model::SwigluWeights> weights, CudaDevice& device, jit::JitRuntime& jit,
+  CudaSwigluBackend(std::shared_ptr<const backends::SwigluWeights> weights, CudaDevice& device, jit::JitRuntime& jit,
                     int64_t max_tokens);
 
   static jit::KernelSpec kernel_spec(int hidden, int width, const std::string& arch);
@@ -29,7 +29,7 @@ class CudaSwigluBackend final : public model::SwigluBackend {
   void forward(const bf16* x, bf16* out, int64_t T, Device& device) override;
 
  private:
-  std::shared_ptr<const model::SwigluWeights> weights_;
+  std::shared_ptr<const backends::SwigluWeights> weights_;
   CudaDevice& device_;
   jit::JitRuntime& jit_;
   DeviceBuffer gate_, up_, down_;

@@ -7,13 +7,16 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "model/swiglu_mlp.hpp"
+#include "backends/cpu/swiglu_cpu.hpp"
 
 // The 32-byte vectors only pass between inline functions of this file, so the
 // ABI note GCC gives for them without -mavx does not matter.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-namespace hcwarm::model {
+namespace hcwarm::cpu {
+using backends::SwigluBackend;
+using backends::SwigluWeights;
+
 namespace {
 
 using v8f = float __attribute__((vector_size(32)));
@@ -116,4 +119,4 @@ std::unique_ptr<SwigluBackend> make_cpu_swiglu_backend(std::shared_ptr<const Swi
   return std::make_unique<CpuSwigluBackend>(std::move(weights), std::move(pool));
 }
 
-}  // namespace hcwarm::model
+}  // namespace hcwarm::cpu

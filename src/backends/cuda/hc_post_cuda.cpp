@@ -1,0 +1,44 @@
+#include "backends/cuda/hc_post_cuda.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace hcwarm::cuda {
+
+std::string mhc_post_cuda_source(int hc, int hidden) {
+  return fmt::format(
+      "#include \"cuda/mhc_post.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({2}) {3}(long long t, const unsigned short* out,\n"
+      "    const unsigned short* r_in, const float* post, const float* comb, unsigned short* r_out) {{\n"
+      "  hcwarm_post::mhc_post<{0}, {1}>(t, out, r_in, post, comb, r_out);\n"
+      "}}\n",
+      hc, hidden, kCudaPostThreads, kCudaPostSymbol);
+}
+
+void CudaHcPostBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
+  fn_ = static_cast<CUfunction>(module->function(kCudaPostSymbol));
+  module_ = std::move(module);
+}
+
+CUstream CudaHcPostBackend::stream_of(const LaunchContext& launch) const {
+  return launch.stream ? static_cast<CUstream>(*launch.stream) : device_.stream();
+}
+
+bool CudaHcPostBackend::capturing(const LaunchContext& launch) const {
+  return stream_capturing(device_.driver(), stream_of(launch));
+}
+
+void CudaHcPostBackend::launch(const backends::HcPostParams& p, const LaunchContext& launch) {
+  HCWARM_ASSERT(fn_ != nullptr, "hc_post (cuda): launched before its kernel was bound");
+  const ScopedContext scoped(device_);
+  long long t = p.num_tokens;
+  const void* args_p[] = {p.out, p.residual_in, p.post, p.comb, p.residual_out};
+  void* params[] = {&t, &args_p[0], &args_p[1], &args_p[2], &args_p[3], &args_p[4]};
+  const long long threads = t * (p.hidden / 8);
+  const unsigned blocks = static_cast<unsigned>((threads + kCudaPostThreads - 1) / kCudaPostThreads);
+  HCWARM_CHECK_CU(device_.driver(), device_.driver().cuLaunchKernel(fn_, blocks, 1, 1, kCudaPostThreads, 1, 1, 0,
+                                                                    stream_of(launch), params, nullptr));
+}
+
+}  // namespace hcwarm::cuda
