@@ -269,7 +269,7 @@ NB_MODULE(_core, m) {
     return config_dict(resolve_config(preset_or_path, json_text));
   }, "preset_or_path"_a, "json_text"_a = nb::none());
   m.def("num_splits", &hcwarm::mhc::num_splits, "num_tokens"_a, "k"_a, "num_sms"_a);
-  m.def("set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
+  m.def("set_log_level", [](const std::string& level) { hcwarm::logger().set_level(spdlog::level::from_str(level)); },
         "level"_a);
 
   nb::class_<Context>(m, "Context")

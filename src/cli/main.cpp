@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   try {
     ctx.env = hcwarm::EnvConfig::from_environment();
     hcwarm::init_logging(ctx.env);
+    spdlog::set_default_logger(hcwarm::shared_logger());  // the CLI's own messages share the library's stream
     hcwarm::cli::register_all(app, ctx);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

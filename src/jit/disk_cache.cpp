@@ -1,4 +1,5 @@
 #include "jit/disk_cache.hpp"
+#include "core/logging.hpp"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -321,7 +322,7 @@ void DiskCache::sweep_staging(const fs::path& ns_dir, std::string_view only_key)
     try {
       auto lock = fsu::FileLock::try_acquire(ns_dir / "locks" / (key + ".lock"));
       if (lock.owns()) {
-        spdlog::debug("jit cache: removing stale staging dir {}", it->path().string());
+        log::debug("jit cache: removing stale staging dir {}", it->path().string());
         fsu::remove_tree(it->path());
       }
     } catch (const Error&) {
@@ -429,7 +430,7 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
   if (::rename(staging.c_str(), final_dir.c_str()) != 0) {
     const int err = errno;
     if (err == EEXIST || err == ENOTEMPTY) {
-      spdlog::debug("jit cache: {} was published by another process first; using theirs", key);
+      log::debug("jit cache: {} was published by another process first; using theirs", key);
       return Published::LostRace;  // cleanup discards ours
     }
     HCWARM_THROW(ErrorKind::Io, "cannot rename {} to {}: {}", staging.string(), final_dir.string(), errno_string(err));
@@ -491,7 +492,7 @@ VerifyResult DiskCache::verify(bool quarantine_bad) const {
           if (::rename(e.dir.c_str(), dest.c_str()) == 0) ++r.quarantined;
         }
       } catch (const Error& err) {
-        spdlog::warn("jit cache: cannot move {} aside: {}", e.dir.string(), err.message());
+        log::warn("jit cache: cannot move {} aside: {}", e.dir.string(), err.message());
       }
     }
     r.bad.push_back({std::move(e), std::move(*bad)});

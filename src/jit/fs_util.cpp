@@ -1,4 +1,5 @@
 #include "jit/fs_util.hpp"
+#include "core/logging.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -243,7 +244,7 @@ FileLock FileLock::acquire(const fs::path& lock_file, double timeout_s, std::str
                   __FILE__, __LINE__);
     }
     if (!logged && w >= kLogWaitAfterSeconds) {
-      spdlog::warn("waiting for the lock of {}, held by {}", name, read_holder(fd));
+      log::warn("waiting for the lock of {}, held by {}", name, read_holder(fd));
       logged = true;
     }
     ::usleep(static_cast<useconds_t>(sleep_us));

@@ -1,4 +1,5 @@
 #include "jit/jit_runtime.hpp"
+#include "core/logging.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -194,7 +195,7 @@ const DiskCache* JitRuntime::disk_cache() const { return disk_enabled_ ? disk_.g
 void JitRuntime::disable_disk(const std::string& why) {
   disk_enabled_ = false;
   std::call_once(disk_warned_, [&] {
-    spdlog::warn("jit cache: {} is not usable ({}); kernels are kept in memory only for this process",
+    log::warn("jit cache: {} is not usable ({}); kernels are kept in memory only for this process",
                  disk_ ? disk_->root().string() : std::string("?"), why);
   });
 }
@@ -202,7 +203,7 @@ void JitRuntime::disable_disk(const std::string& why) {
 void JitRuntime::disable_disk_writes(const std::string& why) {
   disk_writable_ = false;
   std::call_once(disk_ro_warned_, [&] {
-    spdlog::warn("jit cache: {} is read-only ({}); kernels are loaded from it, new ones are kept in memory only",
+    log::warn("jit cache: {} is read-only ({}); kernels are loaded from it, new ones are kept in memory only",
                  disk_->root().string(), why);
   });
 }
@@ -242,7 +243,7 @@ void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string
                  "build this kernel",
                  spec.describe(), key);
   }
-  spdlog::warn("cold compile during serving: {} (key {}); warmup did not build this kernel", spec.describe(), key);
+  log::warn("cold compile during serving: {} (key {}); warmup did not build this kernel", spec.describe(), key);
 }
 
 std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Resolved& r, const fs::path* workdir) {
@@ -267,8 +268,8 @@ std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Res
     std::lock_guard lock(stats_mu_);
     stats_.compile_seconds += secs;
   }
-  if (!out.log.empty()) spdlog::debug("jit: compiler messages for {}:\n{}", spec.describe(), out.log);
-  spdlog::debug("jit: compiled {} (key {}) in {:.3f} s", spec.describe(), r.key, secs);
+  if (!out.log.empty()) log::debug("jit: compiler messages for {}:\n{}", spec.describe(), out.log);
+  log::debug("jit: compiled {} (key {}) in {:.3f} s", spec.describe(), r.key, secs);
   hook("compile-end");
   return std::move(out.binary);
 }
@@ -288,7 +289,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
       if (!disk_writable_) {
         // Nothing can be stored (nor quarantined): compile in memory below.
         if (lk.status == DiskCache::Lookup::Status::Bad) {
-          spdlog::warn("jit cache: entry {} ({}) is bad: {}; the cache is read-only, compiling in memory", r.key,
+          log::warn("jit cache: entry {} ({}) is bad: {}; the cache is read-only, compiling in memory", r.key,
                        spec.describe(), lk.reason);
         }
       } else {
@@ -303,7 +304,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
         }
         if (lk.status == DiskCache::Lookup::Status::Bad) {
           const auto moved = disk_->quarantine(cs.ns, r.key);
-          spdlog::warn("jit cache: entry {} ({}) is bad: {}; moved to {} and rebuilding", r.key, spec.describe(),
+          log::warn("jit cache: entry {} ({}) is bad: {}; moved to {} and rebuilding", r.key, spec.describe(),
                        lk.reason, moved.string());
         }
         disk_->clean_staging(cs.ns, r.key);
@@ -351,7 +352,7 @@ void JitRuntime::maybe_prune() {
   if (!lock.owns_lock()) return;
   if (disk_->total_bytes() <= opts_.cache_max_bytes) return;
   const auto r = disk_->prune(opts_.cache_max_bytes);
-  spdlog::info("jit cache: pruned {} least-recently-used entries ({} -> {} bytes, cap {})", r.removed,
+  log::info("jit cache: pruned {} least-recently-used entries ({} -> {} bytes, cap {})", r.removed,
                r.bytes_before, r.bytes_after, opts_.cache_max_bytes);
 }
 
@@ -480,7 +481,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   }
   rep.keys = static_cast<int>(items.size()) + rep.failed;
   if (mode == BuildMode::CompileOnly && !disk_enabled_ && !items.empty()) {
-    spdlog::info("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
+    log::info("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
   }
   BuildProgress progress(static_cast<int>(items.size()), opts_.progress);
   std::mutex rep_mu;
@@ -527,7 +528,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
         const auto* he = dynamic_cast<const Error*>(&e);
         std::string msg = he ? he->message() : e.what();
         if (he && !he->log().empty()) msg += "\n" + he->log();
-        spdlog::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
+        log::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
         std::lock_guard lock(rep_mu);
         ++rep.failed;
         if (rep.errors.empty()) rep.first_error_kind = he ? he->kind() : ErrorKind::Internal;
@@ -546,7 +547,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   };
   run_pass();
   if (!deferred.empty()) {
-    spdlog::debug("jit build: {} keys were being built by another process; taking them now", deferred.size());
+    log::debug("jit build: {} keys were being built by another process; taking them now", deferred.size());
     std::sort(deferred.begin(), deferred.end());
     order = std::move(deferred);
     first_pass = false;

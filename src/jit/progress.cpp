@@ -1,4 +1,5 @@
 #include "jit/progress.hpp"
+#include "core/logging.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -33,7 +34,7 @@ void BuildProgress::done(const std::string& description, const std::string& what
   else ++failed_;
   last_ = description;
   if (lines_) {
-    spdlog::info("jit build [{}/{}] {} {} ({:.2f} s)", finished_, total_, what, description, seconds);
+    log::info("jit build [{}/{}] {} {} ({:.2f} s)", finished_, total_, what, description, seconds);
   } else if (bar_) {
     draw_locked(false);
   }

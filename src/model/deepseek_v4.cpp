@@ -1,4 +1,5 @@
 #include "model/deepseek_v4.hpp"
+#include "core/logging.hpp"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -34,12 +35,12 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
                                           const mhc::HcPreOp& hc_pre, RunnerView& runner,
                                           const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm) {
   if (const std::string why = mhc_prewarm_skip_reason(config, hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
-    spdlog::info("{} mHC prewarm skipped: {}", model_name, why);
+    log::info("{} mHC prewarm skipped: {}", model_name, why);
     return {};
   }
   const int64_t max_num_tokens = runner.server_args().max_num_tokens();
   std::vector<int64_t> warmed = prewarm(max_num_tokens, runner.device());
-  spdlog::info("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
+  log::info("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
                fmt::join(warmed, ", "));
   return warmed;
 }

@@ -1,4 +1,5 @@
 #include "model/server_args.hpp"
+#include "core/logging.hpp"
 
 #include "core/limits.hpp"
 
@@ -28,7 +29,7 @@ ServerArgs ServerArgs::process(const ServerArgsInput& in, std::optional<int> env
     const int64_t per_rank = a.chunked_prefill_size / a.dp_size;
     HCWARM_CHECK_ARG(per_rank >= 1, "--chunked-prefill-size {} is smaller than --dp-size {}", a.chunked_prefill_size,
                      a.dp_size);
-    spdlog::warn("DP attention is on: chunked_prefill_size {} / dp_size {} = {} tokens per rank", a.chunked_prefill_size,
+    log::warn("DP attention is on: chunked_prefill_size {} / dp_size {} = {} tokens per rank", a.chunked_prefill_size,
                  a.dp_size, per_rank);
     a.chunked_prefill_size = per_rank;
   }

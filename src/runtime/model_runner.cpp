@@ -1,4 +1,5 @@
 #include "runtime/model_runner.hpp"
+#include "core/logging.hpp"
 
 #include "runtime/kernel_plan.hpp"
 
@@ -151,7 +152,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   }
   device_->reset_peak();
   r.seconds = seconds_since(t0);
-  spdlog::info("kernel warmup: {:.3f}s ({} keys: {} compiled, {} from disk, {} in memory); mHC token counts: {}",
+  log::info("kernel warmup: {:.3f}s ({} keys: {} compiled, {} from disk, {} in memory); mHC token counts: {}",
                r.seconds, r.keys, r.compiled, r.loaded_from_disk, r.memory_hits, r.token_counts.size());
   return r;
 }

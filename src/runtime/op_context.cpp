@@ -1,4 +1,5 @@
 #include "runtime/op_context.hpp"
+#include "core/logging.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -182,7 +183,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   device_->synchronize();
   jit_->mark_ready();
   r.seconds = seconds_since(t0);
-  spdlog::info("prewarm ({}, {}): {:.3f}s, {} keys ({} compiled, {} from disk), {} token counts up to {}{}",
+  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({} compiled, {} from disk), {} token counts up to {}{}",
                req.model.name, mhc::to_string(options_.backend), r.seconds, r.keys, r.compiled, r.loaded_from_disk,
                r.token_counts.size(), r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped);
   return r;

@@ -1,4 +1,5 @@
 #include "sim/replay.hpp"
+#include "core/logging.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -45,7 +46,7 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
     report.records.push_back(rec);
     if (options.progress && std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(5)) {
       last_progress = std::chrono::steady_clock::now();
-      spdlog::info("[{}] {} forwards, simulated time {:.1f}s", name, report.records.size(), batch.time_s);
+      log::info("[{}] {} forwards, simulated time {:.1f}s", name, report.records.size(), batch.time_s);
     }
     return seconds;
   });

@@ -5,10 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/base_sink.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/logging.hpp"
 
 extern char** environ;
 
@@ -98,6 +104,47 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   r.out = read_file(out_path);
   r.err = read_file(err_path);
   return r;
+}
+
+struct LogCapture::Sink : spdlog::sinks::base_sink<std::mutex> {
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> msgs;
+  mutable std::mutex read_mu;
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& m) override {
+    std::lock_guard lock(read_mu);
+    msgs.emplace_back(m.level, std::string(m.payload.data(), m.payload.size()));
+  }
+  void flush_() override {}
+};
+
+LogCapture::LogCapture() : sink_(std::make_shared<Sink>()) {
+  auto logger = hcwarm::shared_logger();
+  old_level_ = logger->level();
+  logger->sinks().push_back(sink_);
+  if (old_level_ > spdlog::level::info) logger->set_level(spdlog::level::info);
+}
+
+LogCapture::~LogCapture() {
+  auto logger = hcwarm::shared_logger();
+  auto& sinks = logger->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  logger->set_level(old_level_);
+}
+
+int LogCapture::count(spdlog::level::level_enum level, const std::string& needle) const {
+  std::lock_guard lock(sink_->read_mu);
+  int n = 0;
+  for (const auto& [l, s] : sink_->msgs) n += (l == level && s.find(needle) != std::string::npos);
+  return n;
+}
+
+std::vector<std::string> LogCapture::messages(spdlog::level::level_enum level) const {
+  std::lock_guard lock(sink_->read_mu);
+  std::vector<std::string> out;
+  for (const auto& [l, s] : sink_->msgs)
+    if (l == level) out.push_back(s);
+  return out;
 }
 
 }  // namespace hcwarm::test

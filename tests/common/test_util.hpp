@@ -1,6 +1,9 @@
 #pragma once
 // Helpers shared by the test binaries.
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
+#include <memory>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -51,5 +54,20 @@ std::vector<char*> c_array(std::vector<std::string>& strings);
 std::string read_file(const std::filesystem::path& p);
 // Creates missing parent directories.
 void write_file(const std::filesystem::path& p, const std::string& content);
+
+// Captures what hcwarm logs (its own logger, core/logging.hpp) while alive, at info level and above.
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  int count(spdlog::level::level_enum level, const std::string& needle = {}) const;
+  std::vector<std::string> messages(spdlog::level::level_enum level) const;
+
+  struct Sink;
+
+ private:
+  std::shared_ptr<Sink> sink_;
+  spdlog::level::level_enum old_level_;
+};
 
 }  // namespace hcwarm::test

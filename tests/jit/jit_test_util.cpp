@@ -92,46 +92,6 @@ void populate_cache(const std::filesystem::path& cache, std::initializer_list<in
   for (int v : values) rt.get(host_spec(v));
 }
 
-struct LogCapture::Sink : spdlog::sinks::base_sink<std::mutex> {
-  std::vector<std::pair<spdlog::level::level_enum, std::string>> msgs;
-  mutable std::mutex read_mu;
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& m) override {
-    std::lock_guard lock(read_mu);
-    msgs.emplace_back(m.level, std::string(m.payload.data(), m.payload.size()));
-  }
-  void flush_() override {}
-};
-
-LogCapture::LogCapture() : sink_(std::make_shared<Sink>()) {
-  auto logger = spdlog::default_logger();
-  old_level_ = logger->level();
-  logger->sinks().push_back(sink_);
-  if (old_level_ > spdlog::level::info) logger->set_level(spdlog::level::info);
-}
-
-LogCapture::~LogCapture() {
-  auto logger = spdlog::default_logger();
-  auto& sinks = logger->sinks();
-  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  logger->set_level(old_level_);
-}
-
-int LogCapture::count(spdlog::level::level_enum level, const std::string& needle) const {
-  std::lock_guard lock(sink_->read_mu);
-  int n = 0;
-  for (const auto& [l, s] : sink_->msgs) n += (l == level && s.find(needle) != std::string::npos);
-  return n;
-}
-
-std::vector<std::string> LogCapture::messages(spdlog::level::level_enum level) const {
-  std::lock_guard lock(sink_->read_mu);
-  std::vector<std::string> out;
-  for (const auto& [l, s] : sink_->msgs)
-    if (l == level) out.push_back(s);
-  return out;
-}
 
 pid_t spawn_child(const std::string& mode, const std::map<std::string, std::string>& env,
                   const std::filesystem::path& log_file) {

@@ -2,8 +2,6 @@
 // Helpers for the JIT tests: tiny self-contained kernels (a host TU including an
 // embedded-style header, a CUDA kernel), options, a log capture, and running
 // this test binary again as a child process ("child mode", see jit_child_test.cpp).
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_util.hpp"
 #include "core/embedded_files.hpp"
 #include "core/error.hpp"
 #include "jit/jit_runtime.hpp"
@@ -42,20 +41,7 @@ std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value
 // Compiles host_spec(v) for each value into the cache at `cache`.
 void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values);
 
-// Counts log messages (all loggers sharing the default logger's sinks).
-class LogCapture {
- public:
-  LogCapture();
-  ~LogCapture();
-  int count(spdlog::level::level_enum level, const std::string& needle = {}) const;
-  std::vector<std::string> messages(spdlog::level::level_enum level) const;
-
-  struct Sink;
-
- private:
-  std::shared_ptr<Sink> sink_;
-  spdlog::level::level_enum old_level_;
-};
+using hcwarm::test::LogCapture;
 
 // Starts this test binary as a child in `mode` (env HCWARM_JIT_CHILD=mode plus
 // `env` entries), stdout/stderr to `log_file`. Returns its pid.
