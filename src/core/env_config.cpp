@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 extern char** environ;
 
@@ -15,14 +16,14 @@ int64_t parse_int(const std::string& name, const std::string& value, int64_t lo,
   const char* end = value.data() + value.size();
   auto [p, ec] = std::from_chars(value.data(), end, v);
   HCWARM_CHECK_ARG(ec == std::errc() && p == end && v >= lo && v <= hi,
-                   "{}={:?} is not an integer in [{}, {}]", name, value, lo, hi);
+                   "{}={} is not an integer in [{}, {}]", name, quoted_excerpt(value), lo, hi);
   return v;
 }
 
 bool parse_bool(const std::string& name, const std::string& value) {
   if (value == "1" || value == "true" || value == "on" || value == "yes") return true;
   if (value == "0" || value == "false" || value == "off" || value == "no") return false;
-  HCWARM_THROW(ErrorKind::InvalidArgument, "{}={:?} is not a boolean (use 1 or 0)", name, value);
+  HCWARM_THROW(ErrorKind::InvalidArgument, "{}={} is not a boolean (use 1 or 0)", name, quoted_excerpt(value));
 }
 
 }  // namespace
@@ -44,7 +45,8 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
     c.cache_max_bytes = static_cast<uint64_t>(parse_int("HCWARM_CACHE_MAX_MB", *v, 1, int64_t{1} << 40)) << 20;
   }
   if (const auto* v = get("HCWARM_CACHE_TRUST")) {
-    HCWARM_CHECK_ARG(*v == "owner" || *v == "shared", "HCWARM_CACHE_TRUST={:?} is not one of owner, shared", *v);
+    HCWARM_CHECK_ARG(*v == "owner" || *v == "shared", "HCWARM_CACHE_TRUST={} is not one of owner, shared",
+                     quoted_excerpt(*v));
     c.cache_trust_shared = *v == "shared";
   }
   if (const auto* v = get("HCWARM_STRICT_WARMUP")) c.strict_warmup = parse_bool("HCWARM_STRICT_WARMUP", *v);
@@ -56,7 +58,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
     } else if (*v == "off" || *v == "0") {
       c.jit_compile = false;
     } else {
-      HCWARM_THROW(ErrorKind::InvalidArgument, "HCWARM_JIT={:?} is not one of on, off", *v);
+      HCWARM_THROW(ErrorKind::InvalidArgument, "HCWARM_JIT={} is not one of on, off", quoted_excerpt(*v));
     }
   }
   if (const auto* v = get("HCWARM_LOCK_TIMEOUT_S")) {
@@ -72,7 +74,8 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
     bool ok = false;
     for (const char* l : kLevels) ok = ok || *v == l;
-    HCWARM_CHECK_ARG(ok, "HCWARM_LOG_LEVEL={:?} is not one of trace, debug, info, warn, error, off", *v);
+    HCWARM_CHECK_ARG(ok, "HCWARM_LOG_LEVEL={} is not one of trace, debug, info, warn, error, off",
+                     quoted_excerpt(*v));
     c.log_level = *v;
   }
   if (const auto* v = get("HCWARM_CUDA_LIBRARY")) c.cuda_library = *v;

@@ -31,5 +31,11 @@ std::string json_error_text(const nlohmann::json::exception& e);
 std::string excerpt(std::string_view s);
 // v.dump(), cut to at most kMaxJsonExcerpt characters.
 std::string json_excerpt(const nlohmann::json& v);
+// s in double quotes, cut to at most kMaxJsonExcerpt bytes (never inside a UTF-8
+// sequence), with quotes, backslashes, control bytes and bytes that are not valid
+// UTF-8 escaped (\", \\, \n, \xc0): what fmt's {:?} prints, for input strings. Not
+// {:?} itself: Debian's libspdlog carries a copy of fmt's escaping writer that
+// aborts on invalid UTF-8, and it is the one in use wherever libhcwarm is dlopen'ed.
+std::string quoted_excerpt(std::string_view s);
 
 }  // namespace hcwarm

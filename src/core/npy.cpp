@@ -24,9 +24,9 @@ std::string read_all(const std::filesystem::path& path) {
 
 // Finds 'key': <value> in the header dict; returns the raw value text: a
 // parenthesized tuple, a quoted string, True or False. A linear scan, no regex.
-std::string dict_value(const std::string& header, const std::string& key, const std::filesystem::path& path) {
+std::string dict_value(const std::string& header, const std::string& key, const std::string& name) {
   auto missing = [&] {
-    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: .npy header has no '{}' entry: {}", path.string(), key,
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: .npy header has no '{}' entry: {}", name, key,
                  header.substr(0, 200));
   };
   for (const char q : {'\'', '"'}) {
@@ -88,9 +88,9 @@ Shape parse_shape(const std::string& text, const std::string& name) {
 
 }  // namespace
 
-HostTensor<float> read_npy_f32(const std::filesystem::path& path) {
-  const std::string bytes = read_all(path);
-  const std::string name = path.string();
+HostTensor<float> read_npy_f32(const std::filesystem::path& path) { return decode_npy_f32(read_all(path), path.string()); }
+
+HostTensor<float> decode_npy_f32(std::string_view bytes, const std::string& name) {
   HCWARM_CHECK_ARG(bytes.size() >= 10 && std::memcmp(bytes.data(), kMagic, 6) == 0,
                    "{}: not a .npy file (bad magic)", name);
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -109,16 +109,16 @@ HostTensor<float> read_npy_f32(const std::filesystem::path& path) {
   HCWARM_CHECK_ARG(header_len <= kMaxHeaderBytes, "{}: .npy header of {} bytes is over the {} byte limit", name,
                    header_len, kMaxHeaderBytes);
   HCWARM_CHECK_ARG(bytes.size() >= offset + header_len, "{}: truncated .npy header", name);
-  const std::string header = bytes.substr(offset, header_len);
+  const std::string header(bytes.substr(offset, header_len));
 
-  std::string descr = dict_value(header, "descr", path);
+  std::string descr = dict_value(header, "descr", name);
   descr = descr.substr(1, descr.size() - 2);
   HCWARM_CHECK_ARG(descr != ">f4", "{}: big-endian float32 ('>f4') is not supported; save it little-endian", name);
-  HCWARM_CHECK_ARG(descr == "<f4", "{}: dtype '{}' is not float32 ('<f4')", name, descr);
-  HCWARM_CHECK_ARG(dict_value(header, "fortran_order", path) == "False",
+  HCWARM_CHECK_ARG(descr == "<f4", "{}: dtype '{}' is not float32 ('<f4')", name, descr.substr(0, 200));
+  HCWARM_CHECK_ARG(dict_value(header, "fortran_order", name) == "False",
                    "{}: Fortran-order arrays are not supported; save with np.ascontiguousarray", name);
 
-  const std::string shape_text = dict_value(header, "shape", path);
+  const std::string shape_text = dict_value(header, "shape", name);
   Shape shape = parse_shape(shape_text, name);
   const size_t numel = static_cast<size_t>(shape_numel(shape));  // <= kMaxElements (parse_shape)
   HCWARM_ASSERT(numel <= kMaxElements && numel <= SIZE_MAX / sizeof(float), "{}: unchecked element count", name);

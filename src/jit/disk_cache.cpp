@@ -179,10 +179,13 @@ Manifest Manifest::parse(std::string_view text) {
   const nlohmann::json j = parse_json_bounded(text, "manifest.json");
   try {
     HCWARM_CHECK_ARG(j.is_object(), "not a JSON object");
-    HCWARM_CHECK_ARG(j.at("format").get<int>() == kFormat, "format {} is not {}", j.at("format").dump(), kFormat);
+    // Integers are checked as such: nlohmann's get<int> of a float out of range is undefined behaviour.
+    const auto& format = j.at("format");
+    HCWARM_CHECK_ARG(format.is_number_integer() && format.get<int64_t>() == kFormat, "format {} is not {}",
+                     json_excerpt(format), kFormat);
     Manifest m;
     m.key = j.at("key").get<std::string>();
-    HCWARM_CHECK_ARG(is_sha256_hex(m.key), "key {:?} is not a SHA-256", m.key);
+    HCWARM_CHECK_ARG(is_sha256_hex(m.key), "key {} is not a SHA-256", quoted_excerpt(m.key));
     m.hcwarm_version = j.at("hcwarm_version").get<std::string>();
     m.ns = j.at("namespace").get<std::string>();
     m.compiler = j.at("compiler").get<std::string>();
@@ -191,8 +194,10 @@ Manifest Manifest::parse(std::string_view text) {
     m.description = j.at("description").get<std::string>();
     for (const auto& p : j.at("params")) m.params.emplace_back(p.at(0).get<std::string>(), p.at(1).get<std::string>());
     for (const auto& f : j.at("files")) {
-      ManifestFile mf{f.at("name").get<std::string>(), f.at("size").get<uint64_t>(), f.at("sha256").get<std::string>()};
-      HCWARM_CHECK_ARG(is_sha256_hex(mf.sha256), "file {} has a bad sha256", mf.name);
+      const auto& size = f.at("size");
+      HCWARM_CHECK_ARG(size.is_number_unsigned(), "file size {} is not a non-negative integer", json_excerpt(size));
+      ManifestFile mf{f.at("name").get<std::string>(), size.get<uint64_t>(), f.at("sha256").get<std::string>()};
+      HCWARM_CHECK_ARG(is_sha256_hex(mf.sha256), "file {} has a bad sha256", excerpt(mf.name));
       m.files.push_back(std::move(mf));
     }
     HCWARM_CHECK_ARG(!m.files.empty(), "no files");

@@ -151,8 +151,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (const json* cr = r.find("compress_ratios")) {
     if (!cr->is_array()) r.fail("compress_ratios", fmt::format("must be an array of integers, got {}", json_excerpt(*cr)));
     for (const json& v : *cr) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
-        r.fail("compress_ratios", fmt::format("must hold non-negative integers, got {}", json_excerpt(v)));
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+        r.fail("compress_ratios", fmt::format("must hold integers in [0, {}], got {}", INT32_MAX, json_excerpt(v)));
       }
       c.compress_ratios.push_back(static_cast<int>(v.get<int64_t>()));
     }
@@ -172,8 +172,8 @@ ModelConfig resolve_model(const std::string& preset_or_path) {
   if (std::filesystem::is_directory(path, ec)) path /= "config.json";
   // input_present: a dangling link is a broken config (read, and named), not a preset name.
   HCWARM_CHECK_ARG(input_present(path),
-                   "--model {:?} is neither a preset (dsv4-flash, dsv4-pro) nor an existing config.json",
-                   preset_or_path);
+                   "--model {} is neither a preset (dsv4-flash, dsv4-pro) nor an existing config.json",
+                   quoted_excerpt(preset_or_path));
   return load_model_config_file(path);
 }
 

@@ -127,19 +127,19 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   return f;
 }
 
-void SafetensorsFile::parse_header() {
-  const std::string file = path_.string();
-  const size_t size = mapping_->size();
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, const std::string& file) {
+  SafetensorsHeader out;
+  const size_t size = bytes.size();
   HCWARM_CHECK_ARG(size >= 8, "{}: not a safetensors file: {} bytes, shorter than the 8-byte header length", file,
                    size);
   uint64_t n = 0;
-  std::memcpy(&n, mapping_->data(), 8);
+  std::memcpy(&n, bytes.data(), 8);
   HCWARM_CHECK_ARG(n <= size - 8 && n <= kMaxHeaderBytes,
                    "{}: header length {} runs past the end of the file ({} bytes) or the 100 MB limit", file, n,
                    size);
-  const char* hdr = reinterpret_cast<const char*>(mapping_->data() + 8);
-  data_ = mapping_->data() + 8 + n;
-  data_size_ = size - 8 - n;
+  const char* hdr = reinterpret_cast<const char*>(bytes.data() + 8);
+  out.data_offset = 8 + n;
+  const uint64_t data_size = size - 8 - n;
 
   if (const auto at = json_too_deep_at(std::string_view(hdr, n))) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header JSON is nested deeper than {} levels (at byte {})", file,
@@ -160,7 +160,7 @@ void SafetensorsFile::parse_header() {
       HCWARM_CHECK_ARG(v.is_object(), "{}: __metadata__ must be an object", file);
       for (const auto& [k, s] : v.items()) {
         HCWARM_CHECK_ARG(s.is_string(), "{}: __metadata__ value of '{}' must be a string", file, excerpt(k));
-        metadata_[k] = s.get<std::string>();
+        out.metadata[k] = s.get<std::string>();
       }
       continue;
     }
@@ -196,15 +196,15 @@ void SafetensorsFile::parse_header() {
                      "{}: tensor '{}': data_offsets [{}, {}] hold {} bytes, shape {} of {} needs {}", file, shown,
                      info.begin, info.end, info.end - info.begin, shape_string(info.shape), to_string(info.dtype),
                      need ? fmt::format("{}", *need) : std::string("more than 2^64"));
-    HCWARM_CHECK_ARG(info.end <= data_size_,
+    HCWARM_CHECK_ARG(info.end <= data_size,
                      "{}: truncated: tensor '{}' ends at byte {} of the data section, which holds only {} bytes",
-                     file, shown, info.end, data_size_);
-    tensors_.emplace(name, std::move(info));
+                     file, shown, info.end, data_size);
+    out.tensors.emplace(name, std::move(info));
   }
 
   // Tensors must not share bytes.
   std::vector<const SafetensorsTensorInfo*> by_offset;
-  for (const auto& [name, info] : tensors_) {
+  for (const auto& [name, info] : out.tensors) {
     if (info.end > info.begin) by_offset.push_back(&info);
   }
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
@@ -212,6 +212,15 @@ void SafetensorsFile::parse_header() {
     HCWARM_CHECK_ARG(by_offset[i]->begin >= by_offset[i - 1]->end, "{}: tensors '{}' and '{}' overlap", file,
                      excerpt(by_offset[i - 1]->name), excerpt(by_offset[i]->name));
   }
+  return out;
+}
+
+void SafetensorsFile::parse_header() {
+  SafetensorsHeader h = parse_safetensors_header({mapping_->data(), mapping_->size()}, path_.string());
+  data_ = mapping_->data() + h.data_offset;
+  data_size_ = mapping_->size() - h.data_offset;
+  tensors_ = std::move(h.tensors);
+  metadata_ = std::move(h.metadata);
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

@@ -30,6 +30,15 @@ struct SafetensorsTensorInfo {
   uint64_t end = 0;
 };
 
+// The checked header of a whole file's bytes: what SafetensorsFile::open reads up front.
+struct SafetensorsHeader {
+  std::map<std::string, SafetensorsTensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+  uint64_t data_offset = 0;  // start of the data section: 8 + the header length
+};
+// Parses bytes already in memory; `source` names them in errors. Throws as open() does.
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, const std::string& source);
+
 class SafetensorsFile {
  public:
   // Throws ErrorKind::InvalidArgument naming the file for a malformed file

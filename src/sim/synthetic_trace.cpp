@@ -90,7 +90,10 @@ nlohmann::json SyntheticTraceConfig::to_json() const {
 SyntheticTraceConfig SyntheticTraceConfig::from_json(const nlohmann::json& j, const std::string& source) {
   HCWARM_CHECK_ARG(j.is_object(), "{}: synthetic trace config must be a JSON object", source);
   SyntheticTraceConfig c;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // References, not a structured binding: clang before 16 cannot capture bindings in a lambda.
+    const std::string& key = item.key();
+    const nlohmann::json& v = item.value();
     HCWARM_CHECK_ARG(v.is_number(), "{}: synthetic trace key '{}' must be a number, got {}", source, key, v.dump());
     const bool integral = v.is_number_integer();
     auto as_int = [&]() -> int64_t {

@@ -216,7 +216,7 @@ std::vector<Request> parse_azure_csv(std::string_view text, const std::string& s
   }
   HCWARM_CHECK_ARG(missing.empty(),
                    "{}: line {}: header '{}' lacks column(s) {} (expected TIMESTAMP,ContextTokens,GeneratedTokens)",
-                   source, lines[0].number, lines[0].text, fmt::join(missing, ", "));
+                   source, lines[0].number, excerpt(lines[0].text), fmt::join(missing, ", "));
   const size_t c_ts = col["timestamp"], c_ctx = col["contexttokens"], c_gen = col["generatedtokens"];
 
   LineErrors errors(source, opts.max_errors);
@@ -238,21 +238,23 @@ std::vector<Request> parse_azure_csv(std::string_view text, const std::string& s
     } else if (auto num = parse_double(f[c_ts])) {
       ts = num;
     } else {
-      bad.push_back(fmt::format("TIMESTAMP '{}' is neither a datetime (YYYY-MM-DD HH:MM:SS.f) nor seconds", f[c_ts]));
+      bad.push_back(
+          fmt::format("TIMESTAMP '{}' is neither a datetime (YYYY-MM-DD HH:MM:SS.f) nor seconds", excerpt(f[c_ts])));
     }
     if (ts && datetimes && *datetimes != is_datetime) {
-      bad.push_back(fmt::format("TIMESTAMP '{}' is {} but earlier rows are {}", f[c_ts],
+      bad.push_back(fmt::format("TIMESTAMP '{}' is {} but earlier rows are {}", excerpt(f[c_ts]),
                                 is_datetime ? "a datetime" : "plain seconds",
                                 *datetimes ? "datetimes" : "plain seconds"));
     }
     const auto ctx = parse_int(f[c_ctx]);
     if (!ctx || *ctx < 1 || *ctx > limits::kMaxRequestTokens) {
-      bad.push_back(fmt::format("ContextTokens '{}' is not an integer in [1, {}]", f[c_ctx], limits::kMaxRequestTokens));
+      bad.push_back(fmt::format("ContextTokens '{}' is not an integer in [1, {}]", excerpt(f[c_ctx]),
+                                limits::kMaxRequestTokens));
     }
     const auto gen = parse_int(f[c_gen]);
     if (!gen || *gen < 0 || *gen > limits::kMaxRequestTokens) {
       bad.push_back(
-          fmt::format("GeneratedTokens '{}' is not an integer in [0, {}]", f[c_gen], limits::kMaxRequestTokens));
+          fmt::format("GeneratedTokens '{}' is not an integer in [0, {}]", excerpt(f[c_gen]), limits::kMaxRequestTokens));
     }
     if (!bad.empty()) {
       errors.add(line.number, fmt::format("{}", fmt::join(bad, "; ")));
@@ -266,8 +268,14 @@ std::vector<Request> parse_azure_csv(std::string_view text, const std::string& s
                    source, reqs.size(), limits::kMaxRequests);
   HCWARM_CHECK_ARG(!reqs.empty(), "{}: no requests after the header", source);
 
-  double t0 = reqs[0].arrival_s;
-  for (const auto& r : reqs) t0 = std::min(t0, r.arrival_s);
+  double t0 = reqs[0].arrival_s, t1 = t0;
+  for (const auto& r : reqs) {
+    t0 = std::min(t0, r.arrival_s);
+    t1 = std::max(t1, r.arrival_s);
+  }
+  // Every TIMESTAMP is finite, but the distance between two far apart need not be.
+  HCWARM_CHECK_ARG(std::isfinite(t1 - t0), "{}: TIMESTAMPs from {} to {} seconds span too wide a range", source, t0,
+                   t1);
   for (auto& r : reqs) r.arrival_s -= t0;
   sort_and_truncate(reqs, opts);
   return reqs;

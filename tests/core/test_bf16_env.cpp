@@ -74,5 +74,35 @@ TEST(EnvConfig, BadValuesNameTheVariable) {
   }
 }
 
+TEST(EnvConfig, ErrorMessagesQuoteAtMost200CharactersOfAValue) {
+  for (const char* k : {"HCWARM_LOG_LEVEL", "HCWARM_JOBS", "HCWARM_STRICT_WARMUP", "HCWARM_CACHE_TRUST", "HCWARM_JIT"}) {
+    try {
+      EnvConfig::from_map({{k, std::string(100000, 'v')}});
+      FAIL() << k << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find(k), std::string::npos) << e.message().substr(0, 300);
+      EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+    }
+  }
+}
+
+TEST(EnvConfig, ValuesThatAreNotUtf8AreQuotedWithEscapes) {
+  // Stray or cut UTF-8 sequences are escaped, and a long value is never cut inside one.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\xc0", "\"\\xc0\""},
+      {"on\xe2\x82", "\"on\\xe2\\x82\""},
+      {"\xc3\xa9t\xc3\xa9", "\"\xc3\xa9t\xc3\xa9\""},
+      {std::string(196, 'a') + "\xc3\xa9\xc3\xa9", "\"" + std::string(196, 'a') + "...\""}};
+  for (const auto& [value, quoted] : cases) {
+    try {
+      EnvConfig::from_map({{"HCWARM_MHC_PREWARM", value}});
+      FAIL() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(e.message().find("HCWARM_MHC_PREWARM=" + quoted + " is not"), std::string::npos) << e.message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hcwarm

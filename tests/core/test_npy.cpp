@@ -98,5 +98,37 @@ TEST(Npy, RejectsHeadersOverSixtyFourKiB) {
   expect_invalid(dir / "big.npy", "byte limit");
 }
 
+TEST(Npy, DecodesBytesInMemoryNamingTheSource) {
+  HostTensor<float> t({2, 3});
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(i) - 2.5f;
+  const auto back = decode_npy_f32(encode_npy_f32(t), "mem.npy");
+  EXPECT_EQ(back.shape(), t.shape());
+  EXPECT_EQ(back.vec(), t.vec());
+  try {
+    decode_npy_f32("not numpy", "upload #3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("upload #3: not a .npy file"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Npy, ErrorMessagesQuoteAtMost200CharactersOfTheHeader) {
+  const std::string long_descr = "'" + std::string(20000, 'x') + "'";
+  std::string bytes = npy_bytes("{'descr': " + long_descr + ", 'fortran_order': False, 'shape': (1,), }", "");
+  bytes[6] = '\x02';  // format 2.0: a four-byte header length
+  const std::string header = bytes.substr(10);
+  bytes = bytes.substr(0, 8);
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  bytes += header;
+  try {
+    decode_npy_f32(bytes, "long.npy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("long.npy: dtype 'xxx"), std::string::npos) << e.message().substr(0, 300);
+    EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+  }
+}
+
 }  // namespace
 }  // namespace hcwarm

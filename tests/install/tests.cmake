@@ -10,5 +10,6 @@ add_test(NAME install.consumer
     -DMAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}
     -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
     -DCXX_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}
+    -DSANITIZE=${hcwarm_sanitize}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/install/run_consumer.cmake)
 set_tests_properties(install.consumer PROPERTIES LABELS install TIMEOUT 180)

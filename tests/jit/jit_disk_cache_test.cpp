@@ -292,5 +292,57 @@ TEST_F(JitDisk, FullCacheDirMeansMemoryOnlyWithOneWarning) {
   EXPECT_EQ(rc, 0) << read_file(log);
 }
 
+// A well-formed manifest's JSON with one field set to `value` (JSON text).
+std::string manifest_with(const std::string& field, const std::string& value) {
+  Manifest m;
+  m.key = std::string(64, 'a');
+  m.files = {{"kernel.so", 12, std::string(64, 'b')}};
+  auto j = nlohmann::json::parse(m.to_json());
+  if (field == "size") {
+    j["files"][0]["size"] = nlohmann::json::parse(value);
+  } else {
+    j[field] = nlohmann::json::parse(value);
+  }
+  return j.dump();
+}
+
+// The message of the InvalidArgument error Manifest::parse throws for text.
+std::string manifest_error(const std::string& text) {
+  try {
+    Manifest::parse(text);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.what();
+    return e.message();
+  }
+  ADD_FAILURE() << "accepted: " << text.substr(0, 300);
+  return {};
+}
+
+TEST(JitManifest, FormatAndFileSizesMustBeNonNegativeIntegers) {
+  EXPECT_NO_THROW(Manifest::parse(manifest_with("format", "1")));
+  for (const char* v : {"1e300", "1.5", "-1", "\"1\""}) {
+    SCOPED_TRACE(v);
+    EXPECT_NE(manifest_error(manifest_with("format", v)).find("format"), std::string::npos);
+    EXPECT_NE(manifest_error(manifest_with("size", v)).find("size"), std::string::npos);
+  }
+}
+
+TEST(JitManifest, ErrorsQuoteAtMost200CharactersOfInput) {
+  for (const std::string& text : {"{\"format\": 1, \"key\": \"" + std::string(100000, 'k') + "\x01\"}",
+                                  "{\"format\": " + std::string(100000, 't') + "}",
+                                  manifest_with("format", "\"" + std::string(100000, 'f') + "\"")}) {
+    const std::string msg = manifest_error(text);
+    EXPECT_LT(msg.size(), 400u) << msg.substr(0, 300);
+  }
+  // A long key is cut between characters, not inside one.
+  const std::string msg = manifest_error(manifest_with("key", "\"" + std::string(196, 'k') + "\u00e9\u00e9\""));
+  EXPECT_NE(msg.find("key \"" + std::string(196, 'k') + "...\" is not a SHA-256"), std::string::npos) << msg;
+}
+
+TEST(JitManifest, DeeplyNestedManifestIsRefusedBeforeParsing) {
+  const std::string deep = "{\"format\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(manifest_error(deep).find("nested deeper than 64 levels"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hcwarm::jit::test

@@ -197,5 +197,24 @@ TEST(ModelConfig, ErrorMessagesQuoteAtMost200CharactersOfInput) {
   }
 }
 
+TEST(ModelConfig, CompressRatiosPastTheIntRangeAreRefused) {
+  EXPECT_NO_THROW(parse_model_config(with("compress_ratios", "[4, 2147483647]"), "ok.json"));
+  expect_field_error(with("compress_ratios", "[4, 2147483648]"), "compress_ratios");
+  expect_field_error(with("compress_ratios", "[18446744073709551615]"), "compress_ratios");
+}
+
+TEST(ModelConfig, ResolveQuotesAtMost200CharactersOfTheModelArgument) {
+  for (const std::string& arg : {std::string(1000, 'm') + "/config.json", "no\xc0such" + std::string(300, '\xe9')}) {
+    try {
+      resolve_model(arg);
+      FAIL() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(e.message().find("--model \"" + arg.substr(0, 2)), std::string::npos) << e.message().substr(0, 300);
+      EXPECT_LT(e.message().size(), 400u) << e.message().substr(0, 300);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hcwarm::model

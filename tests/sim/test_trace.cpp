@@ -236,5 +236,25 @@ TEST(TraceTest, FixtureFilesUnderTestsData) {
   EXPECT_NE(j.find("line 4: missing \"prompt_tokens\""), std::string::npos) << j;
 }
 
+TEST(TraceTest, AzureCsvErrorsQuoteAtMost200CharactersOfAField) {
+  const std::string row = std::string(5000, '9') + "," + std::string(5000, 'x') + "," + std::string(5000, '-') + "\n";
+  std::string msg = invalid_argument_message(
+      [&] { parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n" + row + row + row, "long.csv"); });
+  EXPECT_NE(msg.find("long.csv: 3 malformed lines"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("line 2: TIMESTAMP '999"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 3000u) << msg.substr(0, 300);
+  msg = invalid_argument_message([] { parse_azure_csv("TIMESTAMP," + std::string(20000, 'y') + "\n0,1,1\n", "h.csv"); });
+  EXPECT_NE(msg.find("h.csv: line 1: header 'TIMESTAMP,yyy"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 600u) << msg.substr(0, 300);
+}
+
+TEST(TraceTest, AzureCsvTimestampsTooFarApartAreRefused) {
+  // Each is a finite number of seconds, but their span is not: arrivals would be infinite.
+  const std::string msg = invalid_argument_message(
+      [] { parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n1e308,1,1\n-1e308,1,1\n", "far.csv"); });
+  EXPECT_NE(msg.find("far.csv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("TIMESTAMP"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace hcwarm::sim

@@ -1,0 +1,9 @@
+// parse_azure_csv on arbitrary text: accepted requests must keep the trace contract.
+#include "trace_contract.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace hcwarm;
+  fuzz::expect_only(ErrorKind::InvalidArgument,
+                    [&] { fuzz::check_requests(sim::parse_azure_csv(fuzz::as_text(data, size), "fuzz.csv")); });
+  return 0;
+}
