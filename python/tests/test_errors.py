@@ -95,3 +95,11 @@ def test_library_errors_are_catchable_as_value_errors():
     assert issubclass(hcwarm.InvalidArgumentError, hcwarm.HcwarmError)
     assert issubclass(hcwarm.NotWarmedError, hcwarm.HcwarmError)
     assert issubclass(hcwarm.HcwarmError, RuntimeError)
+
+
+def test_wait_timeouts_are_timeout_errors():
+    # Raised when another process holds a kernel's lock past HCWARM_LOCK_TIMEOUT_S, or
+    # the host compiler runs past HCWARM_COMPILE_TIMEOUT_S (the C++ tests provoke both).
+    assert issubclass(hcwarm.WaitTimeoutError, TimeoutError)
+    assert issubclass(hcwarm.WaitTimeoutError, hcwarm.HcwarmError)
+    assert "WaitTimeoutError" in hcwarm.__all__
