@@ -16,12 +16,14 @@ namespace {
 constexpr const char* kExamples =
     "\nExamples:\n"
     "  hcwarm demo                                          the main job, on the embedded default model\n"
+    "  hcwarm info                                          GPU, compilers, cache and settings of this machine\n"
     "  hcwarm plan --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384\n"
     "  hcwarm cache build --model dsv4-pro --num-sms 132 --arch sm_90a --cache-dir bundle/\n"
     "  HCWARM_CACHE_DIR=bundle/ hcwarm warm --model dsv4-pro --json\n"
     "  hcwarm replay --trace azure.csv --model dsv4-pro --report latency.svg\n"
     "`hcwarm COMMAND --help` for each command's options and defaults.\n"
-    "Environment: HCWARM_CACHE_DIR, HCWARM_STRICT_WARMUP, HCWARM_MHC_PREWARM, HCWARM_JOBS, ... (README.md)\n"
+    "Environment: HCWARM_CACHE_DIR, HCWARM_STRICT_WARMUP, HCWARM_MHC_PREWARM, HCWARM_JOBS, ...\n"
+    "  (`hcwarm info` shows them all, README.md says what they do)\n"
     "Exit codes: 0 ok, 1 failure, 2 bad input (the message names the file, line or field).";
 
 }  // namespace

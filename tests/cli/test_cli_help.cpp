@@ -16,7 +16,8 @@ using test::run_cli;
 const std::vector<std::vector<std::string>> kCommands{
     {"plan"},         {"op"},          {"op", "hc-pre"},  {"warm"},          {"replay"},
     {"demo"},         {"cache"},       {"cache", "ls"},   {"cache", "verify"}, {"cache", "prune"},
-    {"cache", "clear"}, {"cache", "build"}, {"bench"},   {"bench", "op"},    {"bench", "serve"}};
+    {"cache", "clear"}, {"cache", "build"}, {"bench"},   {"bench", "op"},    {"bench", "serve"},
+    {"info"}};
 
 std::string help_of(std::vector<std::string> command) {
   command.push_back("--help");

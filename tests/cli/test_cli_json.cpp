@@ -69,6 +69,7 @@ TEST(CliJson, EveryJsonOutputCarriesSchemaVersion) {
   expect_versioned_run("bench op", {"bench", "op", "--backend", "cpu", "--hidden", "256", "--tokens", "1",
                                     "--min-seconds", "0.001", "--variant", "specialized", "--json"},
                        /*expected=*/2);
+  expect_versioned_run("info", {"info", "--json", "--cache-dir", cache});
   expect_versioned_run("cache clear", {"cache", "clear", "--json", "--cache-dir", cache});
 }
 
