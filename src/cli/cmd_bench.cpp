@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "cli/bench_timing.hpp"
 #include "cli/commands.hpp"
+#include "cli/json_output.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "jit/jit_runtime.hpp"
@@ -418,8 +419,9 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   op->add_option("--graph-replays", o->graph_replays,
                  "cuda: timed replays of each row's graph (after 3 untimed); 0: no graph timing")
       ->capture_default_str();
-  op->add_flag("!--no-norm", o->norm, "without the fused RMSNorm");
-  op->add_flag("--json", o->json, "print JSON");
+  // A callback, not "!--no-norm": CLI11 would print that flag as --no-norm{false}.
+  op->add_flag_callback("--no-norm", [o] { o->norm = false; }, "without the fused RMSNorm (default: fused)");
+  add_json_flag(op, o->json);
   op->add_flag("--precise-finish", o->precise_finish,
                "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
   op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and for num_splits 1 on CUDA the other path: the two kernels (column "

@@ -13,8 +13,9 @@
 
 #include "cli/bench_serve.hpp"
 #include "cli/commands.hpp"
-#include "cli/model_options.hpp"
+#include "cli/json_output.hpp"
 #include "cli/replay_output.hpp"
+#include "cli/runner_options.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "jit/process.hpp"
@@ -28,7 +29,7 @@ namespace {
 struct ServeOptions {
   ModelOptions model;
   int layers = 0;
-  int mlp_width = 64;
+  int mlp_width = kDefaultMlpWidth;
   std::string trace = "synthetic:n=2000";
   std::optional<int64_t> max_requests;
   int64_t max_running = 64;
@@ -125,11 +126,11 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                      {"layers", o.layers},
                      {"configurations", nlohmann::json::array()}};
   for (const auto& r : runs) all["configurations"].push_back(sim::report_json(r));
-  sim::write_text_file((out / "serve.json").string(), all.dump(2));
+  sim::write_text_file((out / "serve.json").string(), versioned(all).dump(2));
   sim::write_text_file((out / "serve.svg").string(),
                            sim::render_report_svg(runs, fmt::format("hcwarm bench serve: {} on {}", o.model.model,
                                                                         backend)));
-  print_replay_results(std::cout, runs, /*json=*/false);
+  print_replay_table(std::cout, runs);
   std::cout << fmt::format("\nwritten: {}/serve.json, {}/serve.svg, {}/config{{1..4}}.json\n", o.out, o.out, o.out);
 }
 
@@ -137,21 +138,25 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
 
 void register_bench_serve(CLI::App* bench, CliContext& ctx) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = bench->add_subcommand(
-      "serve",
-      "The proof: replay one workload in four fresh processes (no prewarm + empty cache; prewarm + empty cache;\n"
-      "prewarm + warm cache; prewarm + a cache built ahead of time with no GPU visible and copied) and write\n"
-      "OUT/serve.json and OUT/serve.svg");
-  add_model_options(cmd, o->model);
-  cmd->add_option("--layers", o->layers, "Decoder layers (default: the model's)");
-  cmd->add_option("--mlp-width", o->mlp_width, "Width of the SwiGLU MLP sublayers")->capture_default_str();
+  CLI::App* cmd =
+      bench->add_subcommand("serve", "The four start-up configurations, each in a fresh process: JSON + chart");
+  cmd->footer(
+      "Replays one workload in four fresh processes: (1) no prewarm, empty cache; (2) prewarm, empty cache;\n"
+      "(3) prewarm, warm cache (a restart); (4) prewarm from a cache built ahead of time by `hcwarm cache build`\n"
+      "with no GPU visible, then copied. Writes OUT/serve.json and OUT/serve.svg.");
+  add_plan_options(cmd, o->model);
+  add_backend_option(cmd, o->model, "cpu | cuda");
+  add_layers_option(cmd, o->layers);
+  add_mlp_width_option(cmd, o->mlp_width);
   cmd->add_option("--trace", o->trace, "Workload (as for `hcwarm replay`)")->capture_default_str();
   cmd->add_option("--max-requests", o->max_requests, "Replay only the first N requests");
   cmd->add_option("--max-running", o->max_running, "Most requests running at once")->capture_default_str();
   cmd->add_option("--arch", o->arch, "GPU architecture of the ahead-of-time cache")->capture_default_str();
   cmd->add_option("--aot-cache", o->aot_cache,
                   "Use this cache (built elsewhere by `hcwarm cache build`) for configuration 4 instead of building one");
-  cmd->add_option("--out", o->out, "Output directory")->capture_default_str();
+  cmd->add_option("--out", o->out,
+                  "Output directory (created): serve.json, serve.svg, config{1..4}.json and the four caches")
+      ->capture_default_str();
   cmd->add_flag("--render-only", o->render_only,
                 "Run nothing: redraw OUT/serve.json and OUT/serve.svg from the config{1..4}.json of an earlier run");
   cmd->callback([&ctx, o] { run_serve(ctx, *o); });

@@ -1,15 +1,14 @@
 // hcwarm cache ls | verify | prune | clear: inspect and maintain the persistent
 // kernel cache (HCWARM_CACHE_DIR or --cache-dir). No compiler is needed.
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include <charconv>
-#include <chrono>
-#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/byte_units.hpp"
+#include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
+#include "cli/json_output.hpp"
 #include "core/error.hpp"
 #include "jit/disk_cache.hpp"
 
@@ -23,61 +22,14 @@ struct CacheOptions {
   bool quarantine = false;
 };
 
-std::filesystem::path resolve_dir(const CliContext& ctx, const CacheOptions& o) {
-  if (!o.cache_dir.empty()) return o.cache_dir;
-  HCWARM_CHECK_ARG(ctx.env.cache_dir.has_value(),
-                   "no cache directory: HCWARM_CACHE_DIR is empty (disk cache disabled); pass --cache-dir DIR");
-  return *ctx.env.cache_dir;
-}
-
-std::string human_bytes(uint64_t b) {
-  if (b < 1024) return fmt::format("{} B", b);
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = -1;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  return fmt::format("{:.1f} {}", v, units[u]);
-}
-
-// "1048576", "512M", "4G", "1.5GiB", "100k": binary multiples.
-uint64_t parse_size(const std::string& s) {
-  double v = 0;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, v);
-  HCWARM_CHECK_ARG(ec == std::errc() && v >= 0, "--max-size {:?} is not a size (e.g. 1048576, 512M, 4G)", s);
-  std::string unit(p, end);
-  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit.resize(unit.size() - 2);
-  else if (!unit.empty() && unit.back() == 'B') unit.pop_back();
-  double mult = 1;
-  if (unit == "") mult = 1;
-  else if (unit == "K") mult = 1024.0;
-  else if (unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
-  else HCWARM_THROW(ErrorKind::InvalidArgument, "--max-size {:?}: unknown unit (use K, M, G or T)", s);
-  // Bounded before the conversion (a double past 2^64 has no uint64 value): 1 EiB is beyond any disk.
-  HCWARM_CHECK_ARG(v * mult <= 0x1p60, "--max-size {:?} is above the limit of 1 EiB", s);
-  return static_cast<uint64_t>(std::llround(v * mult));
-}
-
-std::string time_string(std::filesystem::file_time_type t) {
-  const auto sys = std::chrono::time_point_cast<std::chrono::seconds>(
-      std::chrono::file_clock::to_sys(t));
-  return fmt::format("{:%Y-%m-%d %H:%M:%S}", sys);
-}
-
 nlohmann::json entry_json(const jit::CacheEntry& e) {
   return {{"key", e.key},   {"version", e.version}, {"namespace", e.ns},
-          {"bytes", e.bytes}, {"description", e.description}, {"last_used", time_string(e.last_used)},
+          {"bytes", e.bytes}, {"description", e.description}, {"last_used", iso8601_utc(e.last_used)},
           {"dir", e.dir.string()}};
 }
 
 void run_ls(const CliContext& ctx, const CacheOptions& o) {
-  const jit::DiskCache cache(resolve_dir(ctx, o));
+  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir));
   const auto entries = cache.list();
   uint64_t total = 0;
   for (const auto& e : entries) total += e.bytes;
@@ -88,23 +40,23 @@ void run_ls(const CliContext& ctx, const CacheOptions& o) {
     for (const auto& e : entries) j["entries"].push_back(entry_json(e));
     j["entry_bytes"] = total;
     j["total_bytes"] = cache.total_bytes();
-    std::cout << j.dump(2) << "\n";
+    print_json(std::cout, j);
     return;
   }
   std::cout << fmt::format("cache {}: {} entries, {} (cap {})\n", cache.root().string(), entries.size(),
                            human_bytes(total), human_bytes(ctx.env.cache_max_bytes));
   if (entries.empty()) return;
-  std::cout << fmt::format("  {:<19}  {:>9}  {:<16}  {:<34}  {}\n", "last used (UTC)", "size", "key", "namespace",
+  std::cout << fmt::format("  {:<20}  {:>9}  {:<16}  {:<34}  {}\n", "last used (UTC)", "size", "key", "namespace",
                            "kernel");
   for (const auto& e : entries) {
-    std::cout << fmt::format("  {:<19}  {:>9}  {:<16}  {:<34}  {}\n", time_string(e.last_used), human_bytes(e.bytes),
+    std::cout << fmt::format("  {:<20}  {:>9}  {:<16}  {:<34}  {}\n", iso8601_utc(e.last_used), human_bytes(e.bytes),
                              e.key.substr(0, 16), "v" + e.version + "/" + e.ns,
                              e.description.empty() ? "(no readable manifest)" : e.description);
   }
 }
 
 void run_verify(CliContext& ctx, const CacheOptions& o) {
-  const jit::DiskCache cache(resolve_dir(ctx, o));
+  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir));
   const auto r = cache.verify(o.quarantine);
   if (o.json) {
     nlohmann::json j;
@@ -118,7 +70,7 @@ void run_verify(CliContext& ctx, const CacheOptions& o) {
       e["reason"] = b.reason;
       j["bad"].push_back(e);
     }
-    std::cout << j.dump(2) << "\n";
+    print_json(std::cout, j);
   } else {
     for (const auto& b : r.bad) {
       std::cout << fmt::format("BAD {} (v{}/{}): {}\n", b.entry.key, b.entry.version, b.entry.ns, b.reason);
@@ -135,7 +87,7 @@ void print_prune(const CacheOptions& o, const jit::DiskCache& cache, const jit::
     nlohmann::json j{{"cache_dir", cache.root().string()}, {"removed", r.removed},
                      {"busy", r.busy},                     {"removed_other", r.removed_other},
                      {"bytes_before", r.bytes_before},     {"bytes_after", r.bytes_after}};
-    std::cout << j.dump(2) << "\n";
+    print_json(std::cout, j);
     return;
   }
   std::cout << fmt::format("{} {} entries from {}: {} -> {}", verb, r.removed, cache.root().string(),
@@ -148,11 +100,12 @@ void print_prune(const CacheOptions& o, const jit::DiskCache& cache, const jit::
 }  // namespace
 
 void register_cache(CLI::App& app, CliContext& ctx) {
-  CLI::App* cache = app.add_subcommand("cache", "Inspect and maintain the persistent JIT kernel cache");
+  CLI::App* cache = app.add_subcommand(
+      "cache", "Inspect and maintain the persistent JIT kernel cache, or fill one ahead of time (build)");
   cache->require_subcommand(1);
   auto add_common = [](CLI::App* cmd, CacheOptions& o) {
-    cmd->add_option("--cache-dir", o.cache_dir, "Cache directory (default: HCWARM_CACHE_DIR or ~/.cache/hcwarm)");
-    cmd->add_flag("--json", o.json, "Print one JSON object");
+    add_cache_dir_option(cmd, o.cache_dir);
+    add_json_flag(cmd, o.json);
   };
 
   auto ls = std::make_shared<CacheOptions>();
@@ -171,9 +124,10 @@ void register_cache(CLI::App& app, CliContext& ctx) {
   CLI::App* c_prune = cache->add_subcommand(
       "prune", "Remove quarantined and stale data, then least-recently-used entries down to a size");
   add_common(c_prune, *prune);
-  c_prune->add_option("--max-size", prune->max_size, "Size to prune to: bytes or 512M, 4G (default HCWARM_CACHE_MAX_MB)");
+  c_prune->add_option("--max-size", prune->max_size,
+                      "Size to prune to: bytes or 512M, 4G (default: HCWARM_CACHE_MAX_MB, else 4096 MiB)");
   c_prune->callback([&ctx, prune] {
-    const jit::DiskCache cache(resolve_dir(ctx, *prune));
+    const jit::DiskCache cache(existing_cache_dir(ctx, prune->cache_dir));
     const uint64_t max = prune->max_size.empty() ? ctx.env.cache_max_bytes : parse_size(prune->max_size);
     print_prune(*prune, cache, cache.prune(max), "pruned");
   });
@@ -182,7 +136,7 @@ void register_cache(CLI::App& app, CliContext& ctx) {
   CLI::App* c_clear = cache->add_subcommand("clear", "Remove every entry not in use (lock files stay)");
   add_common(c_clear, *clear);
   c_clear->callback([&ctx, clear] {
-    const jit::DiskCache cache(resolve_dir(ctx, *clear));
+    const jit::DiskCache cache(existing_cache_dir(ctx, clear->cache_dir));
     print_prune(*clear, cache, cache.clear(), "removed");
   });
 }

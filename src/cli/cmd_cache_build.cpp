@@ -6,8 +6,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
-#include "cli/model_options.hpp"
+#include "cli/json_output.hpp"
+#include "cli/runner_options.hpp"
 #include "jit/jit_runtime.hpp"
 #include "runtime/kernel_plan.hpp"
 
@@ -17,7 +19,7 @@ namespace {
 struct CacheBuildOptions {
   ModelOptions model;
   std::string arch = "sm_90a";
-  int mlp_width = 256;
+  int mlp_width = kDefaultMlpWidth;
   bool json = false;
 };
 
@@ -32,10 +34,8 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   in.cuda.one_pass = ctx.env.mhc_one_pass;  // the keys the runner will ask for
   in.mlp_width = o.mlp_width;
   HCWARM_CHECK_ARG(in.backend != mhc::Backend::Reference, "--backend reference has no kernels to build");
-  HCWARM_CHECK_ARG(o.mlp_width >= 1, "--mlp-width must be >= 1, got {}", o.mlp_width);
 
-  jit::JitOptions jo = jit::JitOptions::from_env(ctx.env);
-  if (!o.model.cache_dir.empty()) jo.cache_dir = std::filesystem::path(o.model.cache_dir);
+  jit::JitOptions jo = jit_options(ctx, o.model.cache_dir);
   HCWARM_CHECK_ARG(jo.cache_dir.has_value(), "cache build needs a cache directory (--cache-dir or HCWARM_CACHE_DIR)");
   jo.progress = !o.json;
   jit::JitRuntime jit(jo);
@@ -53,19 +53,15 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   }
 
   if (o.json) {
-    nlohmann::json j{{"cache_dir", jo.cache_dir->string()},
-                     {"model", r.model.name},
-                     {"backend", mhc::to_string(in.backend)},
-                     {"arch", in.backend == mhc::Backend::Cuda ? o.arch : "host"},
-                     {"num_sms", r.server.num_sms},
-                     {"max_num_tokens", r.server.max_num_tokens()},
-                     {"keys", b.keys},
-                     {"compiled", b.compiled},
-                     {"already_cached", b.loaded_from_disk + b.memory_hits},
-                     {"failed", b.failed},
-                     {"seconds", b.seconds},
-                     {"errors", b.errors}};
-    std::cout << j.dump(2) << "\n";
+    nlohmann::json j = run_config_json(r.model.name, in.backend, r.server, jo.cache_dir);
+    j.update({{"arch", in.backend == mhc::Backend::Cuda ? o.arch : "host"},
+              {"keys", b.keys},
+              {"compiled", b.compiled},
+              {"already_cached", b.loaded_from_disk + b.memory_hits},
+              {"failed", b.failed},
+              {"seconds", b.seconds},
+              {"errors", b.errors}});
+    print_json(std::cout, j);
     return;
   }
   std::cout << fmt::format(
@@ -82,16 +78,17 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
 void register_cache_build(CLI::App* cache, CliContext& ctx) {
   auto o = std::make_shared<CacheBuildOptions>();
   CLI::App* cmd = cache->add_subcommand(
-      "build",
-      "Fill a cache with every kernel a server of this configuration will need, without a GPU\n"
-      "(--backend defaults to cuda here)\n"
-      "(e.g. --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 --arch sm_90a); copy the\n"
-      "directory to the serving machines and point HCWARM_CACHE_DIR at it");
-  add_model_options(cmd, o->model);
+      "build", "Fill a cache with every kernel a server of this configuration will need, without a GPU");
+  cmd->footer(
+      "E.g. --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 --arch sm_90a --cache-dir bundle/;\n"
+      "copy the directory to the serving machines and point HCWARM_CACHE_DIR at it. Give the same model,\n"
+      "server and --mlp-width options as the servers: they decide the keys. --backend defaults to cuda here.");
+  add_plan_options(cmd, o->model);
+  add_backend_option(cmd, o->model, "cpu | cuda", "cuda");
+  add_cache_dir_option(cmd, o->model.cache_dir);
   cmd->add_option("--arch", o->arch, "GPU architecture to compile for (CUDA backend)")->capture_default_str();
-  cmd->add_option("--mlp-width", o->mlp_width, "Width of the shipped SwiGLU sublayer (its CUDA kernel is planned too)")
-      ->capture_default_str();
-  cmd->add_flag("--json", o->json, "Print one JSON object");
+  add_mlp_width_option(cmd, o->mlp_width);
+  add_json_flag(cmd, o->json);
   cmd->callback([&ctx, o] { run_cache_build(ctx, *o); });
 }
 

@@ -2,6 +2,7 @@
 // ways on the default model: without prewarm on an empty kernel cache (the
 // stalls upstream saw), with prewarm on an empty cache (the cost moves to
 // start-up), and with prewarm after a restart (the disk cache makes it cheap).
+// The chart and the data go under --out (default hcwarm-demo/).
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
@@ -9,9 +10,10 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/json_output.hpp"
 #include "cli/replay_output.hpp"
 #include "cli/runner_options.hpp"
-#include "sim/replay.hpp"
+#include "cli/workload_run.hpp"
 
 namespace hcwarm::cli {
 namespace fs = std::filesystem;
@@ -20,7 +22,7 @@ namespace {
 struct DemoOptions {
   RunnerOptions runner;
   std::string trace = "synthetic";
-  std::string report = "hcwarm-demo.svg";
+  std::string out = "hcwarm-demo";
   bool json = false;
   bool keep_cache = false;
 };
@@ -48,35 +50,45 @@ sim::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const std::v
                            const std::string& name, const fs::path& cache_dir, bool prewarm) {
   RunnerOptions ro = o.runner;
   ro.model.cache_dir = cache_dir.string();
-  runtime::RunnerConfig cfg = make_runner_config(ctx, ro);
-  cfg.jit.progress = !o.json;
   if (!o.json) std::cerr << fmt::format("\n== {} ==\n", name);
-  runtime::ModelRunner runner(cfg);
-  const runtime::WarmupReport w = runner.kernel_warmup(prewarm);
-  sim::ReplayOptions rep;
-  rep.progress = !o.json;
-  return sim::replay(runner, requests, rep, name, w);
+  return run_workload(make_runner_config(ctx, ro), requests, WorkloadRun{name, prewarm, o.json});
 }
 
 void run_demo(const CliContext& ctx, const DemoOptions& o) {
   const std::vector<sim::Request> requests = sim::load_trace(o.trace);
+  const fs::path out(o.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  HCWARM_CHECK_ARG(fs::is_directory(out), "--out {}: cannot create directory: {}", o.out, ec.message());
+  const fs::path chart = out / "demo.svg", data = out / "demo.json";
+
   DemoCacheRoot root(o.keep_cache);
   if (!o.json) {
     const runtime::RunnerConfig probe = make_runner_config(ctx, o.runner);
     std::cerr << fmt::format(
         "hcwarm demo: {} ({} layers, hidden {}, SwiGLU MLP width {} as both sublayers), backend {},\n"
-        "chunked_prefill_size {}, {} requests from \"{}\"; kernel caches under {}\n",
+        "chunked_prefill_size {}, {} requests from \"{}\"; kernel caches under {}; results into {}/\n",
         probe.model.name, o.runner.layers, probe.model.hidden_size, o.runner.mlp_width, mhc::to_string(probe.backend),
-        probe.server_input.chunked_prefill_size.value_or(0), requests.size(), o.trace, root.path().string());
+        probe.server_input.chunked_prefill_size.value_or(0), requests.size(), o.trace, root.path().string(), o.out);
   }
   std::vector<sim::RunReport> runs;
   runs.push_back(run_one(ctx, o, requests, "no prewarm, empty cache", root.path() / "cold", false));
   runs.push_back(run_one(ctx, o, requests, "prewarm, empty cache", root.path() / "warm", true));
   runs.push_back(run_one(ctx, o, requests, "prewarm, warm cache (restart)", root.path() / "warm", true));
-  print_replay_results(std::cout, runs, o.json);
-  if (!o.report.empty()) {
-    write_replay_report(o.report, runs, "hcwarm demo, three start-ups");
-    if (!o.json) std::cout << fmt::format("\nchart: {}\n", o.report);
+  const std::string title = "hcwarm demo, three start-ups";
+  write_replay_report(chart.string(), runs, title);
+  write_replay_report(data.string(), runs, title);
+  const std::string where = fmt::format("chart: {}\ndata of every forward: {}{}\n", chart.string(), data.string(),
+                                        o.keep_cache ? "\nkernel caches kept in " + root.path().string() : "");
+  if (o.json) {
+    nlohmann::json j = replay_results_json(runs);
+    j["chart"] = chart.string();
+    j["data"] = data.string();
+    print_json(std::cout, j);
+    std::cerr << where;  // stdout stays one JSON object
+  } else {
+    print_replay_table(std::cout, runs);
+    std::cout << "\n" << where;
   }
 }
 
@@ -84,22 +96,31 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
 
 void register_demo(CLI::App& app, CliContext& ctx) {
   auto opts = std::make_shared<DemoOptions>();
-  // Defaults sized for a 2-core CPU in under a minute; on a GPU raise them.
+  // Defaults sized for a 2-core CPU; on a GPU raise them.
   opts->runner.model.model = "dsv4-flash";
   opts->runner.model.chunked_prefill_size = 1024;
   opts->runner.layers = 2;
-  opts->runner.mlp_width = 8;
   CLI::App* cmd = app.add_subcommand(
-      "demo",
-      "The main job: replay a built-in synthetic workload on dsv4-flash widths three ways (no prewarm on an empty\n"
-      "kernel cache, prewarm on an empty cache, prewarm after a restart) and show tail latency, stalls and\n"
-      "start-up cost side by side, with a chart");
-  add_runner_options(cmd, opts->runner);
+      "demo", "The main job: one workload, three start-ups (no prewarm, prewarm, restart) side by side");
+  cmd->footer(
+      "Replays a built-in synthetic workload on dsv4-flash widths three ways: no prewarm on an empty kernel\n"
+      "cache, prewarm on an empty cache, prewarm after a restart; shows tail latency, stalls and start-up cost\n"
+      "side by side. Writes OUT/demo.svg (latency over time) and OUT/demo.json (every forward), OUT being\n"
+      "--out (default hcwarm-demo/, created). The kernel caches live in a temporary directory, removed at the end.");
+  add_plan_options(cmd, opts->runner.model);
+  // The demo's own defaults, shown.
+  cmd->get_option("--chunked-prefill-size")
+      ->description("Prefill token budget per step")
+      ->default_str(std::to_string(*opts->runner.model.chunked_prefill_size));
+  add_backend_option(cmd, opts->runner.model);
+  add_layers_option(cmd, opts->runner.layers);
+  cmd->get_option("--layers")->description("Decoder layers to build")->capture_default_str();
+  add_mlp_width_option(cmd, opts->runner.mlp_width);
+  add_weight_options(cmd, opts->runner);
   cmd->add_option("--trace", opts->trace, "Trace to replay (as for `hcwarm replay`)")->capture_default_str();
-  cmd->add_option("--report", opts->report, "Chart (.svg) or data (.json) to write; \"\" for none")
-      ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "Print one JSON object");
-  cmd->add_flag("--keep-cache", opts->keep_cache, "Keep the demo's kernel caches");
+  cmd->add_option("--out", opts->out, "Directory for demo.svg and demo.json (created)")->capture_default_str();
+  add_json_flag(cmd, opts->json);
+  cmd->add_flag("--keep-cache", opts->keep_cache, "Keep the demo's kernel caches (the last message says where)");
   cmd->callback([&ctx, opts] { run_demo(ctx, *opts); });
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
 #include "cli/model_options.hpp"
 #include "cli/op_backends.hpp"
@@ -84,15 +85,20 @@ void register_op(CLI::App& app, CliContext& ctx) {
   CLI::App* op = app.add_subcommand("op", "Run one operator on .npy inputs (cross-check against your reference)");
   op->require_subcommand(1);
   auto opts = std::make_shared<OpOptions>();
-  CLI::App* cmd = op->add_subcommand(
-      "hc-pre",
-      "mHC pre step. Reads DIR/residual.npy (T, hc, D) float32 (rounded to bf16 on load), fn.npy (hc*(2+hc), hc*D),\n"
+  CLI::App* cmd = op->add_subcommand("hc-pre", "The mHC pre step on .npy inputs (--in DIR), outputs to --out OUT");
+  cmd->footer(
+      "Reads DIR/residual.npy (T, hc, D) float32 (rounded to bf16 on load), fn.npy (hc*(2+hc), hc*D),\n"
       "scale.npy (3,), base.npy (hc*(2+hc),) and, when present, norm_weight.npy (D,) (rounded to bf16).\n"
-      "Writes OUT/y.npy (T, D) float32 holding bf16 values, post.npy (T, hc) and comb.npy (T, hc, hc).");
-  add_model_options(cmd, opts->model);
-  cmd->add_option("--in", opts->in_dir, "Input directory")->required();
-  cmd->add_option("--out", opts->out_dir, "Output directory (created; files appear only when all are written)")
+      "Writes OUT/y.npy (T, D) float32 holding bf16 values, post.npy (T, hc) and comb.npy (T, hc, hc).\n"
+      "The split count follows T and --num-sms, as in serving; tools/mhc_reference.py checks the result.");
+  cmd->add_option("--in", opts->in_dir, "Input directory (DIR above)")->required();
+  cmd->add_option("--out", opts->out_dir,
+                  "Output directory (OUT above; created; the files appear only when all are written)")
       ->required();
+  add_model_option(cmd, opts->model);
+  add_num_sms_option(cmd, opts->model);
+  add_backend_option(cmd, opts->model, "reference (float64 oracle) | cpu | cuda");
+  add_cache_dir_option(cmd, opts->model.cache_dir);
   cmd->callback([&ctx, opts] { run_hc_pre(ctx, *opts); });
 }
 

@@ -3,7 +3,9 @@
 
 #include <iostream>
 
+#include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
+#include "cli/json_output.hpp"
 #include "cli/runner_options.hpp"
 #include "sim/replay.hpp"
 
@@ -23,12 +25,8 @@ void run_warm(const CliContext& ctx, const WarmOptions& o) {
   const runtime::WarmupReport w = runner.kernel_warmup(true);
   if (o.json) {
     nlohmann::json j = sim::warmup_json(w);
-    j["model"] = cfg.model.name;
-    j["backend"] = mhc::to_string(cfg.backend);
-    j["num_sms"] = runner.server_args().num_sms;
-    j["max_num_tokens"] = runner.server_args().max_num_tokens();
-    j["cache_dir"] = cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string();
-    std::cout << j.dump(2) << "\n";
+    j.update(run_config_json(cfg.model.name, cfg.backend, runner.server_args(), cfg.jit.cache_dir));
+    print_json(std::cout, j);
     return;
   }
   std::cout << fmt::format(
@@ -37,9 +35,10 @@ void run_warm(const CliContext& ctx, const WarmOptions& o) {
       "  framework warmup {:.3f}s (families: {}), model hook {:.3f}s\n"
       "  mHC token counts prewarmed: {}\n"
       "  cache: {}\n",
-      cfg.model.name, mhc::to_string(cfg.backend), runner.server_args().num_sms, runner.server_args().max_num_tokens(), w.seconds, w.keys,
-      w.compiled, w.loaded_from_disk, w.memory_hits, w.framework_seconds, fmt::join(w.families, ", "),
-      w.model_hook_seconds, w.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(w.token_counts, ", ")),
+      cfg.model.name, mhc::to_string(cfg.backend), runner.server_args().num_sms, runner.server_args().max_num_tokens(),
+      w.seconds, w.keys, w.compiled, w.loaded_from_disk, w.memory_hits, w.framework_seconds,
+      fmt::join(w.families, ", "), w.model_hook_seconds,
+      w.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(w.token_counts, ", ")),
       cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string("memory only"));
 }
 
@@ -47,12 +46,16 @@ void run_warm(const CliContext& ctx, const WarmOptions& o) {
 
 void register_warm(CLI::App& app, CliContext& ctx) {
   auto opts = std::make_shared<WarmOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "warm",
-      "Run the start-up kernel warmup alone: compile or load every planned kernel (in parallel), run the model's\n"
-      "mHC prewarm hook, and report keys, compiles, disk loads and seconds");
-  add_runner_options(cmd, opts->runner);
-  cmd->add_flag("--json", opts->json, "Print one JSON object");
+  CLI::App* cmd = app.add_subcommand("warm", "Run the start-up kernel warmup alone, as a server would, and report it");
+  cmd->footer(
+      "Compiles or loads every planned kernel (in parallel, HCWARM_JOBS), runs the model's mHC prewarm hook,\n"
+      "and reports keys, compiles, disk loads and seconds. A second run on the same cache compiles nothing.");
+  add_plan_options(cmd, opts->runner.model);
+  add_backend_option(cmd, opts->runner.model);
+  add_cache_dir_option(cmd, opts->runner.model.cache_dir);
+  add_layers_option(cmd, opts->runner.layers, "1: the prewarm runs on the first layer");
+  add_mlp_width_option(cmd, opts->runner.mlp_width);
+  add_json_flag(cmd, opts->json);
   cmd->callback([&ctx, opts] { run_warm(ctx, *opts); });
 }
 

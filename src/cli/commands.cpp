@@ -14,6 +14,7 @@ void register_all(CLI::App& app, CliContext& ctx) {
   register_demo(app, ctx);
   register_bench(app, ctx);
   register_bench_serve(app.get_subcommand("bench"), ctx);
+  register_info(app, ctx);
 }
 
 }  // namespace hcwarm::cli

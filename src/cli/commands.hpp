@@ -23,5 +23,6 @@ void register_warm(CLI::App& app, CliContext& ctx);
 void register_replay(CLI::App& app, CliContext& ctx);
 void register_demo(CLI::App& app, CliContext& ctx);
 void register_bench(CLI::App& app, CliContext& ctx);
+void register_info(CLI::App& app, CliContext& ctx);
 
 }  // namespace hcwarm::cli

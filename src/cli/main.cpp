@@ -11,21 +11,29 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
+namespace {
+
+constexpr const char* kExamples =
+    "\nExamples:\n"
+    "  hcwarm demo                                          the main job, on the embedded default model\n"
+    "  hcwarm info                                          GPU, compilers, cache and settings of this machine\n"
+    "  hcwarm plan --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384\n"
+    "  hcwarm cache build --model dsv4-pro --num-sms 132 --arch sm_90a --cache-dir bundle/\n"
+    "  HCWARM_CACHE_DIR=bundle/ hcwarm warm --model dsv4-pro --json\n"
+    "  hcwarm replay --trace azure.csv --model dsv4-pro --report latency.svg\n"
+    "`hcwarm COMMAND --help` for each command's options and defaults.\n"
+    "Environment: HCWARM_CACHE_DIR, HCWARM_STRICT_WARMUP, HCWARM_MHC_PREWARM, HCWARM_JOBS, ...\n"
+    "  (`hcwarm info` shows them all, README.md says what they do)\n"
+    "Exit codes: 0 ok, 1 failure, 2 bad input (the message names the file, line or field).";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "hcwarm: JIT-compiled DeepSeek V4 mHC kernels that never stall serving on a compile.\n"
       "Plans the split buckets, prewarms them at start-up from a persistent kernel cache,\n"
       "and reports any compile that still happens after the server is ready."};
   app.require_subcommand(1);
-  app.footer(
-      "\nExamples:\n"
-      "  hcwarm demo                                          the main job, on the embedded default model\n"
-      "  hcwarm plan --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384\n"
-      "  hcwarm cache build --model dsv4-pro --num-sms 132 --arch sm_90a --cache-dir bundle/\n"
-      "  HCWARM_CACHE_DIR=bundle/ hcwarm warm --model dsv4-pro --json\n"
-      "  hcwarm replay --trace azure.csv --model dsv4-pro --report latency.svg\n"
-      "Environment: HCWARM_CACHE_DIR, HCWARM_STRICT_WARMUP, HCWARM_MHC_PREWARM, HCWARM_JOBS, ... (README.md)\n"
-      "Exit codes: 0 ok, 1 failure, 2 bad input (the message names the file, line or field).");
   app.set_version_flag("--version", std::string("hcwarm ") + HCWARM_VERSION);
   hcwarm::cli::CliContext ctx;
   try {
@@ -33,6 +41,9 @@ int main(int argc, char** argv) {
     hcwarm::init_logging(ctx.env);
     spdlog::set_default_logger(hcwarm::shared_logger());  // the CLI's own messages share the library's stream
     hcwarm::cli::register_all(app, ctx);
+    // After the subcommands: CLI11 copies a parent's footer into each subcommand
+    // created after it, and these examples belong to the top-level help only.
+    app.footer(kExamples);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -1,6 +1,7 @@
 #include "cli/op_backends.hpp"
 
 #include "backends/cuda/cuda_device.hpp"
+#include "cli/cache_dir.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_pre_op.hpp"
 
@@ -13,8 +14,7 @@ mhc::HcPreResult run_op_backend(const CliContext& ctx, const std::string& backen
                                 const std::string& cache_dir) {
   if (backend == "reference") return mhc::hc_pre_reference(residual, fn, scale, base, norm_weight, model.mhc_constants());
   // The fast path: the JIT-specialized kernel of this T's split bucket (cached like warmup's).
-  jit::JitOptions jo = jit::JitOptions::from_env(ctx.env);
-  if (!cache_dir.empty()) jo.cache_dir = cache_dir;
+  jit::JitOptions jo = jit_options(ctx, cache_dir);
   jo.progress = false;
   jit::JitRuntime rt(jo);
   std::unique_ptr<Device> dev;

@@ -3,19 +3,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/json_output.hpp"
+
 namespace hcwarm::cli {
 
-void print_replay_results(std::ostream& os, const std::vector<sim::RunReport>& runs, bool json) {
-  if (json) {
-    if (runs.size() == 1) {
-      os << sim::report_json(runs.front()).dump(2) << "\n";
-    } else {
-      nlohmann::json j{{"runs", nlohmann::json::array()}};
-      for (const auto& r : runs) j["runs"].push_back(sim::report_json(r));
-      os << j.dump(2) << "\n";
-    }
-    return;
-  }
+nlohmann::json replay_results_json(const std::vector<sim::RunReport>& runs) {
+  if (runs.size() == 1) return sim::report_json(runs.front());
+  nlohmann::json j{{"runs", nlohmann::json::array()}};
+  for (const auto& r : runs) j["runs"].push_back(sim::report_json(r));
+  return j;
+}
+
+void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& runs) {
   os << fmt::format("\n{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>9}\n", "configuration", "warmup s", "forwards",
                     "p50 ms", "p99 ms", "max ms", "stalls", "compiles");
   for (const auto& r : runs) {
@@ -47,7 +46,7 @@ void write_replay_report(const std::string& path, const std::vector<sim::RunRepo
   if (as_json) {
     nlohmann::json j{{"title", title}, {"runs", nlohmann::json::array()}};
     for (const auto& r : runs) j["runs"].push_back(sim::report_json(r, /*include_records=*/true));
-    sim::write_text_file(path, j.dump(1));
+    sim::write_text_file(path, versioned(j).dump(1));
   } else {
     sim::write_text_file(path, sim::render_report_svg(runs, title));
   }

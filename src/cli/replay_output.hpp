@@ -8,8 +8,10 @@
 
 namespace hcwarm::cli {
 
-// One run: its JSON object; several: {"runs": [...]}. Text: a table, then each run's stalls.
-void print_replay_results(std::ostream& os, const std::vector<sim::RunReport>& runs, bool json);
+// One run: its JSON object; several: {"runs": [...]} (without "schema_version": cli/json_output.hpp adds it).
+nlohmann::json replay_results_json(const std::vector<sim::RunReport>& runs);
+// A table, then each run's stalls and the forwards that compiled a kernel.
+void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& runs);
 
 // .svg: the latency-over-time chart with stalls marked; .json: every forward of every run.
 void write_replay_report(const std::string& path, const std::vector<sim::RunReport>& runs,

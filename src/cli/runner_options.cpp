@@ -1,18 +1,25 @@
 #include "cli/runner_options.hpp"
 
+#include "cli/cache_dir.hpp"
 #include "core/limits.hpp"
-
 
 namespace hcwarm::cli {
 
-void add_runner_options(CLI::App* cmd, RunnerOptions& o) {
-  add_model_options(cmd, o.model);
-  cmd->add_option("--layers", o.layers, "Decoder layers to build (default: the model's num_hidden_layers)");
-  cmd->add_option("--mlp-width", o.mlp_width,
-                  "Width of the SwiGLU MLP that stands in for attention and MoE on both paths")
+void add_mlp_width_option(CLI::App* cmd, int& width) {
+  cmd->add_option("--mlp-width", width,
+                  "Width of the SwiGLU MLP that stands in for attention and MoE on both paths of every layer")
+      ->check(CLI::Range(1, static_cast<int>(limits::kMaxMlpWidth)))
       ->capture_default_str();
+}
+
+void add_layers_option(CLI::App* cmd, int& layers, const std::string& default_text) {
+  cmd->add_option("--layers", layers, "Decoder layers to build (default: " + default_text + ")");
+}
+
+void add_weight_options(CLI::App* cmd, RunnerOptions& o) {
   cmd->add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
-  cmd->add_option("--weights", o.weights, "safetensors file with the layers' mHC and norm tensors (upstream names)");
+  cmd->add_option("--weights", o.weights,
+                  "safetensors file with the layers' mHC and norm tensors (upstream names; default: random)");
 }
 
 runtime::RunnerConfig make_runner_config(const CliContext& ctx, const RunnerOptions& o) {
@@ -26,8 +33,7 @@ runtime::RunnerConfig make_runner_config(const CliContext& ctx, const RunnerOpti
   c.server_input.enable_dp_attention = o.model.enable_dp_attention;
   c.server_input.num_sms = o.model.num_sms;
 
-  c.jit = jit::JitOptions::from_env(ctx.env);
-  if (!o.model.cache_dir.empty()) c.jit.cache_dir = std::filesystem::path(o.model.cache_dir);
+  c.jit = jit_options(ctx, o.model.cache_dir);
   HCWARM_CHECK_ARG(o.layers >= 0 && o.layers <= limits::kMaxLayers, "--layers must be in [0, {}], got {}",
                    limits::kMaxLayers, o.layers);
   HCWARM_CHECK_ARG(o.mlp_width >= 1 && o.mlp_width <= limits::kMaxMlpWidth, "--mlp-width must be in [1, {}], got {}",

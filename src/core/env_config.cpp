@@ -81,6 +81,9 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
   if (const auto* v = get("HCWARM_CUDA_LIBRARY")) c.cuda_library = *v;
   if (const auto* v = get("HCWARM_NVRTC_LIBRARY")) c.nvrtc_library = *v;
   if (const auto* v = get("CUDA_HOME")) c.cuda_home = *v;
+  for (const auto& [k, v] : vars) {
+    if (k.rfind("HCWARM_", 0) == 0 || k == "CUDA_HOME") c.given.push_back(k);
+  }
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hcwarm {
 
@@ -48,6 +49,10 @@ struct EnvConfig {
   std::string nvrtc_library;
   // CUDA_HOME (the toolkit's own variable): NVRTC is also looked for in $CUDA_HOME/lib64.
   std::string cuda_home;
+
+  // The HCWARM_* (and CUDA_HOME) variables that were given, whatever their value:
+  // for `hcwarm info`, which tells a default from a setting.
+  std::vector<std::string> given;
 
   // Parses the process environment. Bad values throw ErrorKind::InvalidArgument naming the variable.
   static EnvConfig from_environment();

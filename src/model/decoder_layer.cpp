@@ -81,7 +81,7 @@ void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> t
         device.synchronize();
       }  // everything of this count is released before the next
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - tic).count();
-      log::info("DeepSeek V4 mHC prewarm path={} num_tokens={} completed in {:.3f}s", p.name, count, secs);
+      log::debug("DeepSeek V4 mHC prewarm path={} num_tokens={} completed in {:.3f}s", p.name, count, secs);
     }
   }
 }
@@ -89,7 +89,7 @@ void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> t
 std::vector<int64_t> DeepseekV4DecoderLayer::prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device) {
   std::vector<int64_t> counts = ops_.hc_pre.representatives(max_num_tokens);
   if (counts.empty()) return counts;
-  log::info("DeepSeek V4 mHC prewarm max_num_tokens={} representative token counts: {}", max_num_tokens,
+  log::debug("DeepSeek V4 mHC prewarm max_num_tokens={} representative token counts: {}", max_num_tokens,
                fmt::join(counts, ", "));
   prewarm_mhc_token_counts(counts, device);
   return counts;

@@ -40,7 +40,7 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
   }
   const int64_t max_num_tokens = runner.server_args().max_num_tokens();
   std::vector<int64_t> warmed = prewarm(max_num_tokens, runner.device());
-  log::info("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
+  log::debug("{} mHC prewarm done for max_num_tokens={}: token counts {}", model_name, max_num_tokens,
                fmt::join(warmed, ", "));
   return warmed;
 }

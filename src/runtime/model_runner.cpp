@@ -152,8 +152,9 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   }
   device_->reset_peak();
   r.seconds = seconds_since(t0);
-  log::info("kernel warmup: {:.3f}s ({} keys: {} compiled, {} from disk, {} in memory); mHC token counts: {}",
-               r.seconds, r.keys, r.compiled, r.loaded_from_disk, r.memory_hits, r.token_counts.size());
+  log::info("kernel warmup: {:.3f}s, {} keys ({} compiled, {} from disk, {} in memory), mHC token counts {}",
+               r.seconds, r.keys, r.compiled, r.loaded_from_disk, r.memory_hits,
+               r.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.token_counts, ", ")));
   return r;
 }
 

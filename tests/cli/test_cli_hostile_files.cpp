@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "cli/cli_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "core/npy.hpp"
 
@@ -15,11 +16,7 @@ namespace fs = std::filesystem;
 using test::run_cli;
 using test::TempDir;
 
-std::string small_model(const TempDir& dir) {
-  test::write_file(dir / "config.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 64,
-                                             "hc_mult": 4, "num_hidden_layers": 2, "sliding_window": 128})");
-  return (dir / "config.json").string();
-}
+using test::small_model;
 
 void write_inputs(const fs::path& in) {
   fs::create_directories(in);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "core/npy.hpp"
 #include "mhc/reference.hpp"
@@ -46,6 +47,32 @@ TEST(CliPlan, DpAttentionPlanCoversPerRankTokens) {
   EXPECT_NE(r.err.find("8192"), std::string::npos) << r.err;  // the warning states the new value
 }
 
+// Without a GPU, plan says in words which GPU it plans for and whose keys it lists.
+TEST(CliPlan, WithoutAGpuSaysWhichGpuAndBackendItPlansFor) {
+  const auto r = run_cli({"plan"}, {test::kNoGpu});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no GPU found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("132 SMs (H200 default; --num-sms or HCWARM_NUM_SMS to change)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu backend"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--backend cuda"), std::string::npos) << r.out;  // how to list the GPU's keys instead
+
+  const auto env = run_cli({"plan"}, {test::kNoGpu, "HCWARM_NUM_SMS=100"});
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_NE(env.out.find("100 SMs (HCWARM_NUM_SMS)"), std::string::npos) << env.out;
+  const auto opt = run_cli({"plan", "--num-sms", "148", "--backend", "cuda"}, {test::kNoGpu});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  EXPECT_NE(opt.out.find("148 SMs (--num-sms)"), std::string::npos) << opt.out;
+  EXPECT_NE(opt.out.find("cuda backend (--backend)"), std::string::npos) << opt.out;
+  const auto ref = run_cli({"plan", "--backend", "reference"}, {test::kNoGpu});
+  EXPECT_NE(ref.out.find("the reference backend compiles no kernels"), std::string::npos) << ref.out;
+
+  const auto j = nlohmann::json::parse(run_cli({"plan", "--json"}, {test::kNoGpu}).out);
+  EXPECT_TRUE(j.contains("gpu") && j["gpu"].is_null()) << j.dump();
+  EXPECT_EQ(j["num_sms"], 132);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["backend_source"], "default without a GPU");
+}
+
 TEST(CliPlan, BadModelFileExitsTwoNamingFileAndField) {
   TempDir dir;
   test::write_file(dir / "config.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 64,
@@ -59,12 +86,7 @@ TEST(CliPlan, BadModelFileExitsTwoNamingFileAndField) {
   EXPECT_EQ(run_cli({"plan", "--num-sms", "many"}).exit_code, 2);
 }
 
-// A small model file so op tests run fast: hc 4, D 64.
-std::string small_model(const TempDir& dir) {
-  test::write_file(dir / "config.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 64,
-                                             "hc_mult": 4, "num_hidden_layers": 2, "sliding_window": 128})");
-  return (dir / "config.json").string();
-}
+using test::small_model;
 
 void write_inputs(const std::filesystem::path& in, int64_t tokens, bool with_norm) {
   std::filesystem::create_directories(in);

@@ -7,6 +7,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_fixtures.hpp"
 #include "common/test_util.hpp"
 
 namespace hcwarm {
@@ -14,21 +15,9 @@ namespace {
 
 using test::run_cli;
 using test::TempDir;
-
-const std::string kTraces = std::string(HCWARM_SOURCE_DIR) + "/tests/data/traces/";
-
-// The tiny hybrid model of the runtime tests: three buckets with 8 SMs and 320 tokens.
-std::vector<std::string> tiny_model_args(const TempDir& dir) {
-  test::write_file(dir / "config.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 256,
-      "hc_mult": 4, "num_hidden_layers": 2, "sliding_window": 128})");
-  return {"--model", (dir / "config.json").string(), "--num-sms", "8", "--chunked-prefill-size", "320",
-          "--backend", "cpu", "--mlp-width", "8", "--cache-dir", (dir / "cache").string()};
-}
-
-std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+using test::cat;
+using test::kTraces;
+using test::tiny_model_args;
 
 TEST(CliWarm, ReportsKeysAndLoadsFromDiskOnRestart) {
   TempDir dir;
@@ -92,11 +81,12 @@ TEST(CliReplay, MalformedTracesNameTheirLines) {
   EXPECT_EQ(run_cli(cat({"replay", "--trace", (dir / "missing.csv").string()}, tiny_model_args(dir))).exit_code, 2);
 }
 
-TEST(CliDemo, RunsThreeStartUpsSideBySide) {
+TEST(CliDemo, RunsThreeStartUpsSideBySideAndWritesUnderOut) {
   TempDir dir;
-  auto args = cat({"demo", "--json", "--layers", "1", "--trace", "synthetic:n=12", "--report",
-                   (dir / "demo.svg").string()},
-                  tiny_model_args(dir));
+  const auto out = dir / "demo-out";
+  // The demo keeps its own caches: no --cache-dir.
+  auto args = cat({"demo", "--json", "--layers", "1", "--trace", "synthetic:n=12", "--out", out.string()},
+                  tiny_model_args(dir, /*with_cache_dir=*/false));
   const auto r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -106,7 +96,19 @@ TEST(CliDemo, RunsThreeStartUpsSideBySide) {
   EXPECT_EQ(j["runs"][2]["compiles_after_ready"], 0);
   EXPECT_EQ(j["runs"][2]["warmup"]["compiled"], 0);  // the restart loads from the disk cache
   EXPECT_GT(j["runs"][2]["warmup"]["loaded_from_disk"].get<int>(), 0);
-  EXPECT_NE(test::read_file(dir / "demo.svg").find("<svg"), std::string::npos);
+  // The chart and the data of every forward land under --out, and both outputs say where.
+  EXPECT_NE(test::read_file(out / "demo.svg").find("<svg"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(test::read_file(out / "demo.json")).contains("runs"));
+  EXPECT_EQ(j["chart"], (out / "demo.svg").string());
+  EXPECT_NE(r.err.find((out / "demo.svg").string()), std::string::npos) << r.err;
+}
+
+TEST(CliDemo, HelpNamesTheOutputDirectory) {
+  const auto r = run_cli({"demo", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--out TEXT=hcwarm-demo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("demo.svg"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--report"), std::string::npos) << r.out;
 }
 
 }  // namespace
@@ -257,10 +259,7 @@ TEST(CliBenchOp, BucketsRejectsZeroAndTokensTogether) {
 
 TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
   TempDir dir;
-  auto args = tiny_model_args(dir);
-  // bench serve manages its own caches under --out: drop --cache-dir.
-  const auto it = std::find(args.begin(), args.end(), std::string("--cache-dir"));
-  args.erase(it, it + 2);
+  auto args = tiny_model_args(dir, /*with_cache_dir=*/false);  // bench serve keeps its caches under --out
   const auto r = run_cli(cat({"bench", "serve", "--layers", "1", "--trace", "synthetic:n=12", "--out",
                               (dir / "serve").string()},
                              args));

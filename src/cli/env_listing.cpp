@@ -1,0 +1,38 @@
+#include "cli/env_listing.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace hcwarm::cli {
+
+std::vector<EnvSetting> env_settings(const EnvConfig& env) {
+  auto b = [](bool v) { return std::string(v ? "1" : "0"); };
+  std::vector<EnvSetting> s{
+      {"HCWARM_CACHE_DIR", env.cache_dir ? env.cache_dir->string() : "", false,
+       env.cache_dir ? "" : "empty: the disk cache is disabled"},
+      {"HCWARM_CACHE_MAX_MB", std::to_string(env.cache_max_bytes >> 20), false, ""},
+      {"HCWARM_CACHE_TRUST", env.cache_trust_shared ? "shared" : "owner", false, ""},
+      {"HCWARM_STRICT_WARMUP", b(env.strict_warmup), false, ""},
+      {"HCWARM_MHC_PREWARM", b(env.mhc_prewarm), false, ""},
+      {"HCWARM_MHC_ONE_PASS", b(env.mhc_one_pass), false, ""},
+      {"HCWARM_JIT", env.jit_compile ? "on" : "off", false, ""},
+      {"HCWARM_LOCK_TIMEOUT_S", std::to_string(env.lock_timeout_s), false, ""},
+      {"HCWARM_COMPILE_TIMEOUT_S", std::to_string(env.compile_timeout_s), false, ""},
+      {"HCWARM_JOBS", std::to_string(env.jobs), false,
+       env.jobs == 0 ? "hardware threads (" + std::to_string(std::thread::hardware_concurrency()) + ")" : ""},
+      {"HCWARM_CXX", env.host_cxx, false, ""},
+      {"HCWARM_NUM_SMS", env.num_sms ? std::to_string(*env.num_sms) : "", false,
+       env.num_sms ? "" : "132 (an H200's) when there is no GPU"},
+      {"HCWARM_LOG_LEVEL", env.log_level, false, ""},
+      {"HCWARM_CUDA_LIBRARY", env.cuda_library, false, env.cuda_library.empty() ? "search libcuda.so.1" : ""},
+      {"HCWARM_NVRTC_LIBRARY", env.nvrtc_library, false,
+       env.nvrtc_library.empty() ? "search libnvrtc.so.13, libnvrtc.so, $CUDA_HOME/lib64, /usr/local/cuda/lib64"
+                                 : ""},
+      {"CUDA_HOME", env.cuda_home, false, ""},
+  };
+  // The values are EnvConfig's, and so is the list of the variables that were given.
+  for (auto& e : s) e.set = std::find(env.given.begin(), env.given.end(), e.name) != env.given.end();
+  return s;
+}
+
+}  // namespace hcwarm::cli

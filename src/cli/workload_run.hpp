@@ -1,0 +1,22 @@
+#pragma once
+// One start-up and one replay of a workload, as `replay` and `demo` run it: a
+// model runner, its kernel warmup (with or without the mHC prewarm), then every
+// request of the trace through the scheduler.
+#include <string>
+#include <vector>
+
+#include "sim/replay.hpp"
+
+namespace hcwarm::cli {
+
+struct WorkloadRun {
+  std::string name;         // the report's name ("prewarm, empty cache")
+  bool prewarm = true;
+  bool quiet = false;       // --json: no progress output
+  int64_t max_running = 64; // requests running at once
+};
+
+sim::RunReport run_workload(runtime::RunnerConfig cfg, const std::vector<sim::Request>& requests,
+                                const WorkloadRun& run);
+
+}  // namespace hcwarm::cli

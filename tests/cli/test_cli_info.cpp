@@ -1,0 +1,102 @@
+// `hcwarm info` on a machine without a GPU: what it finds, in words and as JSON.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_fixtures.hpp"
+#include "common/test_util.hpp"
+
+namespace hcwarm {
+namespace {
+
+using test::cat;
+using test::run_cli;
+using test::TempDir;
+using test::tiny_model_args;
+
+const char* const kVariables[] = {
+    "HCWARM_CACHE_DIR",   "HCWARM_CACHE_MAX_MB",   "HCWARM_CACHE_TRUST",       "HCWARM_STRICT_WARMUP",
+    "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",               "HCWARM_LOCK_TIMEOUT_S",
+    "HCWARM_COMPILE_TIMEOUT_S", "HCWARM_JOBS",     "HCWARM_CXX",               "HCWARM_NUM_SMS",
+    "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME"};
+
+TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
+  TempDir dir;
+  const std::string cache = (dir / "cache").string();
+  ASSERT_EQ(run_cli(cat({"warm", "--json"}, tiny_model_args(dir))).exit_code, 0);  // one host namespace
+  const std::vector<std::string> env{test::kNoGpu, "HCWARM_JOBS=3"};
+
+  const auto text = run_cli({"info", "--cache-dir", cache}, env);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("GPU: none"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("/nonexistent/libcuda.so.1"), std::string::npos) << text.out;  // why
+  EXPECT_NE(text.out.find("NVRTC:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host compiler:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(cache), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("writable"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("v" HCWARM_VERSION "/host-"), std::string::npos) << text.out;
+  for (const char* v : kVariables) EXPECT_NE(text.out.find(v), std::string::npos) << v << ":\n" << text.out;
+  EXPECT_NE(text.out.find("HCWARM_JOBS=3 (set)"), std::string::npos) << text.out;
+
+  const auto r = run_cli({"info", "--json", "--cache-dir", cache}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["hcwarm_version"], HCWARM_VERSION);
+  EXPECT_TRUE(j["gpu"].is_null()) << j.dump(2);
+  EXPECT_NE(j["gpu_unavailable"].get<std::string>().find("/nonexistent/libcuda.so.1"), std::string::npos);
+  ASSERT_TRUE(j["nvrtc"].is_object());
+  if (j["nvrtc"]["available"].get<bool>()) {
+    EXPECT_NE(j["nvrtc"]["identity"].get<std::string>().find("nvrtc"), std::string::npos);
+    EXPECT_FALSE(j["nvrtc"]["library"].get<std::string>().empty());
+  } else {
+    EXPECT_FALSE(j["nvrtc"]["error"].get<std::string>().empty());
+  }
+  ASSERT_TRUE(j["host_compiler"]["available"].get<bool>()) << j.dump(2);
+  EXPECT_NE(j["host_compiler"]["identity"].get<std::string>().find("host-"), std::string::npos);
+  EXPECT_EQ(j["host_compiler"]["command"], "c++");
+  const auto& c = j["cache"];
+  EXPECT_EQ(c["dir"], cache);
+  EXPECT_TRUE(c["exists"].get<bool>());
+  EXPECT_TRUE(c["usable"].get<bool>());
+  EXPECT_TRUE(c["writable"].get<bool>());
+  ASSERT_EQ(c["namespaces"].size(), 1u) << c.dump(2);
+  EXPECT_EQ(c["namespaces"][0]["version"], HCWARM_VERSION);
+  EXPECT_EQ(c["namespaces"][0]["entries"], 3);
+  EXPECT_EQ(c["namespaces"][0]["compiler"], "host");  // this machine's host compiler built them
+  for (const char* v : kVariables) EXPECT_TRUE(j["config"].contains(v)) << v;
+  EXPECT_EQ(j["config"]["HCWARM_JOBS"]["value"], "3");
+  EXPECT_TRUE(j["config"]["HCWARM_JOBS"]["set"].get<bool>());
+  EXPECT_FALSE(j["config"]["HCWARM_STRICT_WARMUP"]["set"].get<bool>());
+  EXPECT_EQ(j["config"]["HCWARM_STRICT_WARMUP"]["value"], "0");
+}
+
+TEST(CliInfo, SaysWhyNvrtcAndTheCacheAreUnavailable) {
+  TempDir dir;
+  const std::vector<std::string> env{test::kNoGpu, "HCWARM_NVRTC_LIBRARY=/nonexistent/libnvrtc.so",
+                                     "HCWARM_CXX=/nonexistent/c++"};
+  const auto r = run_cli({"info", "--json", "--cache-dir", (dir / "new").string()}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["nvrtc"]["available"].get<bool>());
+  EXPECT_NE(j["nvrtc"]["error"].get<std::string>().find("/nonexistent/libnvrtc.so"), std::string::npos) << j.dump(2);
+  EXPECT_FALSE(j["host_compiler"]["available"].get<bool>());
+  EXPECT_NE(j["host_compiler"]["error"].get<std::string>().find("/nonexistent/c++"), std::string::npos) << j.dump(2);
+  // A cache directory not created yet: usable, created on first use.
+  EXPECT_FALSE(j["cache"]["exists"].get<bool>());
+  EXPECT_TRUE(j["cache"]["writable"].get<bool>());
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));  // info creates nothing
+
+  // A directory holding something else is not a cache.
+  test::write_file(dir / "home" / "notes.txt", "mine");
+  const auto other = nlohmann::json::parse(
+      run_cli({"info", "--json", "--cache-dir", (dir / "home").string()}, {test::kNoGpu}).out);
+  EXPECT_FALSE(other["cache"]["usable"].get<bool>());
+  EXPECT_FALSE(other["cache"]["reason"].get<std::string>().empty());
+
+  const auto off = nlohmann::json::parse(run_cli({"info", "--json"}, {test::kNoGpu, "HCWARM_CACHE_DIR="}).out);
+  EXPECT_TRUE(off["cache"]["dir"].is_null()) << off.dump(2);
+  EXPECT_FALSE(off["cache"]["usable"].get<bool>());
+}
+
+}  // namespace
+}  // namespace hcwarm
