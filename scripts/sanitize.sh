@@ -6,7 +6,7 @@
 # build/, plus -DHCWARM_SANITIZE. Extra arguments go to ctest, e.g. -L jit or
 # -R thread_pool. Reports fail the test that meets them. The few suppressions, each
 # for code hcwarm does not build, live in tests/sanitizers/ with their reasons.
-# Environment: HCWARM_BUILD_JOBS, HCWARM_TEST_JOBS (default: all cores).
+# Environment: HCWARM_BUILD_JOBS, HCWARM_TEST_JOBS (default: all cores), HCWARM_BUILD_TARGETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +25,9 @@ shift
 
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_SANITIZE="$sanitize" >/dev/null
-cmake --build "$build" -j "${HCWARM_BUILD_JOBS:-$(nproc)}"
+# HCWARM_BUILD_TARGETS: only these targets (e.g. "hcwarm hcwarm_tests_jit"), for a run limited to their tests.
+read -r -a targets <<<"${HCWARM_BUILD_TARGETS:-all}"
+cmake --build "$build" -j "${HCWARM_BUILD_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 supp=$PWD/tests/sanitizers
 # halt_on_error / abort: the first report ends the test with a failure and a stack.

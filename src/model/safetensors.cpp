@@ -253,7 +253,8 @@ HostTensor<float> SafetensorsFile::get_f32(const std::string& name, const Shape&
   HostTensor<float> t(expected);
   const std::byte* src = data_ + i.begin;
   if (i.dtype == SafetensorsDtype::F32) {
-    std::memcpy(t.data(), src, static_cast<size_t>(t.numel()) * sizeof(float));
+    // An empty tensor's data() may be null, and memcpy of null is undefined even for 0 bytes.
+    if (t.numel() > 0) std::memcpy(t.data(), src, static_cast<size_t>(t.numel()) * sizeof(float));
   } else if (i.dtype == SafetensorsDtype::BF16) {
     for (int64_t k = 0; k < t.numel(); ++k) {
       uint16_t bits = 0;
@@ -272,7 +273,7 @@ HostTensor<bf16> SafetensorsFile::get_bf16(const std::string& name, const Shape&
   HCWARM_CHECK_ARG(i.dtype == SafetensorsDtype::BF16, "{}: tensor '{}' is {}, expected BF16", path_.string(), name,
                    to_string(i.dtype));
   HostTensor<bf16> t(expected);
-  std::memcpy(t.data(), data_ + i.begin, static_cast<size_t>(t.numel()) * sizeof(bf16));
+  if (t.numel() > 0) std::memcpy(t.data(), data_ + i.begin, static_cast<size_t>(t.numel()) * sizeof(bf16));
   return t;
 }
 

@@ -175,11 +175,13 @@ TEST(SafetensorsTest, EmptyTensorsAndOtherDtypes) {
   TempDir dir;
   SafetensorsWriter w;
   w.add("empty", HostTensor<float>({0, 5}));
+  w.add("empty_bf16", HostTensor<bf16>({3, 0}));
   const int64_t ids[2] = {7, -1};
   w.add_raw("ids", SafetensorsDtype::I64, {2}, std::as_bytes(std::span(ids)));
   w.write(dir / "e.safetensors");
   const auto f = SafetensorsFile::open(dir / "e.safetensors");
   EXPECT_EQ(f.get_f32("empty", {0, 5}).numel(), 0);
+  EXPECT_EQ(f.get_bf16("empty_bf16", {3, 0}).numel(), 0);
   EXPECT_EQ(f.info("ids").dtype, SafetensorsDtype::I64);
   EXPECT_EQ(f.bytes("ids").size(), 16u);
   EXPECT_THROW(f.get_f32("ids", {2}), Error);
