@@ -221,6 +221,8 @@ std::optional<std::string> DiskCache::not_a_cache() const {
     if (n.starts_with(std::string(".") + kTagName + ".")) continue;  // another process writing the tag
     std::error_code ec2;
     if (!(version_dir_name(n) && fs::symlink_status(c, ec2).type() == fs::file_type::directory)) {
+      // Another process may have tagged the root since the first look (the tag is then listed).
+      if (has_tag(root_)) return std::nullopt;
       return fmt::format("{} is not an hcwarm cache directory: it holds {:?} and no {}; use a directory of its own",
                          root_.string(), n, kTagName);
     }
