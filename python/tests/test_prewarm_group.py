@@ -107,7 +107,7 @@ def test_ranks_sharing_a_cache_compile_each_key_once(tmp_path):
     for out in outs:
         r = out["report"]
         # This rank compiled its shard and nothing else: after the barrier every key is on disk.
-        assert r["compiled_keys"] == r["shard_keys"], r
+        assert sorted(r["compiled_keys"]) == sorted(r["shard_keys"]), r  # in the order the compiles ended
         assert r["compiled"] == 0 and r["loaded_from_disk"] == r["keys"] == 7, r
         compiled += r["compiled_keys"]
     assert sorted(compiled) == sorted(planned)
@@ -121,7 +121,7 @@ def test_ranks_with_their_own_caches_compile_what_they_miss_after_the_barrier(tm
     for out in outs:
         r = out["report"]
         assert sorted(r["compiled_keys"]) == sorted(planned), r  # its shard first, the rest after the barrier
-        assert r["compiled_keys"][:len(r["shard_keys"])] == r["shard_keys"]
+        assert sorted(r["compiled_keys"][:len(r["shard_keys"])]) == sorted(r["shard_keys"])
         assert r["compiled"] == len(planned) - len(r["shard_keys"]), r
         assert r["loaded_from_disk"] == len(r["shard_keys"]), r
 

@@ -2,6 +2,7 @@
 // this hcwarm version, or the keys a configuration plans), for `cache import`
 // on other machines (format: jit/cache_bundle.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -123,13 +124,18 @@ void register_cache_export(CLI::App* cache, CliContext& ctx) {
   add_cache_plan_options(cmd, o->plan);
   add_cache_dir_option(cmd, o->plan.model.cache_dir);
   cmd->add_option("--out", o->out, "Bundle file to write (whole or not at all)")->required();
-  CLI::Option* all = cmd->add_flag("--all", o->all, "Every valid entry of this hcwarm version, not one configuration's");
-  for (const char* name : {"--model", "--num-sms", "--chunked-prefill-size", "--dp-size", "--enable-dp-attention",
-                           "--backend", "--arch", "--mlp-width"}) {
-    all->excludes(cmd->get_option(name));
-  }
+  cmd->add_flag("--all", o->all, "Every valid entry of this hcwarm version instead of one configuration's keys");
   add_json_flag(cmd, o->json);
-  cmd->callback([&ctx, o, cmd] { run_export(ctx, *o, cmd->count("--model") > 0); });
+  cmd->callback([&ctx, o, cmd] {
+    std::vector<std::string> plan_options;
+    for (const char* name : {"--model", "--num-sms", "--chunked-prefill-size", "--dp-size", "--enable-dp-attention",
+                             "--backend", "--arch", "--mlp-width"}) {
+      if (cmd->count(name) > 0) plan_options.push_back(name);
+    }
+    HCWARM_CHECK_ARG(!o->all || plan_options.empty(), "cache export: --all takes every entry, so {} means nothing "
+                     "with it; give one or the other", fmt::join(plan_options, ", "));
+    run_export(ctx, *o, cmd->count("--model") > 0);
+  });
 }
 
 }  // namespace hcwarm::cli

@@ -206,6 +206,7 @@ TEST_F(CliCacheBundle, OptionsSayWhatToExport) {
   const auto both = run_cli({"cache", "export", "--all", "--model", "dsv4-pro", "--cache-dir", built().string(),
                              "--out", out});
   EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("--all takes every entry, so --model means nothing"), std::string::npos) << both.err;
   EXPECT_EQ(run_cli({"cache", "export", "--all", "--cache-dir", built().string()}).exit_code, 2);  // no --out
   EXPECT_EQ(run_cli(cat({"cache", "check", "--cache-dir", (tmp_ / "absent").string()}, model())).exit_code, 2);
   EXPECT_FALSE(fs::exists(out));
