@@ -2,8 +2,12 @@
 // in a cache? Plans like `cache build` (no GPU needed) and looks each key up
 // where the runtime would, with the runtime's verification and trust rules.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/cache_dir.hpp"
@@ -11,9 +15,27 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "core/error.hpp"
+#include "jit/fs_util.hpp"
 
 namespace hcwarm::cli {
 namespace {
+namespace fs = std::filesystem;
+
+// Why the runtime would not load from the namespace's directories (the root,
+// v<version>/, the namespace, entries/), checked as DiskCache::prepare does but
+// creating nothing; nullopt when they are trusted or absent.
+std::optional<std::string> untrusted_dirs(const jit::DiskCache& cache, const std::string& ns, bool any_owner) {
+  const fs::path nsd = cache.namespace_dir(ns);
+  const std::pair<fs::path, bool> dirs[] = {
+      {cache.root(), true}, {cache.version_dir(), false}, {nsd, false}, {nsd / "entries", false}};
+  for (const auto& [dir, follow] : dirs) {
+    struct stat st {};
+    if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0) return std::nullopt;
+    if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
+    if (auto why = jit::fsu::distrust(dir, st, any_owner)) return why;
+  }
+  return std::nullopt;
+}
 
 struct CheckOptions {
   CachePlanOptions plan;
@@ -36,7 +58,14 @@ void run_check(CliContext& ctx, const CheckOptions& o) {
     std::string reason;
   };
   std::vector<Finding> findings;
+  const bool any_owner = ctx.env.cache_trust_shared;
+  std::map<std::string, std::optional<std::string>> distrusted;  // per namespace
   for (const PlannedKey& k : keys) {
+    if (!distrusted.count(k.ns)) distrusted[k.ns] = untrusted_dirs(cache, k.ns, any_owner);
+    if (const auto& why = distrusted[k.ns]) {
+      findings.push_back({&k, "bad", *why + " (the runtime does not load from it)"});
+      continue;
+    }
     try {
       const auto lk = cache.lookup(k.ns, k.key, {});
       if (lk.status == jit::DiskCache::Lookup::Status::Missing) findings.push_back({&k, "missing", ""});

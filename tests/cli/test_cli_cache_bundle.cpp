@@ -198,6 +198,17 @@ TEST_F(CliCacheBundle, ExportOfAConfigurationNeedsEveryPlannedKey) {
   EXPECT_NE(ck.out.find(gone), std::string::npos) << ck.out;
 }
 
+TEST_F(CliCacheBundle, CheckCountsOnlyWhatTheRuntimeWouldLoad) {
+  const fs::path copy = tmp_ / "copy";
+  fs::copy(built(), copy, fs::copy_options::recursive);
+  // A cache root others can write: the runtime refuses all of it, and so does check.
+  fs::permissions(copy, fs::perms::group_write | fs::perms::others_write, fs::perm_options::add);
+  const auto r = run_cli(cat({"cache", "check", "--cache-dir", copy.string()}, model()));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(count(r.out, "BAD mhc_pre["), 3u) << r.out;
+  EXPECT_NE(r.out.find("writable by group or others"), std::string::npos) << r.out;
+}
+
 TEST_F(CliCacheBundle, OptionsSayWhatToExport) {
   const std::string out = (tmp_ / "x.hcwb").string();
   const auto none = run_cli({"cache", "export", "--cache-dir", built().string(), "--out", out});
