@@ -179,3 +179,19 @@ def test_a_real_gloo_group_shards_then_meets_in_its_barrier(tmp_path):
     assert sorted(sum((o["report"]["compiled_keys"] for o in outs), [])) == sorted(planned)
     for out in outs:
         assert out["report"]["compiled"] == 0, out["report"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed")
+def test_a_group_without_pytorch_is_a_clear_error(tmp_path):
+    code = textwrap.dedent("""
+        import hcwarm
+        try:
+            hcwarm.prewarm("dsv4-flash", device="cpu", cache_dir=%r, group=object())
+        except ValueError as e:
+            print("ValueError:", e)
+    """ % str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, HCWARM_LOG_LEVEL="error"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "ValueError: group:" in p.stdout and "PyTorch is not installed" in p.stdout, p.stdout
+    assert not (tmp_path / "cache").exists()
