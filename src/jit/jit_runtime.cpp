@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "jit/header_deps.hpp"
 #include "jit/progress.hpp"
@@ -47,15 +48,14 @@ std::string namespace_name(const Compiler& c) {
 
 }  // namespace
 
-const char* to_string(Phase p) { return p == Phase::Warmup ? "warmup" : "serving"; }
-const char* to_string(ArtifactSource s) {
-  switch (s) {
-    case ArtifactSource::Compiled: return "compiled";
-    case ArtifactSource::Disk: return "disk";
-    case ArtifactSource::Memory: return "memory";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<Phase> kPhaseNames[] = {{Phase::Warmup, "warmup"}, {Phase::Serving, "serving"}};
+constexpr EnumName<ArtifactSource> kSourceNames[] = {
+    {ArtifactSource::Compiled, "compiled"}, {ArtifactSource::Disk, "disk"}, {ArtifactSource::Memory, "memory"}};
+}  // namespace
+
+const char* to_string(Phase p) { return enum_name(kPhaseNames, p); }
+const char* to_string(ArtifactSource s) { return enum_name(kSourceNames, s); }
 
 JitOptions JitOptions::from_env(const EnvConfig& env) {
   JitOptions o;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cubin_set.hpp"
 #include "jit/fs_util.hpp"
@@ -116,7 +117,8 @@ NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<
                              std::vector<fs::path> include_dirs, std::string cuda_home)
     : arch_(std::move(arch)), extra_(std::move(extra_flags)), include_dirs_(std::move(include_dirs)) {
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
-                   "CUDA architecture {:?} must be a real one such as sm_90a (a cubin is built)", arch_);
+                   "CUDA architecture {} must be a real one such as sm_90a (a cubin is built)",
+                   quoted_excerpt(arch_));
   api_ = load_api(library, cuda_home);
   // nvrtcVersion gives only major.minor; the library's size separates patch
   // releases without naming where it is installed.
