@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "jit/cubin_set.hpp"
+#include "jit/report.hpp"
 #include "jit_test_util.hpp"
 
 namespace hcwarm::jit {
