@@ -36,7 +36,6 @@ runtime::OpContextOptions options_for(const EnvConfig& env, int ordinal) {
   o.device_ordinal = ordinal;
   o.env = env;
   o.jit = jit::JitOptions::from_env(env);
-  o.jit.progress = false;
   return o;
 }
 
