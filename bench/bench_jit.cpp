@@ -55,7 +55,6 @@ KernelSpec mhc_cuda(int salt) {
 JitOptions opts(std::optional<std::filesystem::path> dir) {
   JitOptions o;
   o.cache_dir = std::move(dir);
-  o.progress = false;
   return o;
 }
 

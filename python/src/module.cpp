@@ -118,7 +118,12 @@ class Context {
     }
     if (strict_warmup) o.jit.strict_warmup = *strict_warmup;
     if (jobs > 0) o.jit.jobs = jobs;
-    o.jit.progress = progress;
+    // The library only reports progress; here it becomes one log line per key.
+    if (progress) {
+      o.jit.progress = [](const jit::BuildProgressEvent& e) {
+        if (e.done > 0) log::info("{}", jit::format_progress_line(e));
+      };
+    }
     ctx_ = std::make_unique<runtime::OpContext>(std::move(o));
   }
 

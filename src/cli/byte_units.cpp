@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace hcwarm::cli {
 
@@ -26,7 +27,7 @@ uint64_t parse_size(const std::string& s, const std::string& option) {
   double v = 0;
   const char* end = s.data() + s.size();
   auto [p, ec] = std::from_chars(s.data(), end, v);
-  HCWARM_CHECK_ARG(ec == std::errc() && v >= 0, "{} {:?} is not a size (e.g. 1048576, 512M, 4G)", option, s);
+  HCWARM_CHECK_ARG(ec == std::errc() && v >= 0, "{} {} is not a size (e.g. 1048576, 512M, 4G)", option, quoted_excerpt(s));
   std::string unit(p, end);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit.resize(unit.size() - 2);
@@ -37,9 +38,9 @@ uint64_t parse_size(const std::string& s, const std::string& option) {
   else if (unit == "M") mult = 1024.0 * 1024;
   else if (unit == "G") mult = 1024.0 * 1024 * 1024;
   else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
-  else HCWARM_THROW(ErrorKind::InvalidArgument, "{} {:?}: unknown unit (use K, M, G or T)", option, s);
+  else HCWARM_THROW(ErrorKind::InvalidArgument, "{} {}: unknown unit (use K, M, G or T)", option, quoted_excerpt(s));
   // Bounded before the conversion (a double past 2^64 has no uint64 value): 1 EiB is beyond any disk.
-  HCWARM_CHECK_ARG(v * mult <= 0x1p60, "{} {:?} is above the limit of 1 EiB", option, s);
+  HCWARM_CHECK_ARG(v * mult <= 0x1p60, "{} {} is above the limit of 1 EiB", option, quoted_excerpt(s));
   return static_cast<uint64_t>(std::llround(v * mult));
 }
 

@@ -210,7 +210,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   // Memory-only JIT: the first call of each bucket is a real compile, timed.
   jit::JitOptions jo = jit::JitOptions::from_env(ctx.env);
   jo.cache_dir = std::nullopt;
-  jo.progress = false;
   jit::JitRuntime rt(jo);
   if (cd != nullptr) rt.set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cd));
 

@@ -42,7 +42,6 @@ void run_child(const CliContext& ctx, const ColdStartOptions& o) {
   std::this_thread::sleep_until(start);
   runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
   cfg.build.num_layers = 1;  // warmup needs the first layer only
-  cfg.jit.progress = false;
   runtime::ModelRunner runner(cfg);
   const runtime::WarmupReport w = runner.kernel_warmup(true);
   const double ready_s = to_seconds(SysClock::now() - start);

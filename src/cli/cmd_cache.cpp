@@ -2,6 +2,7 @@
 // kernel cache (HCWARM_CACHE_DIR or --cache-dir). No compiler is needed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -10,10 +11,20 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "jit/disk_cache.hpp"
 
 namespace hcwarm::cli {
 namespace {
+
+// A manifest's description as it is when it is plain printable text, else
+// quoted, escaped and cut (the manifest is a file anyone with write access shaped).
+std::string printable(const std::string& s) {
+  const bool plain = s.size() <= kMaxJsonExcerpt && std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  return plain ? s : quoted_excerpt(s);
+}
 
 struct CacheOptions {
   std::string cache_dir;
@@ -51,7 +62,7 @@ void run_ls(const CliContext& ctx, const CacheOptions& o) {
   for (const auto& e : entries) {
     std::cout << fmt::format("  {:<20}  {:>9}  {:<16}  {:<34}  {}\n", iso8601_utc(e.last_used), human_bytes(e.bytes),
                              e.key.substr(0, 16), "v" + e.version + "/" + e.ns,
-                             e.description.empty() ? "(no readable manifest)" : e.description);
+                             e.description.empty() ? "(no readable manifest)" : printable(e.description));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/build_progress.hpp"
 #include "cli/cache_dir.hpp"
 #include "cli/cache_plan.hpp"
 #include "cli/commands.hpp"
@@ -28,7 +29,8 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
 
   jit::JitOptions jo = jit_options(ctx, o.plan.model.cache_dir);
   HCWARM_CHECK_ARG(jo.cache_dir.has_value(), "cache build needs a cache directory (--cache-dir or HCWARM_CACHE_DIR)");
-  jo.progress = !o.json;
+  BuildProgressDisplay progress(!o.json);
+  jo.progress = progress.callback();
   jit::JitRuntime jit(jo);
   HCWARM_CHECK_ARG(jit.disk_cache() != nullptr, "cache directory {} is not usable (see the warning above)",
                    jo.cache_dir->string());

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "cli/runner_options.hpp"
+#include "cli/workload_run.hpp"
 #include "sim/replay.hpp"
 
 namespace hcwarm::cli {
@@ -20,9 +21,9 @@ struct WarmOptions {
 void run_warm(const CliContext& ctx, const WarmOptions& o) {
   runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
   if (o.runner.layers == 0) cfg.build.num_layers = 1;  // warmup needs the first layer only
-  cfg.jit.progress = !o.json;
-  runtime::ModelRunner runner(cfg);
-  const runtime::WarmupReport w = runner.kernel_warmup(true);
+  const WarmedRunner warmed = warm_runner(cfg, /*prewarm=*/true, /*quiet=*/o.json);
+  const runtime::ModelRunner& runner = *warmed.runner;
+  const runtime::WarmupReport& w = warmed.warmup;
   if (o.json) {
     nlohmann::json j = sim::warmup_json(w);
     j.update(run_config_json(cfg.model.name, cfg.backend, runner.server_args(), cfg.jit.cache_dir));

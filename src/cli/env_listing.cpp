@@ -7,6 +7,7 @@ namespace hcwarm::cli {
 
 std::vector<EnvSetting> env_settings(const EnvConfig& env) {
   auto b = [](bool v) { return std::string(v ? "1" : "0"); };
+  auto given = [&](const char* name) { return std::find(env.given.begin(), env.given.end(), name) != env.given.end(); };
   std::vector<EnvSetting> s{
       {"HCWARM_CACHE_DIR", env.cache_dir ? env.cache_dir->string() : "", false,
        env.cache_dir ? "" : "empty: the disk cache is disabled"},
@@ -19,7 +20,15 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_LOCK_TIMEOUT_S", std::to_string(env.lock_timeout_s), false, ""},
       {"HCWARM_COMPILE_TIMEOUT_S", std::to_string(env.compile_timeout_s), false, ""},
       {"HCWARM_JOBS", std::to_string(env.jobs), false,
-       env.jobs == 0 ? "hardware threads (" + std::to_string(std::thread::hardware_concurrency()) + ")" : ""},
+       env.jobs == 0 ? std::to_string(env.compile_jobs) + ": hardware threads (" +
+                           std::to_string(std::thread::hardware_concurrency()) + ") / local world size (" +
+                           std::to_string(env.local_world_size) + ")"
+                     : ""},
+      {"HCWARM_LOCAL_WORLD_SIZE", given("HCWARM_LOCAL_WORLD_SIZE") ? std::to_string(env.local_world_size) : "",
+       false,
+       given("HCWARM_LOCAL_WORLD_SIZE") ? ""
+       : given("LOCAL_WORLD_SIZE")      ? std::to_string(env.local_world_size) + " from LOCAL_WORLD_SIZE (torchrun)"
+                                        : "1 (LOCAL_WORLD_SIZE, torchrun's, is not set either)"},
       {"HCWARM_CXX", env.host_cxx, false, ""},
       {"HCWARM_NUM_SMS", env.num_sms ? std::to_string(*env.num_sms) : "", false,
        env.num_sms ? "" : "132 (an H200's) when there is no GPU"},
@@ -31,7 +40,7 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"CUDA_HOME", env.cuda_home, false, ""},
   };
   // The values are EnvConfig's, and so is the list of the variables that were given.
-  for (auto& e : s) e.set = std::find(env.given.begin(), env.given.end(), e.name) != env.given.end();
+  for (auto& e : s) e.set = given(e.name.c_str());
   return s;
 }
 

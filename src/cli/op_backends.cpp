@@ -15,7 +15,6 @@ mhc::HcPreResult run_op_backend(const CliContext& ctx, const std::string& backen
   if (backend == "reference") return mhc::hc_pre_reference(residual, fn, scale, base, norm_weight, model.mhc_constants());
   // The fast path: the JIT-specialized kernel of this T's split bucket (cached like warmup's).
   jit::JitOptions jo = jit_options(ctx, cache_dir);
-  jo.progress = false;
   jit::JitRuntime rt(jo);
   std::unique_ptr<Device> dev;
   if (backend == "cuda") {

@@ -2,12 +2,22 @@
 // One start-up and one replay of a workload, as `replay` and `demo` run it: a
 // model runner, its kernel warmup (with or without the mHC prewarm), then every
 // request of the trace through the scheduler.
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/build_progress.hpp"
 #include "sim/replay.hpp"
 
 namespace hcwarm::cli {
+
+// A model runner after its kernel warmup, which showed its progress unless quiet.
+struct WarmedRunner {
+  std::unique_ptr<BuildProgressDisplay> progress;  // outlives the runner, which holds its callback
+  std::unique_ptr<runtime::ModelRunner> runner;
+  runtime::WarmupReport warmup;
+};
+WarmedRunner warm_runner(runtime::RunnerConfig cfg, bool prewarm, bool quiet);
 
 struct WorkloadRun {
   std::string name;         // the report's name ("prewarm, empty cache")

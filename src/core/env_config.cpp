@@ -1,7 +1,9 @@
 #include "core/env_config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
@@ -28,7 +30,12 @@ bool parse_bool(const std::string& name, const std::string& value) {
 
 }  // namespace
 
-EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
+int EnvConfig::compile_budget(int jobs, int local_world_size, int hardware_threads) {
+  if (jobs > 0) return jobs;
+  return std::max(1, std::max(1, hardware_threads) / std::max(1, local_world_size));
+}
+
+EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, int hardware_threads) {
   EnvConfig c;
   auto get = [&](const char* k) -> const std::string* {
     auto it = vars.find(k);
@@ -68,6 +75,14 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
     c.compile_timeout_s = static_cast<int>(parse_int("HCWARM_COMPILE_TIMEOUT_S", *v, 1, 86400));
   }
   if (const auto* v = get("HCWARM_JOBS")) c.jobs = static_cast<int>(parse_int("HCWARM_JOBS", *v, 0, 1024));
+  for (const char* k : {"HCWARM_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE"}) {
+    if (const auto* v = get(k)) {
+      c.local_world_size = static_cast<int>(parse_int(k, *v, 1, 65536));
+      break;
+    }
+  }
+  if (hardware_threads <= 0) hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
+  c.compile_jobs = compile_budget(c.jobs, c.local_world_size, hardware_threads);
   if (const auto* v = get("HCWARM_CXX"); v != nullptr && !v->empty()) c.host_cxx = *v;
   if (const auto* v = get("HCWARM_NUM_SMS")) c.num_sms = static_cast<int>(parse_int("HCWARM_NUM_SMS", *v, 1, 100000));
   if (const auto* v = get("HCWARM_LOG_LEVEL")) {
@@ -82,7 +97,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars) {
   if (const auto* v = get("HCWARM_NVRTC_LIBRARY")) c.nvrtc_library = *v;
   if (const auto* v = get("CUDA_HOME")) c.cuda_home = *v;
   for (const auto& [k, v] : vars) {
-    if (k.rfind("HCWARM_", 0) == 0 || k == "CUDA_HOME") c.given.push_back(k);
+    if (k.rfind("HCWARM_", 0) == 0 || k == "CUDA_HOME" || k == "LOCAL_WORLD_SIZE") c.given.push_back(k);
   }
   return c;
 }
@@ -94,7 +109,10 @@ EnvConfig EnvConfig::from_environment() {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     std::string k = kv.substr(0, eq);
-    if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME" || k == "CUDA_HOME") vars[k] = kv.substr(eq + 1);
+    if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME" || k == "CUDA_HOME" ||
+        k == "LOCAL_WORLD_SIZE") {
+      vars[k] = kv.substr(eq + 1);
+    }
   }
   return from_map(vars);
 }

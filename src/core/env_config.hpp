@@ -36,8 +36,14 @@ struct EnvConfig {
   // HCWARM_COMPILE_TIMEOUT_S: longest run of the host compiler for one kernel
   // (default 600); past it the compiler is killed and the call fails naming it.
   int compile_timeout_s = 600;
-  // HCWARM_JOBS: parallel compiles (default: hardware threads).
+  // HCWARM_JOBS as given: the compile-thread budget (0 or unset: compile_jobs' default).
   int jobs = 0;
+  // HCWARM_LOCAL_WORLD_SIZE, else torchrun's LOCAL_WORLD_SIZE, else 1: the processes
+  // of this job on this host, which share its cores.
+  int local_world_size = 1;
+  // Compile threads this process runs at once (JIT builds and NVRTC parts together):
+  // jobs when given, else hardware threads / local_world_size, at least 1.
+  int compile_jobs = 1;
   // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).
   std::string host_cxx = "c++";
   // HCWARM_NUM_SMS: multiprocessor count to plan for when no GPU is present (default 132, an H200).
@@ -56,8 +62,10 @@ struct EnvConfig {
 
   // Parses the process environment. Bad values throw ErrorKind::InvalidArgument naming the variable.
   static EnvConfig from_environment();
-  // Parses an explicit map (tests).
-  static EnvConfig from_map(const std::map<std::string, std::string>& vars);
+  // Parses an explicit map (tests); hardware_threads <= 0: this machine's.
+  static EnvConfig from_map(const std::map<std::string, std::string>& vars, int hardware_threads = 0);
+  // The budget rule behind compile_jobs.
+  static int compile_budget(int jobs, int local_world_size, int hardware_threads);
 };
 
 // The default number of SMs when none is known: an H200's.

@@ -8,37 +8,19 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/unique_fd.hpp"
 
 namespace hcwarm {
 namespace fs = std::filesystem;
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release_close() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
 // Creates a unique temporary beside final_path and writes bytes into it.
 fs::path write_temporary(const fs::path& final_path, std::string_view bytes) {
   const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
   std::string tmpl = (dir / ("." + final_path.filename().string() + ".tmp.XXXXXX")).string();
   // mkostemp creates with O_EXCL (so never through a planted link) and a random name.
-  Fd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
   if (fd.get() < 0) {
     const int err = errno;
     HCWARM_THROW(ErrorKind::Io, "cannot write {}: cannot create a temporary in {}: {}", final_path.string(),
@@ -60,7 +42,7 @@ fs::path write_temporary(const fs::path& final_path, std::string_view bytes) {
     }
     done += static_cast<size_t>(n);
   }
-  if (fd.release_close() != 0) fail("close", errno);
+  if (fd.close_checked() != 0) fail("close", errno);
   return tmp;
 }
 
@@ -87,7 +69,7 @@ const char* file_type_name(unsigned st_mode) {
 
 std::string read_input_file(const fs::path& path, std::string_view what, uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     const int err = errno;
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: cannot open {}: {}", path.string(), what, errno_string(err));

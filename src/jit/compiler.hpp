@@ -3,7 +3,6 @@
 // (an NVRTC architecture such as "sm_90a", or a host ISA level such as
 // "x86-64-v3"); everything that decides the bytes it produces (identity with
 // version, flags, target) is exposed so the runtime can hash it into the key.
-#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/embedded_files.hpp"
+#include "core/thread_budget.hpp"
 #include "jit/kernel_spec.hpp"
 
 namespace hcwarm::jit {
@@ -75,17 +75,20 @@ class HostCompiler final : public Compiler {
 // Options: --gpu-architecture=<arch> -std=c++20 [extra...] -I<workdir>/include [include_dirs...].
 class NvrtcCompiler final : public Compiler {
  public:
+  // budget: the compile threads a multi-part compile may add to its caller's;
+  // null: a budget of its own, the hardware threads but one.
   NvrtcCompiler(std::string arch, std::string library = {}, std::vector<std::string> extra_flags = {},
-                std::vector<std::filesystem::path> include_dirs = {}, std::string cuda_home = {});
+                std::vector<std::filesystem::path> include_dirs = {}, std::string cuda_home = {},
+                std::shared_ptr<ThreadBudget> budget = nullptr);
   TargetKind kind() const override { return TargetKind::Cuda; }
   std::string identity() const override { return identity_; }
   std::string target() const override { return arch_; }
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.cubin"; }
   // A cubin; for a source that declares parts (jit/cubin_set.hpp), the parts
-  // compiled in parallel and packed as a cubin set, unless this compiler's
-  // compiles in flight already fill the cores (then one program, one cubin:
-  // the same kernels either way).
+  // compiled in parallel and packed as a cubin set when the budget has a
+  // thread for every part but the caller's, else one program, one cubin (the
+  // same kernels either way).
   CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
   // The shared library that was opened (for messages).
@@ -100,7 +103,7 @@ class NvrtcCompiler final : public Compiler {
   std::vector<std::string> extra_;
   std::vector<std::filesystem::path> include_dirs_;
   const Api* api_ = nullptr;
-  mutable std::atomic<int> in_flight_{0};  // compile() calls running now
+  std::shared_ptr<ThreadBudget> budget_;
 };
 
 // Writes headers under dir (creating subdirectories); rejects absolute paths and "..".

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace hcwarm::jit {
 namespace {
@@ -29,8 +30,8 @@ int source_parts(std::string_view source) {
     }
     n = n * 10 + (c - '0');
   }
-  HCWARM_CHECK_ARG(digits && n >= 2 && n <= kMaxParts, "bad parts marker {:?}: the count must be 2..{}",
-                   std::string(kMarker) + std::string(rest), kMaxParts);
+  HCWARM_CHECK_ARG(digits && n >= 2 && n <= kMaxParts, "bad parts marker {}: the count must be 2..{}",
+                   quoted_excerpt(std::string(kMarker) + std::string(rest)), kMaxParts);
   return n;
 }
 

@@ -71,7 +71,7 @@ std::optional<std::string> verify_dir(const fs::path& dir, std::string_view vers
     std::set<std::string> listed;
     bool found_want = want.empty();
     for (const auto& f : m.files) {
-      if (!simple_name(f.name) || !listed.insert(f.name).second) return fmt::format("bad file name {:?} in manifest", f.name);
+      if (!simple_name(f.name) || !listed.insert(f.name).second) return fmt::format("bad file name {} in manifest", quoted_excerpt(f.name));
       const auto bytes = fsu::read_file(dir / f.name);
       if (!bytes) return fmt::format("{} is missing", f.name);
       if (bytes->size() != f.size) {
@@ -223,8 +223,8 @@ std::optional<std::string> DiskCache::not_a_cache() const {
     if (!(version_dir_name(n) && fs::symlink_status(c, ec2).type() == fs::file_type::directory)) {
       // Another process may have tagged the root since the first look (the tag is then listed).
       if (has_tag(root_)) return std::nullopt;
-      return fmt::format("{} is not an hcwarm cache directory: it holds {:?} and no {}; use a directory of its own",
-                         root_.string(), n, kTagName);
+      return fmt::format("{} is not an hcwarm cache directory: it holds {} and no {}; use a directory of its own",
+                         root_.string(), quoted_excerpt(n), kTagName);
     }
   }
   return std::nullopt;
@@ -423,7 +423,7 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
   manifest.created = utc_now();
   manifest.files.clear();
   for (const auto& [name, bytes] : files) {
-    HCWARM_ASSERT(simple_name(name), "bad cache file name {:?}", name);
+    HCWARM_ASSERT(simple_name(name), "bad cache file name {}", quoted_excerpt(name));
     fsu::write_file_durable(staging / name, bytes);
     manifest.files.push_back({name, bytes.size(), sha256_hex(bytes)});
     hook("publish-file-written");
@@ -475,7 +475,7 @@ std::vector<CacheEntry> DiskCache::list() const {
 }
 
 std::optional<std::string> DiskCache::check_entry(const CacheEntry& e) {
-  if (!is_sha256_hex(e.key)) return fmt::format("{:?} is not a key", e.key);
+  if (!is_sha256_hex(e.key)) return fmt::format("{} is not a key", quoted_excerpt(e.key));
   std::error_code ec;
   const auto type = fs::symlink_status(e.dir, ec).type();
   if (type == fs::file_type::symlink) return std::string("the entry is a symlink, not a directory");

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/unique_fd.hpp"
 
 namespace hcwarm::jit::fsu {
 namespace fs = std::filesystem;
@@ -25,26 +26,6 @@ namespace {
 [[noreturn]] void throw_io(const char* what, const fs::path& p, int err) {
   throw Error(ErrorKind::Io, fmt::format("{} {}: {}", what, p.string(), errno_string(err)), __FILE__, __LINE__);
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // close() reporting errors (a deferred write error can surface here).
-  int close_checked() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
 
 // O_NOFOLLOW: a lock file replaced by a symlink must not create or open its target.
 int open_lock_file(const fs::path& p) {
@@ -98,7 +79,7 @@ std::optional<std::string> distrust(const fs::path& p, const struct stat& st, bo
 
 std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
   // O_NOFOLLOW: a planted symlink is refused; O_NONBLOCK: a planted FIFO cannot block us.
-  Fd fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     throw_io("cannot open", p, errno);
@@ -123,7 +104,7 @@ std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
 }
 
 void write_file_durable(const fs::path& p, std::span<const std::byte> bytes) {
-  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw_io("cannot create", p, errno);
   size_t done = 0;
   while (done < bytes.size()) {
@@ -143,7 +124,7 @@ void write_file_durable(const fs::path& p, std::string_view text) {
 }
 
 void write_file(const fs::path& p, std::string_view text) {
-  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw_io("cannot create", p, errno);
   size_t done = 0;
   while (done < text.size()) {
@@ -158,7 +139,7 @@ void write_file(const fs::path& p, std::string_view text) {
 }
 
 void fsync_dir(const fs::path& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) throw_io("cannot open directory", dir, errno);
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync directory", dir, errno);
 }

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "jit/compiler.hpp"
 #include "jit/fs_util.hpp"
 #include "jit/process.hpp"
@@ -37,7 +38,8 @@ void write_headers(const fs::path& dir, std::span<const EmbeddedFile> headers) {
     const fs::path rel(std::string(h.path));
     bool bad = rel.empty() || rel.is_absolute();
     for (const auto& part : rel) bad = bad || part == "..";
-    HCWARM_CHECK_ARG(!bad, "kernel header path {:?} must be relative and stay inside the include dir", h.path);
+    HCWARM_CHECK_ARG(!bad, "kernel header path {} must be relative and stay inside the include dir",
+                     quoted_excerpt(h.path));
     const fs::path p = dir / rel;
     fsu::make_dirs(p.parent_path());
     fsu::write_file(p, h.content);  // duplicates: the last one wins, as in the key
@@ -55,7 +57,7 @@ std::string probe_identity(const std::string& cxx, double timeout_s) {
 
   const auto ver = run_process({cxx, "--version"}, {}, timeout_s);
   if (ver.exit_code != 0) {
-    HCWARM_THROW_LOG(ErrorKind::Unavailable, ver.output, "host compiler {:?} --version failed (exit {})", cxx,
+    HCWARM_THROW_LOG(ErrorKind::Unavailable, ver.output, "host compiler {} --version failed (exit {})", quoted_excerpt(cxx),
                      ver.exit_code);
   }
   std::string line = ver.output.substr(0, ver.output.find('\n'));

@@ -8,9 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "jit/header_deps.hpp"
-#include "jit/progress.hpp"
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
@@ -20,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 // "host-12.2.0-3fa9c1d2e4b5": kind, the first version number in the identity, and
 // a digest of the whole identity (so every compiler build gets its own namespace).
@@ -47,15 +50,11 @@ std::string namespace_name(const Compiler& c) {
 
 }  // namespace
 
-const char* to_string(Phase p) { return p == Phase::Warmup ? "warmup" : "serving"; }
-const char* to_string(ArtifactSource s) {
-  switch (s) {
-    case ArtifactSource::Compiled: return "compiled";
-    case ArtifactSource::Disk: return "disk";
-    case ArtifactSource::Memory: return "memory";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<Phase> kPhaseNames[] = {{Phase::Warmup, "warmup"}, {Phase::Serving, "serving"}};
+}  // namespace
+
+const char* to_string(Phase p) { return enum_name(kPhaseNames, p); }
 
 JitOptions JitOptions::from_env(const EnvConfig& env) {
   JitOptions o;
@@ -64,7 +63,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.cache_trust = env.cache_trust_shared ? CacheTrust::Shared : CacheTrust::Owner;
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
-  o.jobs = env.jobs;
+  o.jobs = env.compile_jobs;
   o.lock_timeout_s = env.lock_timeout_s;
   o.compile_timeout_s = env.compile_timeout_s;
   o.host_cxx = env.host_cxx;
@@ -97,7 +96,12 @@ struct JitRuntime::Slot {
   std::exception_ptr error;
 };
 
-JitRuntime::JitRuntime(JitOptions opts) : opts_(std::move(opts)) {
+JitRuntime::JitRuntime(JitOptions opts)
+    : opts_(std::move(opts)),
+      budget_(opts_.compile_budget ? opts_.compile_budget
+                                   : std::make_shared<ThreadBudget>(opts_.jobs > 0 ? opts_.jobs : hardware_threads())) {
+  HCWARM_CHECK_ARG(budget_->capacity() >= 1, "a JIT runtime needs a compile budget of at least one thread, not {}",
+                   budget_->capacity());
   loaders_[TargetKind::Host] = make_host_module_loader();
   if (opts_.cache_dir && !opts_.cache_dir->empty()) {
     // Absolute now, so that a later chdir cannot move the cache.
@@ -126,7 +130,7 @@ std::shared_ptr<JitRuntime::CompilerSlot> JitRuntime::compiler_slot(TargetKind k
         slot->compiler = std::make_shared<HostCompiler>(opts_.host_cxx, arch, opts_.host_flags, opts_.compile_timeout_s);
       } else {
         slot->compiler = std::make_shared<NvrtcCompiler>(arch, opts_.nvrtc_library, opts_.nvrtc_flags,
-                                                         opts_.nvrtc_include_dirs, opts_.cuda_home);
+                                                         opts_.nvrtc_include_dirs, opts_.cuda_home, budget_);
       }
       slot->ns = namespace_name(*slot->compiler);
     } catch (...) {
@@ -484,8 +488,26 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   if (mode == BuildMode::CompileOnly && !disk_enabled_ && !items.empty()) {
     log::info("jit build: no usable disk cache, so compile-only keeps nothing (the compiles only check the kernels)");
   }
-  BuildProgress progress(static_cast<int>(items.size()), opts_.progress);
-  std::mutex rep_mu;
+  std::mutex rep_mu;  // guards rep, deferred and progress calls
+  BuildProgressEvent ev;
+  ev.total = static_cast<int>(items.size());
+  // Under rep_mu: one progress call at a time, done counting up.
+  auto report = [&](const Item* it, std::optional<ArtifactSource> src, double secs) {
+    if (it != nullptr) {
+      ++ev.done;
+      ev.description = it->spec->describe();
+      ev.key = it->r.key;
+    }
+    ev.source = src;
+    ev.seconds = secs;
+    ev.elapsed_s = since(t0);
+    if (opts_.progress) {
+      opts_.progress(ev);
+    } else if (it != nullptr) {
+      log::debug("{}", format_progress_line(ev));
+    }
+  };
+  if (!items.empty()) report(nullptr, std::nullopt, 0);
   // Two passes: the first skips keys another process is compiling right now (their
   // lock is taken) and builds the free ones; the second takes the skipped ones,
   // by then usually a disk hit. So N processes warming one cache share the work.
@@ -494,6 +516,41 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
   std::vector<size_t> deferred;
   bool first_pass = true;
   std::atomic<size_t> next{0};
+  auto build_one = [&](const Item& it) {
+    const auto ti = Clock::now();
+    ArtifactSource src = ArtifactSource::Memory;
+    try {
+      if (mode == BuildMode::Load) {
+        get_impl(*it.spec, it.r, &src);
+      } else {
+        bool in_memory;
+        {
+          std::lock_guard lock(slots_mu_);
+          auto s = slots_.find(it.r.key);
+          in_memory = s != slots_.end();
+        }
+        if (!in_memory) produce(*it.spec, it.r, &src);
+      }
+      const double secs = since(ti);
+      record(*it.spec, it.r.key, src, secs);
+      std::lock_guard lock(rep_mu);
+      if (src == ArtifactSource::Compiled) ++rep.compiled;
+      else if (src == ArtifactSource::Disk) ++rep.loaded_from_disk;
+      else ++rep.memory_hits;
+      report(&it, src, secs);
+    } catch (const std::exception& e) {
+      record_failure();
+      const auto* he = dynamic_cast<const Error*>(&e);
+      std::string msg = he ? he->message() : e.what();
+      if (he && !he->log().empty()) msg += "\n" + he->log();
+      log::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
+      std::lock_guard lock(rep_mu);
+      ++rep.failed;
+      if (rep.errors.empty()) rep.first_error_kind = he ? he->kind() : ErrorKind::Internal;
+      rep.errors.push_back(fmt::format("{} (key {}): {}", it.spec->describe(), it.r.key, msg));
+      report(&it, std::nullopt, since(ti));
+    }
+  };
   auto worker = [&] {
     for (size_t n = next++; n < order.size(); n = next++) {
       const auto& it = items[order[n]];
@@ -502,51 +559,26 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
         deferred.push_back(order[n]);
         continue;
       }
-      const auto ti = Clock::now();
-      ArtifactSource src = ArtifactSource::Memory;
-      try {
-        if (mode == BuildMode::Load) {
-          get_impl(*it.spec, it.r, &src);
-        } else {
-          bool in_memory;
-          {
-            std::lock_guard lock(slots_mu_);
-            auto s = slots_.find(it.r.key);
-            in_memory = s != slots_.end();
-          }
-          if (!in_memory) produce(*it.spec, it.r, &src);
-        }
-        const double secs = since(ti);
-        record(*it.spec, it.r.key, src, secs);
-        progress.done(it.spec->describe(), to_string(src), secs);
-        std::lock_guard lock(rep_mu);
-        if (src == ArtifactSource::Compiled) ++rep.compiled;
-        else if (src == ArtifactSource::Disk) ++rep.loaded_from_disk;
-        else ++rep.memory_hits;
-      } catch (const std::exception& e) {
-        record_failure();
-        progress.done(it.spec->describe(), "failed", since(ti));
-        const auto* he = dynamic_cast<const Error*>(&e);
-        std::string msg = he ? he->message() : e.what();
-        if (he && !he->log().empty()) msg += "\n" + he->log();
-        log::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
-        std::lock_guard lock(rep_mu);
-        ++rep.failed;
-        if (rep.errors.empty()) rep.first_error_kind = he ? he->kind() : ErrorKind::Internal;
-        rep.errors.push_back(fmt::format("{} (key {}): {}", it.spec->describe(), it.r.key, msg));
-      }
+      build_one(it);
     }
   };
-  int jobs = opts_.jobs > 0 ? opts_.jobs : static_cast<int>(std::thread::hardware_concurrency());
-  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(items.size())));
+  // Each pass takes its threads from the compile budget (at least one, waiting
+  // for it), and a worker that runs out of keys gives its slot back at once, so
+  // that the last compiles can split into NVRTC parts.
   auto run_pass = [&] {
     next = 0;
-    std::vector<std::thread> pool;
-    for (int j = 1; j < std::min<int>(jobs, static_cast<int>(order.size())); ++j) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+    const int want = static_cast<int>(std::min<size_t>(order.size(), static_cast<size_t>(budget_->capacity())));
+    ThreadBudget::Lease lease = budget_->acquire(1, want);
+    const int width = lease.count();
+    ThreadPool pool(width);
+    pool.parallel_for(width, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t w = begin; w < end; ++w) {
+        worker();
+        lease.release(1);
+      }
+    });
   };
-  run_pass();
+  if (!order.empty()) run_pass();
   if (!deferred.empty()) {
     log::debug("jit build: {} keys were being built by another process; taking them now", deferred.size());
     std::sort(deferred.begin(), deferred.end());
@@ -554,7 +586,6 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
     first_pass = false;
     run_pass();
   }
-  progress.finish();
   rep.seconds = since(t0);
   return rep;
 }

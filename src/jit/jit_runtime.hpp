@@ -29,10 +29,12 @@
 #include "core/error.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/env_config.hpp"
+#include "core/thread_budget.hpp"
 #include "jit/compiler.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
+#include "jit/progress.hpp"
 
 namespace hcwarm::jit {
 
@@ -42,13 +44,18 @@ struct JitOptions {
   CacheTrust cache_trust = CacheTrust::Owner;      // HCWARM_CACHE_TRUST
   bool strict_warmup = false;                      // HCWARM_STRICT_WARMUP
   bool allow_compile = true;                       // HCWARM_JIT=off: a miss in memory and on disk throws NotWarmed
-  int jobs = 0;                                    // build() pool size; 0: hardware threads
+  // Compile threads at once (build()'s workers and NVRTC parts); 0: hardware threads.
+  int jobs = 0;
+  // The count those threads are taken from; null: one of `jobs` for this runtime.
+  // Runtimes of one process may share one.
+  std::shared_ptr<ThreadBudget> compile_budget;
   double lock_timeout_s = 600;                     // HCWARM_LOCK_TIMEOUT_S: wait for another process's key lock
   double compile_timeout_s = 600;                  // HCWARM_COMPILE_TIMEOUT_S: one host-compiler run
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
   std::string cuda_home;                           // $CUDA_HOME: one more place that search looks
-  bool progress = true;  // build(): live bar on a terminal (stderr), plain log lines otherwise
+  // build()'s progress, for the caller to show; empty: a debug log line per key.
+  BuildProgressFn progress;
   // The includable kernel headers; must outlive the runtime (the default is static).
   std::span<const EmbeddedFile> headers = kernels::embedded_files();
   std::vector<std::string> host_flags;   // appended to the host compiler's flags (part of the key)
@@ -64,9 +71,7 @@ struct JitOptions {
 };
 
 enum class Phase { Warmup, Serving };
-enum class ArtifactSource { Compiled, Disk, Memory };
 const char* to_string(Phase p);
-const char* to_string(ArtifactSource s);
 
 struct CompileEvent {
   std::string key, family, description;
@@ -98,11 +103,15 @@ class ModuleLoader {
 // checked are loaded. function() is dlsym.
 std::shared_ptr<ModuleLoader> make_host_module_loader();
 
-struct BuildReport {
+// Where a build's keys came from; warmup and prewarm reports carry the same counts.
+struct BuildCounts {
   int keys = 0;  // distinct keys among the specs
   int compiled = 0;
   int loaded_from_disk = 0;
   int memory_hits = 0;
+};
+
+struct BuildReport : BuildCounts {
   int failed = 0;
   double seconds = 0;
   std::vector<std::string> errors;  // "<description> (key <key>): <message>"
@@ -136,8 +145,9 @@ class JitRuntime {
   // compile fails; ErrorKind::Internal for a compile refused by strict_warmup.
   std::shared_ptr<const LoadedModule> get(const KernelSpec& spec);
 
-  // Compiles/loads specs on a pool of opts.jobs threads with progress output.
-  // Never throws for a single spec: failures are counted and listed.
+  // Compiles/loads specs on at most opts.jobs threads (taken from the compile
+  // budget), reporting each key to opts.progress. Never throws for a single
+  // spec: failures are counted and listed.
   BuildReport build(std::span<const KernelSpec> specs, BuildMode mode = BuildMode::Load);
 
   void mark_ready();
@@ -187,6 +197,7 @@ class JitRuntime {
   }
 
   JitOptions opts_;
+  std::shared_ptr<ThreadBudget> budget_;  // opts_.compile_budget, or this runtime's own
   std::unique_ptr<DiskCache> disk_;
   std::atomic<bool> disk_enabled_{false};
   std::once_flag disk_warned_;

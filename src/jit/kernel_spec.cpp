@@ -1,14 +1,14 @@
 #include "jit/kernel_spec.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace hcwarm::jit {
 
-const char* to_string(TargetKind kind) {
-  switch (kind) {
-    case TargetKind::Host: return "host";
-    case TargetKind::Cuda: return "cuda";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<TargetKind> kTargetNames[] = {{TargetKind::Host, "host"}, {TargetKind::Cuda, "cuda"}};
+}  // namespace
+
+const char* to_string(TargetKind kind) { return enum_name(kTargetNames, kind); }
 
 std::string_view KernelSpec::param(std::string_view name) const {
   for (const auto& [k, v] : params) {

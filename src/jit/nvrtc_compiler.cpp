@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -11,6 +10,8 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/thread_pool.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cubin_set.hpp"
 #include "jit/fs_util.hpp"
@@ -113,10 +114,17 @@ const NvrtcCompiler::Api* load_api(const std::string& requested, const std::stri
 }  // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<std::string> extra_flags,
-                             std::vector<fs::path> include_dirs, std::string cuda_home)
-    : arch_(std::move(arch)), extra_(std::move(extra_flags)), include_dirs_(std::move(include_dirs)) {
+                             std::vector<fs::path> include_dirs, std::string cuda_home,
+                             std::shared_ptr<ThreadBudget> budget)
+    : arch_(std::move(arch)),
+      extra_(std::move(extra_flags)),
+      include_dirs_(std::move(include_dirs)),
+      budget_(budget ? std::move(budget)
+                     : std::make_shared<ThreadBudget>(
+                           std::max(0, static_cast<int>(std::thread::hardware_concurrency()) - 1))) {
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
-                   "CUDA architecture {:?} must be a real one such as sm_90a (a cubin is built)", arch_);
+                   "CUDA architecture {} must be a real one such as sm_90a (a cubin is built)",
+                   quoted_excerpt(arch_));
   api_ = load_api(library, cuda_home);
   // nvrtcVersion gives only major.minor; the library's size separates patch
   // releases without naming where it is installed.
@@ -183,35 +191,27 @@ CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const 
   opts.push_back("--include-path=" + inc.string());
   for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
   const int parts = source_parts(source);
-  // Parts run in parallel only while the machine has a core per part to spare:
-  // in a batch (warmup, cache build) every core already has a key, and one
-  // program per key costs less (each part repeats the front end).
-  struct InFlight {
-    std::atomic<int>& n;
-    int now;
-    explicit InFlight(std::atomic<int>& c) : n(c), now(c.fetch_add(1) + 1) {}
-    ~InFlight() { n.fetch_sub(1); }
-  } in_flight(in_flight_);
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (parts == 1 || in_flight.now * parts > cores) return compile_program(source, opts);
+  // Parts run in parallel only when the budget has a thread for each part beyond
+  // the caller's: in a batch (warmup, cache build) the threads already have a
+  // key each, and one program per key costs less (each part repeats the front end).
+  ThreadBudget::Lease extra = budget_->try_acquire(parts - 1);
+  if (parts == 1 || extra.count() == 0) return compile_program(source, opts);
 
-  // One program per part, on its own thread (NVRTC programs are independent).
+  // One program per part (NVRTC programs are independent), the caller compiling one.
   std::vector<CompileOutput> outs(static_cast<size_t>(parts));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
-  {
-    std::vector<std::jthread> threads;
-    for (int i = 0; i < parts; ++i) {
-      threads.emplace_back([&, i] {
-        try {
-          std::vector<std::string> o = opts;
-          o.push_back(fmt::format("-DHCWARM_PART={}", i));
-          outs[static_cast<size_t>(i)] = compile_program(source, o);
-        } catch (...) {
-          errors[static_cast<size_t>(i)] = std::current_exception();
-        }
-      });
+  ThreadPool pool(parts);
+  pool.parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      try {
+        std::vector<std::string> o = opts;
+        o.push_back(fmt::format("-DHCWARM_PART={}", i));
+        outs[static_cast<size_t>(i)] = compile_program(source, o);
+      } catch (...) {
+        errors[static_cast<size_t>(i)] = std::current_exception();
+      }
     }
-  }
+  });
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);  // the first failing part, with its log
   }

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 extern char** environ;
 
@@ -34,7 +35,7 @@ std::string command_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
-    out += a.find_first_of(" \t\"'") == std::string::npos && !a.empty() ? a : fmt::format("{:?}", a);
+    out += a.find_first_of(" \t\"'") == std::string::npos && !a.empty() ? a : quoted_excerpt(a);
   }
   return out;
 }
@@ -67,7 +68,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   ::close(pipefd[1]);
   if (rc != 0) {
     ::close(pipefd[0]);
-    HCWARM_THROW(ErrorKind::Unavailable, "cannot run {:?}: {}", argv[0], errno_string(rc));
+    HCWARM_THROW(ErrorKind::Unavailable, "cannot run {}: {}", quoted_excerpt(argv[0]), errno_string(rc));
   }
 
   std::optional<Clock::time_point> deadline;
@@ -120,7 +121,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // posix_spawnp reports exec failures of some implementations as exit 127.
   if (r.exit_code == 127 && r.output.empty()) {
-    HCWARM_THROW(ErrorKind::Unavailable, "cannot run {:?}: exit code 127 (not found?)", argv[0]);
+    HCWARM_THROW(ErrorKind::Unavailable, "cannot run {}: exit code 127 (not found?)", quoted_excerpt(argv[0]));
   }
   return r;
 }

@@ -22,15 +22,26 @@ nlohmann::json to_json(const CompileEvent& e) {
           {"seconds", e.seconds}};
 }
 
+nlohmann::json to_json(const BuildCounts& c) {
+  return {{"keys", c.keys},
+          {"compiled", c.compiled},
+          {"loaded_from_disk", c.loaded_from_disk},
+          {"memory_hits", c.memory_hits}};
+}
+
 nlohmann::json to_json(const BuildReport& r) {
-  return {{"keys", r.keys},         {"compiled", r.compiled}, {"loaded_from_disk", r.loaded_from_disk},
-          {"memory_hits", r.memory_hits}, {"failed", r.failed},     {"seconds", r.seconds},
-          {"errors", r.errors}};
+  nlohmann::json j = to_json(static_cast<const BuildCounts&>(r));
+  j.update({{"failed", r.failed}, {"seconds", r.seconds}, {"errors", r.errors}});
+  return j;
+}
+
+std::string format_sources(const BuildCounts& c) {
+  return fmt::format("{} compiled, {} from disk, {} from memory", c.compiled, c.loaded_from_disk, c.memory_hits);
 }
 
 std::string format_build_report(const BuildReport& r) {
-  std::string s = fmt::format("{} keys in {:.2f} s: {} compiled, {} from disk, {} from memory, {} failed", r.keys,
-                              r.seconds, r.compiled, r.loaded_from_disk, r.memory_hits, r.failed);
+  std::string s =
+      fmt::format("{} keys in {:.2f} s: {}, {} failed", r.keys, r.seconds, format_sources(r), r.failed);
   for (const auto& e : r.errors) s += "\n  error: " + e;
   return s;
 }

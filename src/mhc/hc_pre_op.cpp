@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/hc_pre_cuda_backend.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/reference.hpp"
@@ -16,33 +17,21 @@
 
 namespace hcwarm::mhc {
 
-Backend parse_backend(std::string_view name) {
-  if (name == "reference") return Backend::Reference;
-  if (name == "cpu") return Backend::Cpu;
-  if (name == "cuda") return Backend::Cuda;
-  HCWARM_THROW(ErrorKind::InvalidArgument, "backend {:?} is not one of reference, cpu, cuda", std::string(name));
-}
+namespace {
+constexpr EnumName<Backend> kBackendNames[] = {
+    {Backend::Reference, "reference"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
+constexpr EnumName<Variant> kVariantNames[] = {{Variant::Specialized, "specialized"}, {Variant::Generic, "generic"}};
+}  // namespace
 
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::Reference: return "reference";
-    case Backend::Cpu: return "cpu";
-    case Backend::Cuda: return "cuda";
-  }
-  return "?";
-}
+Backend parse_backend(std::string_view name) { return parse_enum(kBackendNames, name, "backend"); }
+const char* to_string(Backend b) { return enum_name(kBackendNames, b); }
 
 Backend default_backend(const std::string& cuda_library) {
   return cuda::cuda_device_present(cuda_library) ? Backend::Cuda : Backend::Cpu;
 }
 
-Variant parse_variant(std::string_view name) {
-  if (name == "specialized") return Variant::Specialized;
-  if (name == "generic") return Variant::Generic;
-  HCWARM_THROW(ErrorKind::InvalidArgument, "variant {:?} is not one of specialized, generic", std::string(name));
-}
-
-const char* to_string(Variant v) { return v == Variant::Specialized ? "specialized" : "generic"; }
+Variant parse_variant(std::string_view name) { return parse_enum(kVariantNames, name, "variant"); }
+const char* to_string(Variant v) { return enum_name(kVariantNames, v); }
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)

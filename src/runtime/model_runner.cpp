@@ -1,5 +1,6 @@
 #include "runtime/model_runner.hpp"
 #include "core/logging.hpp"
+#include "jit/report.hpp"
 
 #include "runtime/kernel_plan.hpp"
 
@@ -122,10 +123,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
     // Framework-level warmup: every registered family's planned keys, in parallel.
     const std::vector<jit::KernelSpec> specs = registry_.planned(/*include_mhc=*/prewarm);
     const jit::BuildReport b = jit_->build(specs);
-    r.keys = b.keys;
-    r.compiled = b.compiled;
-    r.loaded_from_disk = b.loaded_from_disk;
-    r.memory_hits = b.memory_hits;
+    static_cast<jit::BuildCounts&>(r) = b;
     HCWARM_CHECK_ARG(b.failed == 0, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
                      b.errors.empty() ? std::string() : b.errors.front());
   }
@@ -152,8 +150,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   }
   device_->reset_peak();
   r.seconds = seconds_since(t0);
-  log::info("kernel warmup: {:.3f}s, {} keys ({} compiled, {} from disk, {} in memory), mHC token counts {}",
-               r.seconds, r.keys, r.compiled, r.loaded_from_disk, r.memory_hits,
+  log::info("kernel warmup: {:.3f}s, {} keys ({}), mHC token counts {}", r.seconds, r.keys, jit::format_sources(r),
                r.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.token_counts, ", ")));
   return r;
 }

@@ -36,15 +36,12 @@ struct RunnerConfig {
   int cpu_threads = 0;  // CPU backend threads (0: hardware threads)
 };
 
-struct WarmupReport {
+// The counts (keys, compiled, ...) are the framework warmup's build's.
+struct WarmupReport : jit::BuildCounts {
   bool ran = false;                   // false with --no-prewarm
   double seconds = 0.0;               // the whole kernel_warmup()
   double framework_seconds = 0.0;     // the parallel build of registered families
   double model_hook_seconds = 0.0;    // the model's own hook
-  int keys = 0;                       // distinct JIT keys planned
-  int compiled = 0;
-  int loaded_from_disk = 0;
-  int memory_hits = 0;
   std::vector<int64_t> token_counts;  // what the model hook prewarmed
   size_t peak_device_bytes = 0;       // above the model's own memory, during warmup
   std::vector<std::string> families;

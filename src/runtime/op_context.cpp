@@ -1,5 +1,6 @@
 #include "runtime/op_context.hpp"
 #include "core/logging.hpp"
+#include "jit/report.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -167,10 +168,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   r.skipped = model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env);
   const std::vector<jit::KernelSpec> specs = prewarm_specs(req);
   const jit::BuildReport b = jit_->build(specs);
-  r.keys = b.keys;
-  r.compiled = b.compiled;
-  r.loaded_from_disk = b.loaded_from_disk;
-  r.memory_hits = b.memory_hits;
+  static_cast<jit::BuildCounts&>(r) = b;
   if (b.failed > 0) {
     // The first failure's kind: NotWarmed under HCWARM_JIT=off, Compile for a compiler error, ...
     HCWARM_THROW(b.first_error_kind, "prewarm: {} of {} kernels failed to build: {}", b.failed, b.keys,
@@ -196,8 +194,8 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   device_->synchronize();
   jit_->mark_ready();
   r.seconds = seconds_since(t0);
-  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({} compiled, {} from disk), {} token counts up to {}{}",
-               req.model.name, mhc::to_string(options_.backend), r.seconds, r.keys, r.compiled, r.loaded_from_disk,
+  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({}), {} token counts up to {}{}", req.model.name,
+            mhc::to_string(options_.backend), r.seconds, r.keys, jit::format_sources(r),
                r.token_counts.size(), r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped);
   return r;
 }

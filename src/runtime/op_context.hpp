@@ -41,11 +41,8 @@ struct PrewarmRequest {
   bool unfused_norm = false;      // and calls without one
 };
 
-struct PrewarmReport {
-  int keys = 0;  // distinct JIT keys planned
-  int compiled = 0;
-  int loaded_from_disk = 0;
-  int memory_hits = 0;
+// The counts (keys, compiled, ...) are the prewarm's build's.
+struct PrewarmReport : jit::BuildCounts {
   double seconds = 0;
   int64_t max_num_tokens = 0;         // after the DP division, as planned
   int num_sms = 0;

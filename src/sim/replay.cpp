@@ -1,5 +1,6 @@
 #include "sim/replay.hpp"
 #include "core/logging.hpp"
+#include "jit/report.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -8,17 +9,15 @@
 namespace hcwarm::sim {
 
 nlohmann::json warmup_json(const runtime::WarmupReport& w) {
-  return {{"ran", w.ran},
-          {"seconds", w.seconds},
-          {"framework_seconds", w.framework_seconds},
-          {"model_hook_seconds", w.model_hook_seconds},
-          {"keys", w.keys},
-          {"compiled", w.compiled},
-          {"loaded_from_disk", w.loaded_from_disk},
-          {"memory_hits", w.memory_hits},
-          {"token_counts", w.token_counts},
-          {"peak_device_bytes", w.peak_device_bytes},
-          {"families", w.families}};
+  nlohmann::json j = jit::to_json(static_cast<const jit::BuildCounts&>(w));
+  j.update({{"ran", w.ran},
+            {"seconds", w.seconds},
+            {"framework_seconds", w.framework_seconds},
+            {"model_hook_seconds", w.model_hook_seconds},
+            {"token_counts", w.token_counts},
+            {"peak_device_bytes", w.peak_device_bytes},
+            {"families", w.families}});
+  return j;
 }
 
 RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& requests, const ReplayOptions& options,

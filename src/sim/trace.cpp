@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/json_util.hpp"
@@ -141,14 +142,12 @@ void sort_and_truncate(std::vector<Request>& reqs, const TraceReadOptions& opts)
 
 }  // namespace
 
-const char* to_string(TraceFormat f) {
-  switch (f) {
-    case TraceFormat::Auto: return "auto";
-    case TraceFormat::AzureCsv: return "azure-csv";
-    case TraceFormat::Jsonl: return "jsonl";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<TraceFormat> kFormatNames[] = {
+    {TraceFormat::Auto, "auto"}, {TraceFormat::AzureCsv, "azure-csv"}, {TraceFormat::Jsonl, "jsonl"}};
+}  // namespace
+
+const char* to_string(TraceFormat f) { return enum_name(kFormatNames, f); }
 
 std::optional<double> parse_datetime_seconds(std::string_view s) {
   s = trim(s);

@@ -28,7 +28,6 @@ mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
 jit::JitOptions memory_only_jit() {
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   return o;
 }
 

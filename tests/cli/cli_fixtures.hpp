@@ -1,9 +1,11 @@
 #pragma once
 // Model files and argument lists the CLI tests share.
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "core/npy.hpp"
 
 namespace hcwarm::test {
 
@@ -14,6 +16,23 @@ inline std::string small_model(const TempDir& dir) {
   write_file(dir / "config.json", R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 64,
                                       "hc_mult": 4, "num_hidden_layers": 2, "sliding_window": 128})");
   return (dir / "config.json").string();
+}
+
+// The inputs of `op hc-pre --model small_model(...)` in directory `in`: residual.npy
+// (tokens, 4, 64) as float32 holding bf16 values, fn, scale, base and, with_norm, norm_weight.
+inline void write_hc_pre_inputs(const std::filesystem::path& in, int64_t tokens, bool with_norm, uint64_t seed = 11) {
+  std::filesystem::create_directories(in);
+  const auto x = random_hc_pre_inputs(tokens, 4, 64, seed);
+  auto f32 = [](const HostTensor<bf16>& t) {
+    HostTensor<float> o(t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) o[i] = t[i].to_float();
+    return o;
+  };
+  write_npy_f32(in / "residual.npy", f32(x.residual));
+  write_npy_f32(in / "fn.npy", x.fn);
+  write_npy_f32(in / "scale.npy", x.scale);
+  write_npy_f32(in / "base.npy", x.base);
+  if (with_norm) write_npy_f32(in / "norm_weight.npy", f32(x.norm_weight));
 }
 
 // The tiny hybrid model of the runtime tests: three buckets with 8 SMs and 320
@@ -36,3 +55,13 @@ inline std::vector<std::string> cat(std::vector<std::string> a, const std::vecto
 inline const std::string kNoGpu = "HCWARM_CUDA_LIBRARY=/nonexistent/libcuda.so.1";
 
 }  // namespace hcwarm::test
+
+// The helpers every CLI test calls unqualified.
+namespace hcwarm {
+using test::cat;
+using test::run_cli;
+using test::small_model;
+using test::TempDir;
+using test::tiny_model_args;
+using test::write_hc_pre_inputs;
+}  // namespace hcwarm

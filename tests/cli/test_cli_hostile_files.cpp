@@ -12,22 +12,10 @@
 
 namespace hcwarm {
 namespace {
+
 namespace fs = std::filesystem;
-using test::run_cli;
-using test::TempDir;
 
-using test::small_model;
-
-void write_inputs(const fs::path& in) {
-  fs::create_directories(in);
-  const auto x = test::random_hc_pre_inputs(3, 4, 64, 5);
-  HostTensor<float> r(x.residual.shape());
-  for (int64_t i = 0; i < r.numel(); ++i) r[i] = x.residual[i].to_float();
-  write_npy_f32(in / "residual.npy", r);
-  write_npy_f32(in / "fn.npy", x.fn);
-  write_npy_f32(in / "scale.npy", x.scale);
-  write_npy_f32(in / "base.npy", x.base);
-}
+void write_inputs(const fs::path& in) { test::write_hc_pre_inputs(in, 3, /*with_norm=*/false, 5); }
 
 // Exit 2, quickly, with exactly one error line that names `needle` and `kind`.
 void expect_refused(const std::vector<std::string>& args, const std::string& needle, const std::string& kind,

@@ -9,16 +9,12 @@
 namespace hcwarm {
 namespace {
 
-using test::cat;
-using test::run_cli;
-using test::TempDir;
-using test::tiny_model_args;
-
 const char* const kVariables[] = {
     "HCWARM_CACHE_DIR",   "HCWARM_CACHE_MAX_MB",   "HCWARM_CACHE_TRUST",       "HCWARM_STRICT_WARMUP",
     "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",               "HCWARM_LOCK_TIMEOUT_S",
     "HCWARM_COMPILE_TIMEOUT_S", "HCWARM_JOBS",     "HCWARM_CXX",               "HCWARM_NUM_SMS",
-    "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME"};
+    "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME",
+    "HCWARM_LOCAL_WORLD_SIZE"};
 
 TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   TempDir dir;

@@ -11,11 +11,6 @@
 namespace hcwarm {
 namespace {
 
-using test::cat;
-using test::run_cli;
-using test::TempDir;
-using test::tiny_model_args;
-
 nlohmann::json expect_versioned(const std::string& what, const std::string& text, int expected = 1) {
   nlohmann::json j;
   try {

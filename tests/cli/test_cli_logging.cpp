@@ -11,11 +11,6 @@
 namespace hcwarm {
 namespace {
 
-using test::cat;
-using test::run_cli;
-using test::TempDir;
-using test::tiny_model_args;
-
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(text);

@@ -8,9 +8,6 @@
 namespace hcwarm {
 namespace {
 
-using test::run_cli;
-using test::TempDir;
-
 struct Case {
   std::vector<std::string> command;  // with whatever it requires
   std::vector<std::vector<std::string>> ignored;

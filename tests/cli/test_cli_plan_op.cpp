@@ -10,9 +10,6 @@
 namespace hcwarm {
 namespace {
 
-using test::run_cli;
-using test::TempDir;
-
 TEST(CliPlan, ProOnH200ListsTheReferenceBuckets) {
   const auto r = run_cli({"plan", "--model", "dsv4-pro", "--num-sms", "132", "--chunked-prefill-size", "16384"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -86,27 +83,10 @@ TEST(CliPlan, BadModelFileExitsTwoNamingFileAndField) {
   EXPECT_EQ(run_cli({"plan", "--num-sms", "many"}).exit_code, 2);
 }
 
-using test::small_model;
-
-void write_inputs(const std::filesystem::path& in, int64_t tokens, bool with_norm) {
-  std::filesystem::create_directories(in);
-  const auto x = test::random_hc_pre_inputs(tokens, 4, 64, 11);
-  auto f32 = [](const HostTensor<bf16>& t) {
-    HostTensor<float> o(t.shape());
-    for (int64_t i = 0; i < t.numel(); ++i) o[i] = t[i].to_float();
-    return o;
-  };
-  write_npy_f32(in / "residual.npy", f32(x.residual));
-  write_npy_f32(in / "fn.npy", x.fn);
-  write_npy_f32(in / "scale.npy", x.scale);
-  write_npy_f32(in / "base.npy", x.base);
-  if (with_norm) write_npy_f32(in / "norm_weight.npy", f32(x.norm_weight));
-}
-
 TEST(CliOp, HcPreReferenceWritesOutputs) {
   TempDir dir;
   const auto model = small_model(dir);
-  write_inputs(dir / "in", 5, true);
+  write_hc_pre_inputs(dir / "in", 5, true);
   const auto r = run_cli({"op", "hc-pre", "--model", model, "--in", (dir / "in").string(), "--out",
                           (dir / "out").string(), "--backend", "reference"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -160,7 +140,7 @@ TEST(CliOp, BadInputsExitTwoAndWriteNothing) {
   for (const auto& c : cases) {
     const auto in = dir / ("in-" + std::to_string(&c - cases.data()));
     const auto out = dir / ("out-" + std::to_string(&c - cases.data()));
-    write_inputs(in, 3, true);
+    write_hc_pre_inputs(in, 3, true);
     c.spoil(in);
     const auto r = run_cli({"op", "hc-pre", "--model", model, "--in", in.string(), "--out", out.string(),
                             "--backend", "reference"});

@@ -13,11 +13,7 @@
 namespace hcwarm {
 namespace {
 
-using test::run_cli;
-using test::TempDir;
-using test::cat;
 using test::kTraces;
-using test::tiny_model_args;
 
 TEST(CliWarm, ReportsKeysAndLoadsFromDiskOnRestart) {
   TempDir dir;

@@ -33,7 +33,6 @@ class MhcPreCuda : public ::testing::Test {
     device_ = new cuda::CudaDevice(0, env.cuda_library);
     jit::JitOptions o;
     o.cache_dir = std::nullopt;
-    o.progress = false;
     o.nvrtc_library = env.nvrtc_library;
     jit_ = new jit::JitRuntime(o);
     jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*device_));

@@ -64,7 +64,6 @@ TEST(OpContextCuda, CapturedCallsOnTheCallersStreamReplayAsEager) {
   runtime::OpContextOptions o;
   o.backend = mhc::Backend::Cuda;
   o.env = env;
-  o.jit.progress = false;
   o.jit.nvrtc_library = env.nvrtc_library;
   runtime::OpContext ctx(o);
   runtime::PrewarmRequest req;

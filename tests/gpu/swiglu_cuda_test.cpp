@@ -20,7 +20,6 @@ TEST(SwigluCuda, MatchesTheCpuSublayer) {
   cuda::CudaDevice device(0, env.cuda_library);
   jit::JitOptions o = jit::JitOptions::from_env(env);
   o.cache_dir.reset();
-  o.progress = false;
   jit::JitRuntime jit(o);
   jit.set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(device));
 

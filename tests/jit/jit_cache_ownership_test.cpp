@@ -9,11 +9,6 @@
 
 namespace hcwarm::jit::test {
 namespace {
-namespace fs = std::filesystem;
-using hcwarm::test::read_file;
-using hcwarm::test::run_cli;
-using hcwarm::test::TempDir;
-using hcwarm::test::write_file;
 
 TEST(JitCacheOwnership, NewCacheIsTagged) {
   TempDir d;

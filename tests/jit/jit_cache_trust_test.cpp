@@ -16,20 +16,11 @@
 
 namespace hcwarm::jit::test {
 namespace {
-namespace fs = std::filesystem;
-using hcwarm::test::read_file;
-using hcwarm::test::TempDir;
-using hcwarm::test::write_file;
 
 constexpr uid_t kNobody = 65534;
 
-class JitTrust : public ::testing::Test {
+class JitTrust : public CacheFixture {
  protected:
-  TempDir dir_{"hcwarm-jit-trust"};
-  fs::path cache() const { return dir_.path() / "cache"; }
-
-  fs::path entry_of(int v) { return entry_dir_of(cache(), v); }
-  void populate(std::initializer_list<int> values) { populate_cache(cache(), values); }
   static int mode_of(const fs::path& p) {
     struct stat st {};
     return ::lstat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;

@@ -15,20 +15,10 @@
 
 namespace hcwarm::jit::test {
 namespace {
-namespace fs = std::filesystem;
-using hcwarm::test::read_file;
-using hcwarm::test::run_cli;
-using hcwarm::test::TempDir;
-using hcwarm::test::write_file;
 
-class JitDisk : public ::testing::Test {
+class JitDisk : public CacheFixture {
  protected:
-  TempDir dir_{"hcwarm-jit-disk"};
-  fs::path cache() const { return dir_.path() / "cache"; }
-
   std::string key_of(int v) { return JitRuntime(options(cache())).key(host_spec(v)); }
-  fs::path entry_of(int v) { return entry_dir_of(cache(), v); }
-  void populate(std::initializer_list<int> values) { populate_cache(cache(), values); }
   size_t quarantined() const {
     size_t n = 0;
     for (const auto& e : fs::recursive_directory_iterator(cache()))

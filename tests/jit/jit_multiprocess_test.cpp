@@ -14,9 +14,6 @@
 
 namespace hcwarm::jit::test {
 namespace {
-namespace fs = std::filesystem;
-using hcwarm::test::read_file;
-using hcwarm::test::TempDir;
 
 TEST(JitMultiProcess, FourProcessesStartedTogetherCompileEachKeyOnce) {
   TempDir dir("hcwarm-jit-mp");

@@ -171,16 +171,27 @@ TEST(JitRuntime, BuildDedupesRunsInParallelAndReportsFailures) {
   bad.source = "this is not C++\n";
   specs.push_back(bad);
   auto o = options(dir.path());
-  o.progress = true;  // not a terminal here: plain log lines
+  std::vector<BuildProgressEvent> events;
+  o.progress = [&](const BuildProgressEvent& e) { events.push_back(e); };
   LogCapture logs;
   JitRuntime rt(o);
   const auto r = rt.build(specs);
+  // One start event, then one per key with done counting up; the library itself writes no info lines.
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0].done, 0);
+  int failed = 0;
+  for (size_t i = 1; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].done, static_cast<int>(i));
+    EXPECT_EQ(events[i].total, 4);
+    failed += events[i].source ? 0 : 1;
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(logs.count(spdlog::level::info, "jit build ["), 0);
   EXPECT_EQ(r.keys, 4);
   EXPECT_EQ(r.compiled, 3);
   EXPECT_EQ(r.failed, 1);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].find(rt.key(bad)), std::string::npos);
-  EXPECT_EQ(logs.count(spdlog::level::info, "jit build ["), 4);
   EXPECT_NE(format_build_report(r).find("3 compiled"), std::string::npos);
   EXPECT_EQ(to_json(r)["failed"], 1);
   // Loaded: get() is now a memory hit.

@@ -75,7 +75,6 @@ JitOptions options(std::optional<std::filesystem::path> cache_dir) {
   JitOptions o;
   o.cache_dir = std::move(cache_dir);
   o.headers = test_headers();
-  o.progress = false;
   o.jobs = 2;
   return o;
 }

@@ -2,6 +2,7 @@
 // Helpers for the JIT tests: tiny self-contained kernels (a host TU including an
 // embedded-style header, a CUDA kernel), options, a log capture, and running
 // this test binary again as a child process ("child mode", see jit_child_test.cpp).
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -42,6 +43,20 @@ std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value
 void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values);
 
 using hcwarm::test::LogCapture;
+using hcwarm::test::read_file;
+using hcwarm::test::run_cli;
+using hcwarm::test::TempDir;
+using hcwarm::test::write_file;
+namespace fs = std::filesystem;
+
+// A test with a scratch directory and a kernel cache below it (made on first use).
+class CacheFixture : public ::testing::Test {
+ protected:
+  TempDir dir_{"hcwarm-jit-cache"};
+  fs::path cache() const { return dir_.path() / "cache"; }
+  fs::path entry_of(int v) const { return entry_dir_of(cache(), v); }
+  void populate(std::initializer_list<int> values) const { populate_cache(cache(), values); }
+};
 
 // Starts this test binary as a child in `mode` (env HCWARM_JIT_CHILD=mode plus
 // `env` entries), stdout/stderr to `log_file`. Returns its pid.

@@ -13,9 +13,7 @@
 
 namespace hcwarm::jit::test {
 namespace {
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using hcwarm::test::TempDir;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

@@ -33,7 +33,6 @@ RunnerConfig tiny_runner(const test::TempDir& cache, const std::string& arch = "
   c.server_input.num_sms = 8;
   c.backend = mhc::Backend::Cpu;
   c.jit.cache_dir = cache.path();
-  c.jit.progress = false;
   c.mlp_width = 8;
   c.cpu_threads = 2;
   return c;

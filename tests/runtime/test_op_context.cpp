@@ -23,7 +23,6 @@ runtime::OpContextOptions cpu_options(const TempDir& dir, bool allow_compile = t
   o.backend = mhc::Backend::Cpu;
   o.num_sms = 16;
   o.jit.cache_dir = dir.path();
-  o.jit.progress = false;
   o.jit.allow_compile = allow_compile;
   return o;
 }

@@ -3,7 +3,7 @@
 // in ulps, post / comb relative differences, and both against a double
 // reference on sampled tokens. Inputs as models see them: residual U(-2, 2)
 // in bf16, fn ~ 1e-3 N(0, 1), scale / base ~ 0.1 N(0, 1); fused norm.
-//   tools/experiments/build.sh l2_chunk   -> .devcarry/l2_chunk
+//   tools/experiments/build.sh l2_chunk   -> build/experiments/l2_chunk
 // then on the GPU machine: ./l2_chunk [T [HIDDEN]]   (ITERS=N timed calls, default 30)
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's

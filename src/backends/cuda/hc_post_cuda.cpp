@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/launch_stream.hpp"
 #include "core/error.hpp"
 
 namespace hcwarm::cuda {
@@ -21,13 +22,7 @@ void CudaHcPostBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
   module_ = std::move(module);
 }
 
-CUstream CudaHcPostBackend::stream_of(const LaunchContext& launch) const {
-  return launch.stream ? static_cast<CUstream>(*launch.stream) : device_.stream();
-}
-
-bool CudaHcPostBackend::capturing(const LaunchContext& launch) const {
-  return stream_capturing(device_.driver(), stream_of(launch));
-}
+bool CudaHcPostBackend::capturing(const LaunchContext& launch) const { return launch_capturing(device_, launch); }
 
 void CudaHcPostBackend::launch(const backends::HcPostParams& p, const LaunchContext& launch) {
   HCWARM_ASSERT(fn_ != nullptr, "hc_post (cuda): launched before its kernel was bound");
@@ -38,7 +33,7 @@ void CudaHcPostBackend::launch(const backends::HcPostParams& p, const LaunchCont
   const long long threads = t * (p.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((threads + kCudaPostThreads - 1) / kCudaPostThreads);
   HCWARM_CHECK_CU(device_.driver(), device_.driver().cuLaunchKernel(fn_, blocks, 1, 1, kCudaPostThreads, 1, 1, 0,
-                                                                    stream_of(launch), params, nullptr));
+                                                                    launch_stream(device_, launch), params, nullptr));
 }
 
 }  // namespace hcwarm::cuda

@@ -24,8 +24,6 @@ class CudaHcPostBackend final : public backends::HcPostBackend {
   void launch(const backends::HcPostParams& p, const LaunchContext& launch) override;
 
  private:
-  CUstream stream_of(const LaunchContext& launch) const;
-
   CudaDevice& device_;
   std::shared_ptr<const jit::LoadedModule> module_;
   CUfunction fn_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/launch_stream.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
 
@@ -83,13 +84,7 @@ const char* CudaHcPreBackend::unsupported_argument(const hcwarm_mhc_pre_params& 
   return misaligned_argument(p.residual, p.fn, p.y, p.norm_weight);
 }
 
-CUstream CudaHcPreBackend::stream_of(const LaunchContext& launch) const {
-  return launch.stream ? static_cast<CUstream>(*launch.stream) : device_.stream();
-}
-
-bool CudaHcPreBackend::capturing(const LaunchContext& launch) const {
-  return stream_capturing(device_.driver(), stream_of(launch));
-}
+bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return launch_capturing(device_, launch); }
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
@@ -97,7 +92,8 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   const bool one_pass = p.num_splits == 1 && stages == 3 && k.one_pass != nullptr;
   if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
   p.num_parts = one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda_num_parts(p.num_splits);
-  HCWARM_CHECK_CU(device_.driver(), launch_mhc_pre_cuda(device_.driver(), k, p, stream_of(launch), stages));
+  HCWARM_CHECK_CU(device_.driver(),
+                  launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
 }
 
 }  // namespace hcwarm::cuda

@@ -26,7 +26,6 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
               int stages) override;
 
  private:
-  CUstream stream_of(const LaunchContext& launch) const;
   bool one_pass_possible(int num_splits) const;
 
   CudaDevice& device_;

@@ -2,33 +2,24 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
 
 namespace hcwarm::cuda {
 
-const char* to_string(CudaGemm g) {
-  switch (g) {
-    case CudaGemm::Mma: return "mma";
-    case CudaGemm::Ffma: return "ffma";
-    case CudaGemm::MmaSmem: return "mma_smem";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<CudaGemm> kGemmNames[] = {
+    {CudaGemm::Mma, "mma"}, {CudaGemm::Ffma, "ffma"}, {CudaGemm::MmaSmem, "mma_smem"}};
+int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
+}  // namespace
+
+const char* to_string(CudaGemm g) { return enum_name(kGemmNames, g); }
 
 int cuda_partial_warps(int num_splits, CudaGemm gemm) {
   return gemm == CudaGemm::MmaSmem ? HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) : HCWARM_MHC_CUDA_THREADS / 32;
 }
 
-CudaGemm parse_cuda_gemm(std::string_view name) {
-  for (const CudaGemm g : {CudaGemm::Mma, CudaGemm::Ffma, CudaGemm::MmaSmem}) {
-    if (name == to_string(g)) return g;
-  }
-  HCWARM_THROW(ErrorKind::InvalidArgument, "CUDA GEMM {:?} is not one of mma, ffma, mma_smem", std::string(name));
-}
-
-namespace {
-int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
-}  // namespace
+CudaGemm parse_cuda_gemm(std::string_view name) { return parse_enum(kGemmNames, name, "CUDA GEMM"); }
 
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
                                 bool fast_finish) {

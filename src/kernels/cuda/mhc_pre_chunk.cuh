@@ -40,6 +40,10 @@
 // HCWARM_MHC_CHUNK_SMEM(hidden), and p.partials HCWARM_MHC_CHUNK_WORKSPACE_BYTES(T)
 // with the counters zero.
 #include "cuda/mhc_pre.cuh"
+#include "cuda/ptx/cache_policy.cuh"
+#include "cuda/ptx/mbarrier.cuh"
+#include "cuda/ptx/named_barrier.cuh"
+#include "cuda/ptx/tma.cuh"
 
 // Timing hook for tools/experiments/l2_chunk.cu (-DSTAMPS builds): point p of chunk c.
 #ifndef HCWARM_MHC_CHUNK_STAMP
@@ -50,86 +54,72 @@ namespace hcwarm_kernels {
 namespace cuda {
 namespace chunk {
 
-__device__ __forceinline__ void mbar_init(unsigned a, unsigned n) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned a, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned a) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
-  unsigned ok = 0;
-  while (!ok) {
-    asm volatile(
-        "{\n\t.reg .pred P;\n\tmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\n\tselp.u32 %0, 1, 0, P;\n\t}"
-        : "=r"(ok)
-        : "r"(a), "r"(parity)
-        : "memory");
-  }
-}
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int col, int row, unsigned mbar,
-                                            unsigned long long policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(tmap), "r"(col), "r"(row), "r"(mbar), "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ unsigned long long policy_evict_last() {
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ unsigned long long policy_evict_first() {
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ U4 ldg_u4_policy(const void* ptr, unsigned long long policy) {
-  U4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr), "l"(policy));
-  return v;
-}
-__device__ __forceinline__ void stg_f2(float* ptr, float a, float b) {
-  asm volatile("st.global.v2.f32 [%0], {%1,%2};" ::"l"(ptr), "f"(a), "f"(b) : "memory");
-}
-// Record loads, with a memory clobber: they must stay after the acquire of the
-// chunk's counter (and the warp barrier that hands it to the other lanes).
-__device__ __forceinline__ F4 ld_record4(const float* ptr) {
-  F4 v;
-  asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(ptr)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ float ld_record1(const float* ptr) {
-  float v;
-  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(ptr) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* ptr) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
-  return v;
-}
-__device__ __forceinline__ void named_barrier(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned& a0, unsigned& a1, unsigned& a2, unsigned& a3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-               : "r"(addr));
-}
 // Sum of the squares of the two bf16 values of a word.
 __device__ __forceinline__ float squares2(unsigned w) {
   const float a = bf16_lo(w), b = bf16_hi(w);
   return fmaf(a, a, b * b);
 }
+
+// Warp roles of a block: one TMA warp, the mma warps, hidden / 1024 y warps,
+// the comb warps, one signal warp (HCWARM_MHC_CHUNK_THREADS counts them).
+struct ChunkWarps {
+  static constexpr int kTma = 0;
+  static constexpr int kFirstMma = 1;
+  static constexpr int kMma = 4;  // 16 tokens each: a half-chunk of one TMA box height
+  static constexpr int kFirstY = kFirstMma + kMma;
+  int y;  // hidden / HCWARM_MHC_CHUNK_HIDDEN_STEP
+  __device__ int first_comb() const { return kFirstY + y; }
+  __device__ int signal() const { return first_comb() + HCWARM_MHC_CHUNK_COMB_WARPS; }
+  __device__ int count() const { return signal() + 1; }
+};
+static_assert(ChunkWarps::kMma * 16 == HCWARM_MHC_CHUNK_BOX, "the mma warps cover one box height of tokens");
+static_assert(HCWARM_MHC_CHUNK_THREADS(1024) == 32 * (ChunkWarps::kFirstY + 1 + HCWARM_MHC_CHUNK_COMB_WARPS + 1),
+              "HCWARM_MHC_CHUNK_THREADS must count every role");
+
+// Named barriers (0 is __syncthreads'): the y warps once per chunk; the mma
+// warps hand chunk c to the signal warp on kFirstSignal + c % kSignalRing.
+struct ChunkBarriers {
+  static constexpr int kY = 3;
+  static constexpr int kFirstSignal = 4;
+  static constexpr int kSignalRing = 8;
+  static constexpr int kSignalThreads = 32 * (ChunkWarps::kMma + 1);
+};
+static_assert(ChunkBarriers::kFirstSignal + ChunkBarriers::kSignalRing <= 16, "a block has 16 named barriers");
+__device__ __forceinline__ NamedBarrier<ChunkBarriers::kSignalThreads> signal_barrier(int chunk) {
+  return {ChunkBarriers::kFirstSignal + chunk % ChunkBarriers::kSignalRing};
+}
+
+// Dynamic shared memory, in bytes from the first 1024-aligned address (the
+// 128-byte swizzle of the TMA boxes repeats every 1024 bytes).
+template <int HC>
+struct ChunkSmem {
+  static constexpr int kMix = HC * (2 + HC);
+  static constexpr unsigned kStageBytes = HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2;
+  static constexpr unsigned kStageRing = 0;  // [STAGES][64 x 64 bf16]
+  static constexpr unsigned kFnFrags = kStageRing + HCWARM_MHC_CHUNK_STAGES * kStageBytes;  // [k-step][lane][12] u32
+  __host__ __device__ static constexpr unsigned norm_weight(unsigned d) { return kFnFrags + 6 * d; }  // [D] bf16
+  __host__ __device__ static constexpr unsigned small(unsigned d) { return norm_weight(d) + 2 * d; }
+  // Inside the small region:
+  static constexpr unsigned kFull = 0;                                          // u64 [STAGES]: TMA landed
+  static constexpr unsigned kEmpty = kFull + 8 * HCWARM_MHC_CHUNK_STAGES;       // u64 [STAGES]: mma warps done
+  static constexpr unsigned kPreFull = kEmpty + 8 * HCWARM_MHC_CHUNK_STAGES;    // u64 [PRE_RING]: pre written
+  static constexpr unsigned kYDone = kPreFull + 8 * HCWARM_MHC_CHUNK_PRE_RING;  // int: chunks the y warps finished
+  static constexpr unsigned kCombDone = kYDone + 4;                             // int [COMB_WARPS]
+  static constexpr unsigned kPre = kYDone + 16;                                 // float [PRE_RING][4]
+  static constexpr unsigned kSsq = kPre + 16 * HCWARM_MHC_CHUNK_PRE_RING;       // float [2][8]
+  static constexpr unsigned kBase = kSsq + 64;                                  // float [kMix]
+  static constexpr unsigned kScale = kBase + 4 * kMix;                          // float [3] (+1)
+  static constexpr unsigned kMixSums = kScale + 16;                             // float [COMB_WARPS][32]
+  static constexpr unsigned kScratch = kMixSums + 128 * HCWARM_MHC_CHUNK_COMB_WARPS;  // float [COMB_WARPS][32][25]
+  static constexpr unsigned kSmallBytes = kScratch + 4 * 32 * 25 * HCWARM_MHC_CHUNK_COMB_WARPS;
+  // With the alignment slack: what the launch must give the block.
+  __host__ __device__ static constexpr unsigned bytes(unsigned d) { return 1024 + small(d) + kSmallBytes; }
+  static_assert(kCombDone + 4 * HCWARM_MHC_CHUNK_COMB_WARPS <= kPre, "the progress counters share 16 bytes");
+  static_assert(kFnFrags % 16 == 0 && kPre % 16 == 0, "16-byte shared loads need 16-byte offsets");
+};
+// The launcher's budget (linear in hidden with the same slope) covers the layout.
+static_assert(ChunkSmem<4>::bytes(HCWARM_MHC_CHUNK_MAX_HIDDEN) <= HCWARM_MHC_CHUNK_SMEM(HCWARM_MHC_CHUNK_MAX_HIDDEN),
+              "HCWARM_MHC_CHUNK_SMEM is smaller than the kernel's shared-memory layout");
 
 }  // namespace chunk
 
@@ -156,10 +146,11 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   // full, i.e. after this block's TMA of chunk c, which waited for this block's
   // y of chunk c - WINDOW: every y warp has read the slot's chunk c - PRE_RING.
   static_assert(HCWARM_MHC_CHUNK_PRE_RING >= HCWARM_MHC_CHUNK_WINDOW, "a pre slot is rewritten WINDOW chunks later");
-  // The mma warps hand chunk c to the signal warp on named barrier 4 + c % 8:
-  // they reach chunk c + 8 only after this block's y of chunk c + 8 - WINDOW,
-  // which the signal of chunk c preceded, so no barrier is reused early.
-  static_assert(HCWARM_MHC_CHUNK_WINDOW <= 8, "signal barriers 4..11 are reused every 8 chunks");
+  // The mma warps hand chunk c to the signal warp on signal_barrier(c): they
+  // reach chunk c + kSignalRing only after this block's y of chunk
+  // c + kSignalRing - WINDOW, which the signal of chunk c preceded, so no
+  // barrier is reused early.
+  static_assert(HCWARM_MHC_CHUNK_WINDOW <= ChunkBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
   constexpr int kMix = HC * (2 + HC);
   constexpr int kParts = HCWARM_MHC_CHUNK_PARTS;
   constexpr int kChunk = HCWARM_MHC_CHUNK_TOKENS;
@@ -173,7 +164,6 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   constexpr int kCombWarps = HCWARM_MHC_CHUNK_COMB_WARPS;
   constexpr int kPreRing = HCWARM_MHC_CHUNK_PRE_RING;
   constexpr int kGran = 4;  // 16-byte granules per y thread and stream: hidden / 8 over 32 * hidden / 1024 threads
-  constexpr int kY0 = 5;    // first y warp
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   // The launcher checked all of this; never write garbage.
   if (!shape_ok<1, HC, HIDDEN, true>(p) || D % HCWARM_MHC_CHUNK_HIDDEN_STEP != 0 ||
@@ -187,28 +177,31 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   const int ksteps = part_k / 16;
   const int y_warps = D / HCWARM_MHC_CHUNK_HIDDEN_STEP;
   const int y_threads = 32 * y_warps;
-  const int c0 = kY0 + y_warps;  // first comb warp
-  const int signal_warp = c0 + kCombWarps;
+  const ChunkWarps roles{y_warps};
+  const int c0 = roles.first_comb();
+  const DynamicNamedBarrier y_barrier{ChunkBarriers::kY, y_threads};
 
+  using Smem = ChunkSmem<HC>;
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
-  const unsigned stages = (raw + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
-  unsigned char* base_ptr = smem_raw + (stages - raw);
-  const unsigned fnf = stages + kStages * kStageBytes;  // [k-step][lane][n-tile j: hi b0, hi b1, lo b0, lo b1]
-  unsigned* fnf_ptr = reinterpret_cast<unsigned*>(base_ptr + kStages * kStageBytes);
-  unsigned short* nw_s = reinterpret_cast<unsigned short*>(base_ptr + kStages * kStageBytes + 6 * D);  // [D]
-  unsigned char* small = base_ptr + kStages * kStageBytes + 8 * D;
-  unsigned long long* full = reinterpret_cast<unsigned long long*>(small);
-  unsigned long long* empty = full + kStages;
-  unsigned long long* pre_full = empty + kStages;                           // [kPreRing]
-  volatile int* y_done = reinterpret_cast<volatile int*>(pre_full + kPreRing);
-  volatile int* comb_done = y_done + 1;                                     // [kCombWarps]
-  float* pre_s = reinterpret_cast<float*>(small + 8 * (2 * kStages + kPreRing) + 16);  // [kPreRing][4]
-  float* ssq_s = pre_s + 4 * kPreRing;                                      // [2][8]
-  float* base_s = ssq_s + 16;                                               // [kMix]
-  float* scale_s = base_s + kMix;                                           // [3] (+1)
-  float* mix_s = scale_s + 4;                                               // [kCombWarps][32]
-  float* scratch = mix_s + 32 * kCombWarps;                                 // [kCombWarps][32][25]
+  const unsigned aligned = (raw + 1023u) & ~1023u;
+  unsigned char* base_ptr = smem_raw + (aligned - raw);
+  const unsigned stages = aligned + Smem::kStageRing;
+  const unsigned fnf = aligned + Smem::kFnFrags;  // [k-step][lane][n-tile j: hi b0, hi b1, lo b0, lo b1]
+  unsigned* fnf_ptr = reinterpret_cast<unsigned*>(base_ptr + Smem::kFnFrags);
+  unsigned short* nw_s = reinterpret_cast<unsigned short*>(base_ptr + Smem::norm_weight(D));
+  unsigned char* small = base_ptr + Smem::small(D);
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(small + Smem::kFull);
+  unsigned long long* empty = reinterpret_cast<unsigned long long*>(small + Smem::kEmpty);
+  unsigned long long* pre_full = reinterpret_cast<unsigned long long*>(small + Smem::kPreFull);
+  volatile int* y_done = reinterpret_cast<volatile int*>(small + Smem::kYDone);
+  volatile int* comb_done = reinterpret_cast<volatile int*>(small + Smem::kCombDone);
+  float* pre_s = reinterpret_cast<float*>(small + Smem::kPre);
+  float* ssq_s = reinterpret_cast<float*>(small + Smem::kSsq);
+  float* base_s = reinterpret_cast<float*>(small + Smem::kBase);
+  float* scale_s = reinterpret_cast<float*>(small + Smem::kScale);
+  float* mix_s = reinterpret_cast<float*>(small + Smem::kMixSums);
+  float* scratch = reinterpret_cast<float*>(small + Smem::kScratch);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -245,17 +238,17 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(smem_u32(full + s), 1);
-      mbar_init(smem_u32(empty + s), 4);
+      MBarrier(full + s).init(1);
+      MBarrier(empty + s).init(ChunkWarps::kMma);  // one arrival per mma warp
     }
-    for (int s = 0; s < kPreRing; ++s) mbar_init(smem_u32(pre_full + s), 1);
+    for (int s = 0; s < kPreRing; ++s) MBarrier(pre_full + s).init(1);
     *y_done = 0;
     for (int k = 0; k < kCombWarps; ++k) comb_done[k] = 0;
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();
 
-  if (warp == 0) {
+  if (warp == ChunkWarps::kTma) {
     // ---- TMA ----
     if (lane != 0) return;
     const unsigned long long policy = policy_evict_last();
@@ -272,15 +265,15 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       HCWARM_MHC_CHUNK_STAMP(0, c);
       for (int s = 0; s < spc; ++s, ++n) {
         const int st = n % kStages;
-        mbar_wait(smem_u32(empty + st), ((unsigned)(n / kStages) & 1u) ^ 1u);
-        mbar_expect_tx(smem_u32(full + st), kStageBytes);
+        MBarrier(empty + st).wait(((unsigned)(n / kStages) & 1u) ^ 1u);
+        MBarrier(full + st).arrive_expect_tx(kStageBytes);
         tma_load_2d(stages + st * kStageBytes, tmap, part * part_k + kBox * s, c * kChunk + kBox * half,
-                    smem_u32(full + st), policy);
+                    MBarrier(full + st), policy);
       }
     }
-  } else if (warp < kY0) {
+  } else if (warp < ChunkWarps::kFirstY) {
     // ---- mma: tokens [16m, +16) of the half-chunk ----
-    const int m = warp - 1;
+    const int m = warp - ChunkWarps::kFirstMma;
     const int g = lane >> 2, q = lane & 3;
     const int row = 16 * m + (lane & 7) + ((lane >> 3) & 1) * 8;  // ldmatrix: this lane's row of the 4 8x8 tiles
     const unsigned row_off = row * 128;
@@ -296,12 +289,12 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       float ss0 = 0.f, ss1 = 0.f;
       for (int s = 0; s < spc; ++s, ++n) {
         const int st = n % kStages;
-        mbar_wait(smem_u32(full + st), (unsigned)(n / kStages) & 1u);
+        MBarrier(full + st).wait((unsigned)(n / kStages) & 1u);
         // The stage before is released only now: an arrive right after its
         // ldmatrix can overtake the shared-memory read (the barrier unit and
         // the load unit are not ordered), and the TMA would then overwrite the
         // stage mid-read. Its HMMAs, issued before this wait, had their operands.
-        if (prev >= 0 && lane == 0) mbar_arrive(smem_u32(empty + prev));
+        if (prev >= 0 && lane == 0) MBarrier(empty + prev).arrive();
         prev = st;
         const unsigned tile = stages + st * kStageBytes + row_off;
 #pragma unroll
@@ -339,14 +332,14 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         stg_f2(r1 + kMix + 2 * q, q == 0 ? ss1 : 0.f, 0.f);
       }
       // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
-      asm volatile("bar.arrive %0, %1;" ::"r"(4 + (c & 7)), "r"(160) : "memory");
+      signal_barrier(c).arrive();
       if (m == 0 && lane == 0) HCWARM_MHC_CHUNK_STAMP(7, c);
     }
-  } else if (warp == signal_warp) {
+  } else if (warp == roles.signal()) {
     // ---- signal: chunk c's records are in; count the block in ----
     for (int c = 0; c < nchunks; ++c) {
-      named_barrier(4 + (c & 7), 160);
-      if (lane == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(my_counters + 2 * c) : "memory");
+      signal_barrier(c).sync();
+      if (lane == 0) red_release_add_u32(my_counters + 2 * c, 1);
       if (lane == 0) HCWARM_MHC_CHUNK_STAMP(1, c);
     }
   } else if (warp < c0) {
@@ -354,8 +347,8 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
     // read-only input (their loads need no acquire, and go out as soon as the
     // registers are free), pre comes from the comb warps through shared memory,
     // the norm weight sits in shared memory ----
-    const int yw = warp - kY0;
-    const int yt = tid - 32 * kY0;
+    const int yw = warp - ChunkWarps::kFirstY;
+    const int yt = tid - 32 * ChunkWarps::kFirstY;
     const int nvec = D / 8;
     const unsigned long long policy = policy_evict_first();
     U4 xv[kGran][HC];
@@ -376,7 +369,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       const long long t = (long long)c * kChunk + b;
       const int slot = c % kPreRing;
       if (yt == 0) HCWARM_MHC_CHUNK_STAMP(4, c);
-      mbar_wait(smem_u32(pre_full + slot), (unsigned)(c / kPreRing) & 1u);
+      MBarrier(pre_full + slot).wait((unsigned)(c / kPreRing) & 1u);
       if (yt == 0) HCWARM_MHC_CHUNK_STAMP(5, c);
       float pre[HC];
 #pragma unroll
@@ -394,7 +387,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       }
       // Every y warp is past chunk c's rows and pre slot: the TMA may run on,
       // and the comb warps may reuse the slot (PRE_RING >= WINDOW).
-      named_barrier(3, y_threads);
+      y_barrier.sync();
       if (yt == 0) *y_done = c + 1;
       if (yt == 0) HCWARM_MHC_CHUNK_STAMP(6, c);
       if (FUSED_NORM) {
@@ -428,19 +421,19 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
         const float* r = rr + (lane + 32 * h) * kRec;
 #pragma unroll
         for (int e = 0; e < 6; ++e) {
-          const F4 f = ld_record4(r + 4 * e);
+          const F4 f = ld_relaxed_f4(r + 4 * e);
           v[4 * e] = h == 0 ? f.x : v[4 * e] + f.x;
           v[4 * e + 1] = h == 0 ? f.y : v[4 * e + 1] + f.y;
           v[4 * e + 2] = h == 0 ? f.z : v[4 * e + 2] + f.z;
           v[4 * e + 3] = h == 0 ? f.w : v[4 * e + 3] + f.w;
         }
-        const float s = ld_record1(r + kMix);
+        const float s = ld_relaxed_f32(r + kMix);
         v[24] = h == 0 ? s : v[24] + s;
       }
     };
     auto load = [&](int c, float (&v)[25]) {
       if (lane == 0) {
-        while (ld_acquire(my_counters + 2 * c) < full_count) __nanosleep(20);
+        while (ld_acquire_u32(my_counters + 2 * c) < full_count) __nanosleep(20);
       }
       __syncwarp();
       load_records(c, v);
@@ -465,13 +458,13 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       const int slot = c % kPreRing;
       scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_s + 4 * slot, lane, r);
       __syncwarp();
-      if (lane == 0) mbar_arrive(smem_u32(pre_full + slot));  // release: pre[0..HC) to the y warps
+      if (lane == 0) MBarrier(pre_full + slot).arrive();  // release: pre[0..HC) to the y warps
       if (lane == 0) HCWARM_MHC_CHUNK_STAMP(2, c);
       // The next chunk's records go out before the Sinkhorn if they are in.
       bool fetched = false;
       if (more) {
         unsigned ready = 0;
-        if (lane == 0) ready = ld_acquire(my_counters + 2 * (c + kCombWarps)) >= full_count;
+        if (lane == 0) ready = ld_acquire_u32(my_counters + 2 * (c + kCombWarps)) >= full_count;
         if (__shfl_sync(0xffffffffu, ready, 0)) {
           __syncwarp();  // orders the other lanes' record loads after lane 0's acquire
           load_records(c + kCombWarps, vn);
