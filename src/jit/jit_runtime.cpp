@@ -230,11 +230,11 @@ bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
 void JitRuntime::mark_ready() { ready_ = true; }
 
 void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string& key) {
-  if (!opts_.allow_compile) {
+  if (!opts_.allow_compile || !compile_allowed_) {
     HCWARM_THROW(ErrorKind::NotWarmed,
-                 "{} (key {}) is neither loaded nor in the kernel cache, and HCWARM_JIT=off forbids compiling it: "
+                 "{} (key {}) is neither loaded nor in the kernel cache, and {} forbids compiling it: "
                  "build it ahead of time (hcwarm cache build) into the cache directory",
-                 spec.describe(), key);
+                 spec.describe(), key, opts_.allow_compile ? "the coverage check" : "HCWARM_JIT=off");
   }
   if (!ready_) return;
   {

@@ -152,6 +152,9 @@ class JitRuntime {
   // Back to the warmup phase (prewarming another configuration): compiles are
   // not flagged again until the next mark_ready().
   void mark_warming() { ready_ = false; }
+  // Off: every compile is refused with NotWarmed, as under HCWARM_JIT=off (the
+  // coverage check runs the ops so); disk and memory still serve.
+  void set_compile_allowed(bool allowed) { compile_allowed_ = allowed; }
   bool ready() const { return ready_.load(); }
 
   CompileStats stats() const;
@@ -223,6 +226,7 @@ class JitRuntime {
   std::vector<CompileEvent> events_;
 
   std::atomic<bool> ready_{false};
+  std::atomic<bool> compile_allowed_{true};
   std::mutex prune_mu_;
 };
 

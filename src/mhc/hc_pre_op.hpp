@@ -63,11 +63,13 @@ struct CudaKernelOptions {
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
 // asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
+// input Embed adds the param input=embed (and never the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda = {});
+                                   const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
 // Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket.
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
-                                                  bool fused_norm, const CudaKernelOptions& cuda = {});
+                                                  bool fused_norm, const CudaKernelOptions& cuda = {},
+                                                  HcPreInput input = HcPreInput::Residual);
 
 class HcPreOp {
  public:
@@ -96,9 +98,10 @@ class HcPreOp {
   bool uses_fast_path() const;
   int num_splits(int64_t num_tokens) const;
   // The JIT spec of one split bucket (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
-  jit::KernelSpec kernel_spec(int num_splits, bool fused_norm) const;
+  jit::KernelSpec kernel_spec(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
   // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
-  std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm) const;
+  std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm,
+                                             HcPreInput input = HcPreInput::Residual) const;
   // One token count per reachable split count, the largest of its bucket (docs/MATH.md, section 4).
   std::vector<int64_t> representatives(int64_t max_num_tokens) const;
 
@@ -119,10 +122,10 @@ class HcPreOp {
   void reserve_workspace(int64_t max_num_tokens);
   // Whether the kernels a call on T tokens needs are loaded into this op (a
   // call in graph capture then succeeds).
-  bool loaded(int64_t num_tokens, bool fused_norm);
+  bool loaded(int64_t num_tokens, bool fused_norm, HcPreInput input = HcPreInput::Residual);
   // Fetches (compiling or loading as needed) and sets up the kernels of one
   // split count now, as the first call of that bucket would (warmup).
-  void load(int num_splits, bool fused_norm);
+  void load(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual);
 
   // Options, set before the first call (not while calls are in flight).
   // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
@@ -147,8 +150,8 @@ class HcPreOp {
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
-  KernelsId kernels_id(int num_splits, bool fused_norm) const;
-  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm);
+  KernelsId kernels_id(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
+  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual);
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
   void run_reference(const HcPreArgs& args);

@@ -179,7 +179,8 @@ TEST(MhcPreOp, PlannedSpecsFollowTheBuckets) {
   for (size_t i = 0; i < specs.size(); ++i) {
     EXPECT_EQ(specs[i].params[0].second, std::to_string(op.num_splits(reps[i])));
     EXPECT_EQ(specs[i].target, jit::TargetKind::Host);
-    EXPECT_NE(specs[i].source.find("mhc_pre_finish<" + std::to_string(op.num_splits(reps[i])) + ", 4, 7168, true>"),
+    EXPECT_NE(specs[i].source.find("mhc_pre_finish<" + std::to_string(op.num_splits(reps[i])) +
+                                   ", 4, 7168, true, HCWARM_MHC_INPUT_RESIDUAL>"),
               std::string::npos);
   }
   EXPECT_TRUE(op.planned_specs(0, true).empty());

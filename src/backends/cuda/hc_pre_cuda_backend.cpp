@@ -89,7 +89,9 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
   MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
-  const bool one_pass = p.num_splits == 1 && stages == 3 && k.one_pass != nullptr;
+  // The one-pass kernel reads residual streams only (the embedding takes the two kernels).
+  const bool one_pass =
+      p.num_splits == 1 && stages == 3 && k.one_pass != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
   if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
   p.num_parts = one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda_num_parts(p.num_splits);
   HCWARM_CHECK_CU(device_.driver(),
