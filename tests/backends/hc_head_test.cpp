@@ -132,7 +132,6 @@ TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
   EXPECT_NE(a.source.find("mhc_head<4, 7168"), std::string::npos) << a.source;
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   jit::JitRuntime rt(o);
   EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 4096}, "sm_90a")));
   EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_100a")));

@@ -25,7 +25,6 @@ using mhc::Variant;
 jit::JitOptions memory_only() {
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   return o;
 }
 

@@ -26,7 +26,6 @@ Rig make_rig() {
   r.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   o.nvrtc_library = env.nvrtc_library;
   r.jit = std::make_unique<jit::JitRuntime>(o);
   r.jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*r.device));

@@ -18,7 +18,6 @@ TEST(HcPreEmbedCuda, EqualsTheCopies) {
   cuda::CudaDevice dev(0, env.cuda_library);
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   o.nvrtc_library = env.nvrtc_library;
   jit::JitRuntime jit(o);
   jit.set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(dev));

@@ -20,7 +20,6 @@ RunnerConfig tiny(const test::TempDir& cache) {
   c.server_input.num_sms = 8;
   c.backend = mhc::Backend::Cpu;
   c.jit.cache_dir = cache.path();
-  c.jit.progress = false;
   c.mlp_width = 8;
   c.cpu_threads = 2;
   c.build.num_layers = 1;
