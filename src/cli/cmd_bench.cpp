@@ -399,7 +399,7 @@ schema 1's names of the eager figures and the copy bandwidth.)";
 
 void register_bench(CLI::App& app, CliContext& ctx) {
   auto* bench = app.add_subcommand(
-      "bench", "Benchmarks: op (hc_pre speed, specialized vs generic), serve (the four start-up configurations)");
+      "bench", "Benchmarks: op (hc_pre speed, specialized vs generic), serve (the five start-up configurations)");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchOptions>();
   auto* op = bench->add_subcommand(
