@@ -59,6 +59,27 @@ sim::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const std::v
   return run_workload(std::move(cfg), requests, WorkloadRun{name, prewarm, o.json});
 }
 
+// The demo's own check: a prewarmed run must not wait for a compile nor serve
+// generically (exact counters), and should show no slow forward (a timing
+// heuristic: reported, not fatal). Returns the line to print; *failed when a count is wrong.
+std::string prewarmed_check(const std::vector<sim::RunReport>& runs, bool* failed) {
+  int64_t waited = 0, generic = 0, slow = 0, checked = 0;
+  for (const auto& r : runs) {
+    if (!r.extra.contains("warmup") || !r.extra["warmup"].value("ran", false)) continue;
+    const sim::LatencySummary s = sim::summarize(r.records);
+    waited += s.forwards_waited_for_compile;
+    generic += s.served_by_generic;
+    slow += static_cast<int64_t>(s.slow_forwards.size());
+    ++checked;
+  }
+  *failed = waited > 0 || generic > 0;
+  return fmt::format("check: the {} prewarmed runs had {} forwards that waited for a compile, {} calls served "
+                     "generically and {} slow forwards{}",
+                     checked, waited, generic, slow,
+                     *failed ? " (expected 0: warmup missed kernels)"
+                             : (slow > 0 ? " (timing noise: no compile was involved)" : ""));
+}
+
 void run_demo(const CliContext& ctx, const DemoOptions& o) {
   const std::vector<sim::Request> requests = sim::load_trace(o.trace);
   const fs::path out(o.out);
@@ -89,16 +110,20 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
   write_replay_report(data.string(), runs, title);
   const std::string where = fmt::format("chart: {}\ndata of every forward: {}{}\n", chart.string(), data.string(),
                                         o.keep_cache ? "\nkernel caches kept in " + root.path().string() : "");
+  bool failed = false;
+  const std::string check = prewarmed_check(runs, &failed);
   if (o.json) {
     nlohmann::json j = replay_results_json(runs);
     j["chart"] = chart.string();
     j["data"] = data.string();
+    j["check"] = check;
     print_json(std::cout, j, kReplaySchemaVersion);
     std::cerr << where;  // stdout stays one JSON object
   } else {
     print_replay_table(std::cout, runs);
-    std::cout << "\n" << where;
+    std::cout << "\n" << check << "\n\n" << where;
   }
+  if (failed) HCWARM_THROW(ErrorKind::Internal, "hcwarm demo: {}", check);
 }
 
 }  // namespace

@@ -534,6 +534,14 @@ TieredModule JitRuntime::get_or_schedule(const KernelSpec& spec) {
     }
     ArtifactSource src = bytes ? ArtifactSource::Memory : ArtifactSource::Disk;
     try {
+      {
+        std::lock_guard lock(loaders_mu_);
+        if (!loaders_.count(spec.target)) {
+          HCWARM_THROW(ErrorKind::Unavailable,
+                       "no {} module loader is set (the CUDA backend is not active); {} cannot be loaded",
+                       to_string(spec.target), spec.describe());
+        }
+      }
       if (!bytes && disk_ready_for(*r.cs)) {
         try {
           auto lk = disk_->lookup(r.cs->ns, r.key, r.cs->compiler->artifact_name());

@@ -97,6 +97,7 @@ bool HcPostOp::select_kernel(bool capturing) {
       pending_.reset();
       return true;
     }
+    HCWARM_ASSERT(t.pending != nullptr, "tiered module provider returned neither a module nor a pending compile");
     pending_ = std::move(t.pending);
   }
   if (!generic_bound_) {

@@ -215,7 +215,8 @@ bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm) {
 bool HcPreOp::specialized_loaded(int64_t num_tokens, bool fused_norm) {
   if (backend_ == Backend::Reference || num_tokens <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  return kernels_.count(kernels_id(num_splits(num_tokens), fused_norm)) != 0;
+  const KernelsId id = kernels_id(num_splits(num_tokens), fused_norm);
+  return kernels_.count(id) != 0 && stays_generic_.count(id) == 0;
 }
 
 void HcPreOp::load(int splits, bool fused_norm) {
@@ -289,12 +290,13 @@ const backends::HcPreKernels& HcPreOp::kernels_on_miss(int splits, bool norm, bo
       auto k = device_backend_->bind(std::move(t.module), spec, splits);
       return *kernels_.insert_or_assign(id, std::move(k)).first->second;
     }
+    HCWARM_ASSERT(t.pending != nullptr, "tiered module provider returned neither a module nor a pending compile");
     p = pending_.insert_or_assign(id, std::move(t.pending)).first;
   }
   if (p->second->state.load(std::memory_order_acquire) == jit::PendingModule::Failed) {
     // The specialization cannot be built (logged once by the runtime): the bucket stays generic.
     pending_.erase(p);
-    generic_kernels(norm);
+    stays_generic_.insert(id);
     return *kernels_.insert_or_assign(id, device_backend_->bind_generic(norm)).first->second;
   }
   const backends::HcPreKernels& g = generic_kernels(norm);

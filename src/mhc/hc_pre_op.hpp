@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -196,6 +197,7 @@ class HcPreOp {
   // Tiered: the generic kernels per norm flag, and the buckets compiling in the background.
   std::map<bool, std::unique_ptr<backends::HcPreKernels>> generic_;
   std::map<KernelsId, std::shared_ptr<const jit::PendingModule>> pending_;
+  std::set<KernelsId> stays_generic_;  // buckets whose specialization failed: generic kernels in kernels_
   DeviceBuffer workspace_;
 };
 

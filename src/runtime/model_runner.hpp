@@ -74,6 +74,10 @@ class ModelRunner final : public model::RunnerView {
   jit::CompileStats compile_stats() const { return jit_ ? jit_->stats() : jit::CompileStats{}; }
   // Whether a kernel miss is served by the generic kernels while it compiles in the background.
   bool tiered() const { return hc_pre_->tiered(); }
+  // Waits until the JIT runtime's background worker is idle (nothing without a JIT).
+  void drain_background() {
+    if (jit_) jit_->drain_background();
+  }
 
   const RunnerConfig& config() const { return config_; }
   jit::JitRuntime& jit() { return *jit_; }

@@ -115,7 +115,7 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_
     if (typical_tokens > 0 && static_cast<double>(r.num_tokens) > typical_tokens) {
       *ref *= static_cast<double>(r.num_tokens) / typical_tokens;
     }
-    if (*ref > 0 && r_ms > slow_factor * *ref) {
+    if (*ref > 0 && r_ms > slow_factor * *ref && r_ms - *ref > kMinSlowMs) {
       s.slow_forwards.push_back(
           {r.index, r.num_tokens, r.num_splits, r_ms, *ref, ref_splits, r.compiles_during, r.compile_wait_s});
     }

@@ -68,6 +68,11 @@ double percentile(std::vector<double> values, double q);
 // all it is never slow. A forward with more tokens than the median forward
 // of its reference bucket is compared with that median scaled by the ratio of
 // token counts (never scaled down): cost grows with tokens, a compile does not.
+// A forward is slow only if it is also more than kMinSlowMs over that reference:
+// a 0.3 ms forward that takes 3 ms lost a scheduler time slice (a pool thread
+// preempted by another process on a 2-core machine), not a compile, which
+// costs at least a hundred milliseconds.
+inline constexpr double kMinSlowMs = 1.0;
 LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_factor = 10.0);
 
 // One configuration's replay, as reports and charts show it.

@@ -62,6 +62,8 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
   report.extra["prefill_tokens"] = result.prefill_tokens;
   report.extra["decode_tokens"] = result.decode_tokens;
   report.extra["simulated_seconds"] = result.end_time_s;
+  // What the background worker still compiles belongs to this run's report; serving is over.
+  runner.drain_background();
   const jit::CompileStats end = runner.compile_stats();
   report.extra["tiered"] = runner.tiered();
   report.extra["background_compiled"] = end.background_compiled;
