@@ -37,18 +37,32 @@ const char* to_string(HcPreInput input) { return input == HcPreInput::Embed ? "e
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
-    : HcPreOp(backend, dims, constants, num_sms,
-              jit == nullptr ? ModuleSource{}
-                             : ModuleSource([jit](const jit::KernelSpec& s) { return jit->get(s); }),
-              device, variant) {}
+    : HcPreOp(backend, dims, constants, num_sms, std::unique_ptr<jit::ModuleProvider>(), device, variant) {
+  modules_ = jit;
+  if (uses_fast_path()) {
+    HCWARM_CHECK_ARG(modules_ != nullptr, "the {} specialized backend needs a JIT runtime", to_string(backend));
+  }
+}
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, ModuleSource modules,
                  Device& device, Variant variant)
+    : HcPreOp(backend, dims, constants, num_sms,
+              modules ? std::make_unique<jit::FunctionModuleProvider>(std::move(modules))
+                      : std::unique_ptr<jit::ModuleProvider>(),
+              device, variant) {
+  if (uses_fast_path()) {
+    HCWARM_CHECK_ARG(modules_ != nullptr, "the {} specialized backend needs a JIT runtime", to_string(backend));
+  }
+}
+
+HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms,
+                 std::unique_ptr<jit::ModuleProvider> modules, Device& device, Variant variant)
     : backend_(backend),
       dims_(dims),
       constants_(constants),
       num_sms_(num_sms),
-      modules_(std::move(modules)),
+      owned_modules_(std::move(modules)),
+      modules_(owned_modules_.get()),
       device_(&device),
       variant_(variant) {
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
@@ -66,9 +80,6 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
     HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= 8192,
                      "the cuda kernels need hidden % 8 == 0 and hidden <= 8192, got {}", dims.hidden);
   }
-  if (uses_fast_path()) {
-    HCWARM_CHECK_ARG(static_cast<bool>(modules_), "the {} specialized backend needs a JIT runtime", to_string(backend));
-  }
   device_backend_ = make_device_backend();
 }
 
@@ -85,12 +96,19 @@ std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
 
 void HcPreOp::set_cuda_one_pass(bool on) {
   one_pass_ = on;
+  generic_.clear();
   device_backend_ = make_device_backend();
 }
 
 void HcPreOp::set_cpu_pool(std::shared_ptr<ThreadPool> pool) {
   pool_ = std::move(pool);
+  generic_.clear();
   device_backend_ = make_device_backend();
+}
+
+bool HcPreOp::tiered() const {
+  return tiered_ && uses_fast_path() && modules_ != nullptr && modules_->tiered() && device_backend_ &&
+         device_backend_->has_generic();
 }
 
 HcPreOp::~HcPreOp() {
@@ -185,7 +203,15 @@ HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput i
 bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
   if (backend_ == Backend::Reference || num_tokens <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  return kernels_.count(kernels_id(num_splits(num_tokens), fused_norm, input)) != 0;
+  if (kernels_.count(kernels_id(num_splits(num_tokens), fused_norm, input)) != 0) return true;
+  return tiered() && generic_.count(fused_norm) != 0;
+}
+
+bool HcPreOp::specialized_loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
+  if (backend_ == Backend::Reference || num_tokens <= 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  const KernelsId id = kernels_id(num_splits(num_tokens), fused_norm, input);
+  return kernels_.count(id) != 0 && stays_generic_.count(id) == 0;
 }
 
 void HcPreOp::load(int splits, bool fused_norm, HcPreInput input) {
@@ -194,6 +220,8 @@ void HcPreOp::load(int splits, bool fused_norm, HcPreInput input) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto scope = device_backend_->enter();
   kernels_for(splits, fused_norm, input);
+  pending_.erase(kernels_id(splits, fused_norm, input));
+  if (tiered()) generic_kernels(fused_norm);
 }
 
 size_t HcPreOp::workspace_bytes(int64_t num_tokens) const {
@@ -218,9 +246,59 @@ const backends::HcPreKernels& HcPreOp::kernels_for(int splits, bool fused_norm, 
     k = device_backend_->bind_generic(fused_norm);
   } else {
     const jit::KernelSpec spec = kernel_spec(splits, fused_norm, input);
-    k = device_backend_->bind(modules_(spec), spec, splits);
+    k = device_backend_->bind(modules_->get(spec), spec, splits);
   }
   return *kernels_.emplace(id, std::move(k)).first->second;
+}
+
+const backends::HcPreKernels& HcPreOp::generic_kernels(bool fused_norm) {
+  auto& g = generic_[fused_norm];
+  if (!g) g = device_backend_->bind_generic(fused_norm);
+  return *g;
+}
+
+const backends::HcPreKernels& HcPreOp::kernels_on_miss(int splits, bool norm, HcPreInput input, bool capturing,
+                                                        int64_t num_tokens) {
+  const KernelsId id = kernels_id(splits, norm, input);
+  const bool tier = variant_ == Variant::Specialized && tiered();
+  if (capturing) {
+    if (tier) {
+      if (auto g = generic_.find(norm); g != generic_.end()) {
+        modules_->note_served_by_generic();
+        return *g->second;
+      }
+    }
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_pre ({}, hidden {}, {}, input={}): the kernels of split bucket num_splits={} (T={}) are not "
+                 "loaded{}, and the call is inside CUDA-graph capture, where nothing may be compiled or loaded: "
+                 "prewarm the model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before "
+                 "capturing",
+                 to_string(backend_), dims_.hidden, norm ? "fused norm" : "no norm", to_string(input), splits,
+                 num_tokens, tier ? " (nor the generic ones)" : "", num_tokens);
+  }
+  if (!tier) return kernels_for(splits, norm, input);
+  auto p = pending_.find(id);
+  if (p == pending_.end() || p->second->state.load(std::memory_order_acquire) == jit::PendingModule::Landed) {
+    // First miss of the bucket, or its background compile landed: ask (never waits for a compile).
+    const jit::KernelSpec spec = kernel_spec(splits, norm, input);
+    jit::TieredModule t = modules_->get_or_schedule(spec);
+    if (t.module) {
+      pending_.erase(id);
+      auto k = device_backend_->bind(std::move(t.module), spec, splits);
+      return *kernels_.insert_or_assign(id, std::move(k)).first->second;
+    }
+    HCWARM_ASSERT(t.pending != nullptr, "tiered module provider returned neither a module nor a pending compile");
+    p = pending_.insert_or_assign(id, std::move(t.pending)).first;
+  }
+  if (p->second->state.load(std::memory_order_acquire) == jit::PendingModule::Failed) {
+    // The specialization cannot be built (logged once by the runtime): the bucket stays generic.
+    pending_.erase(p);
+    stays_generic_.insert(id);
+    return *kernels_.insert_or_assign(id, device_backend_->bind_generic(norm)).first->second;
+  }
+  const backends::HcPreKernels& g = generic_kernels(norm);
+  modules_->note_served_by_generic();
+  return g;
 }
 
 void HcPreOp::ensure_workspace(size_t bytes) {
@@ -305,16 +383,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   const auto scope = device_backend_->enter();
   const bool norm = a.norm_weight != nullptr;
   const bool capturing = device_backend_->capturing(launch);
-  if (capturing && kernels_.count(kernels_id(splits, norm, a.input)) == 0) {
-    HCWARM_THROW(ErrorKind::NotWarmed,
-                 "hc_pre ({}, hidden {}, {}, input={}): the kernels of split bucket num_splits={} (T={}) are not "
-                 "loaded, and the call is inside CUDA-graph capture, where nothing may be compiled or loaded: "
-                 "prewarm the model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before "
-                 "capturing",
-                 to_string(backend_), dims_.hidden, norm ? "fused norm" : "no norm", to_string(a.input), splits,
-                 a.num_tokens, a.num_tokens);
-  }
-  const backends::HcPreKernels& k = kernels_for(splits, norm, a.input);
+  const auto found = kernels_.find(kernels_id(splits, norm, a.input));
+  const backends::HcPreKernels& k =
+      found != kernels_.end() ? *found->second : kernels_on_miss(splits, norm, a.input, capturing, a.num_tokens);
   const size_t need = device_backend_->workspace_bytes(a.num_tokens, splits);
   if (launch.workspace != nullptr) {
     HCWARM_CHECK_ARG(launch.workspace_bytes >= need, "hc_pre: the workspace holds {} bytes, T={} needs {}",

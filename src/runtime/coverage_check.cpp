@@ -78,7 +78,7 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
       const std::string what =
           fmt::format("mhc_pre (input={}, {}) num_splits={} (T={})", mhc::to_string(input),
                       fused_norm ? "fused norm" : "no norm", splits, T);
-      if (fast && !ops.hc_pre.loaded(T, fused_norm, input)) {
+      if (fast && !ops.hc_pre.specialized_loaded(T, fused_norm, input)) {
         r.missing.push_back(what + ": warmup did not load its kernels into the op (a CUDA-graph capture would "
                                    "refuse this call)");
         continue;
@@ -99,7 +99,7 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
       });
     }
     const std::string post_what = fmt::format("mhc_post (T={})", T);
-    if (!ops.hc_post.loaded()) {
+    if (!ops.hc_post.specialized_loaded()) {
       r.missing.push_back(post_what + ": warmup did not load the kernel into the op");
     } else {
       attempt(post_what, [&] {

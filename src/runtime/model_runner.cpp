@@ -109,6 +109,8 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     }
   }
   scratch_ = DeviceBuffer(*device_, model_->workspace_bytes(max_tokens));
+  // Touched now, so that the first forward of a larger batch does not fault in its pages.
+  device_->fill_zero(scratch_.get(), scratch_.bytes());
   device_->synchronize();
 }
 

@@ -72,8 +72,17 @@ class ModelRunner final : public model::RunnerView {
   const EnvConfig& env() const override { return config_.env; }
   Device& device() override { return *device_; }
 
-  // Compiles counted since the runtime was marked ready (0 without a JIT).
+  // Compiles counted since the runtime was marked ready, in calls or in the
+  // background worker (0 without a JIT).
   int64_t compiles_after_ready() const { return jit_ ? jit_->stats().compiles_after_ready : 0; }
+  // The JIT runtime's counters (zeros without a JIT).
+  jit::CompileStats compile_stats() const { return jit_ ? jit_->stats() : jit::CompileStats{}; }
+  // Whether a kernel miss is served by the generic kernels while it compiles in the background.
+  bool tiered() const { return hc_pre_->tiered(); }
+  // Waits until the JIT runtime's background worker is idle (nothing without a JIT).
+  void drain_background() {
+    if (jit_) jit_->drain_background();
+  }
 
   const RunnerConfig& config() const { return config_; }
   // Binds each planned kernel into its op (warmup's last framework step).

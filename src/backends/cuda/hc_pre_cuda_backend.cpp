@@ -72,6 +72,8 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   return k;
 }
 
+bool CudaHcPreBackend::has_generic() const { return hc_mult_ == 4 && !mhc_pre_generic_fatbin().empty(); }
+
 size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
   if (num_tokens <= 0) return 0;
   size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
