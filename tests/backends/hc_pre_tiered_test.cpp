@@ -19,7 +19,6 @@ using mhc::HcPreOp;
 jit::JitOptions memory_only() {
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   return o;
 }
 

@@ -31,7 +31,6 @@ Gpu make_gpu() {
   g.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
-  o.progress = false;
   o.nvrtc_library = env.nvrtc_library;
   g.jit = std::make_unique<jit::JitRuntime>(o);
   g.jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*g.device));
