@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, List, Optional, Tuple
 
@@ -102,6 +103,12 @@ class PrewarmReport:
     num_sms: int
     token_counts: List[int] = field(default_factory=list)
     skipped: str = ""  # why the mHC prewarm did not run ("" when it ran)
+    compiled_keys: List[str] = field(default_factory=list)  # keys this process compiled (its shard, then any misses)
+    ready_time: float = 0.0  # time.time() when the runtime was marked ready
+    rank: int = 0            # in the group (0 without one)
+    world_size: int = 1
+    shard_keys: List[str] = field(default_factory=list)  # with a group: the keys this rank was to compile
+    barrier_seconds: float = 0.0  # with a group: time spent in the barrier, waiting for the other ranks
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -122,7 +129,7 @@ def model_config(config: Any) -> dict:
 
 def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size: int = 1,
             enable_dp_attention: bool = False, device: Any = None, cache_dir: Optional[str] = None,
-            fused_norm: Optional[bool] = True, **context_settings: Any) -> PrewarmReport:
+            fused_norm: Optional[bool] = True, group: Any = None, **context_settings: Any) -> PrewarmReport:
     """Compiles (or loads from the disk cache) every kernel hc_pre / hc_post can reach on `device` for
     T in [1, max_num_tokens] of this serving configuration, loads each into its op, and marks the
     runtime ready: later compiles are counted (compiles_after_ready) or, with strict_warmup, refused.
@@ -130,7 +137,15 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
     divided by dp_size once when enable_dp_attention is set. fused_norm: warm calls with a norm
     weight (True, as DeepSeek V4's layers make them), without one (False), or both (None).
     context_settings (num_sms, strict_warmup, jit, jobs, variant, progress) configure the device's
-    context when this is the first call on it."""
+    context when this is the first call on it.
+
+    group: a torch.distributed process group whose ranks prewarm together (torch is imported only
+    then). Rank r of N first compiles planned keys r, r+N, r+2N, ... into the cache directory, then
+    waits in torch.distributed.barrier(group), then prewarms as above: for ranks that share the cache
+    directory (one host, or a shared file system) every key then is a disk hit, so each key is
+    compiled once in the group and no rank sits in a later collective while another compiles.
+    Ranks that do not share one compile what they miss after the barrier, which is still correct.
+    Every rank must call it with the same configuration."""
     name, text = _config_args(config)
     for arg, value in (("chunked_prefill_size", chunked_prefill_size), ("dp_size", dp_size)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -141,9 +156,28 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
         context_settings["cache_dir"] = os.fspath(cache_dir)
     kind, index = parse_device(device)
     ctx = get_context(f"{kind}:{index}", **context_settings)
-    d = ctx.prewarm(name, text, chunked_prefill_size, dp_size, bool(enable_dp_attention),
-                    fused_norm is not False, fused_norm is not True)
-    return PrewarmReport(device=f"{kind}:{index}", **d)
+    args = (name, text, chunked_prefill_size, dp_size, bool(enable_dp_attention), fused_norm is not False,
+            fused_norm is not True)
+    mark = ctx.event_count()
+    group_fields: dict = {}
+    if group is not None:
+        from ._group import group_ops
+
+        rank, world, barrier = group_ops(group)
+        error: Optional[Exception] = None
+        shard: List[str] = []
+        try:
+            shard = ctx.prewarm_shard(*args, rank, world)
+        except Exception as e:  # the other ranks wait in the barrier: reach it, then raise
+            error = e
+        t0 = time.monotonic()
+        barrier()
+        if error is not None:
+            raise error
+        group_fields = dict(rank=rank, world_size=world, shard_keys=shard, barrier_seconds=time.monotonic() - t0)
+    d = ctx.prewarm(*args)
+    return PrewarmReport(device=f"{kind}:{index}", compiled_keys=ctx.compiled_keys_since(mark),
+                         ready_time=time.time(), **group_fields, **d)
 
 
 def compiles_after_ready(device: Any = None) -> int:

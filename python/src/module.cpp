@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "core/env_config.hpp"
@@ -163,9 +165,9 @@ class Context {
              ptr<const float>(comb), ptr<bf16>(out), {launch_stream(stream), nullptr, 0});
   }
 
-  nb::dict prewarm(const std::string& model, std::optional<std::string> config_json,
-                   std::optional<int64_t> chunked_prefill_size, int dp_size, bool enable_dp_attention,
-                   bool fused_norm, bool unfused_norm) {
+  static runtime::PrewarmRequest request(const std::string& model, const std::optional<std::string>& config_json,
+                                         std::optional<int64_t> chunked_prefill_size, int dp_size,
+                                         bool enable_dp_attention, bool fused_norm, bool unfused_norm) {
     runtime::PrewarmRequest req;
     req.model = resolve_config(model, config_json);
     req.server.chunked_prefill_size = chunked_prefill_size;
@@ -173,6 +175,60 @@ class Context {
     req.server.enable_dp_attention = enable_dp_attention;
     req.fused_norm = fused_norm;
     req.unfused_norm = unfused_norm;
+    return req;
+  }
+
+  // The distinct keys prewarm() builds for this request, in its order.
+  std::vector<std::string> planned_keys(const std::string& model, std::optional<std::string> config_json,
+                                        std::optional<int64_t> chunked_prefill_size, int dp_size,
+                                        bool enable_dp_attention, bool fused_norm, bool unfused_norm) {
+    const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
+                             unfused_norm);
+    nb::gil_scoped_release release;
+    return distinct_keys(ctx_->prewarm_specs(req)).first;
+  }
+
+  // A group rank's share of prewarm()'s keys: planned key i when i % world == rank,
+  // built compile-only into the disk cache (nothing is loaded). Never throws for
+  // a kernel that fails (prewarm() reports it), so that every rank reaches the
+  // group's barrier. Returns the shard's keys.
+  std::vector<std::string> prewarm_shard(const std::string& model, std::optional<std::string> config_json,
+                                         std::optional<int64_t> chunked_prefill_size, int dp_size,
+                                         bool enable_dp_attention, bool fused_norm, bool unfused_norm, int rank,
+                                         int world) {
+    HCWARM_CHECK_ARG(world >= 1 && rank >= 0 && rank < world, "group rank {} of {} is not in [0, {})", rank, world,
+                     world);
+    const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
+                             unfused_norm);
+    nb::gil_scoped_release release;
+    auto [keys, specs] = distinct_keys(ctx_->prewarm_specs(req));
+    std::vector<std::string> shard;
+    std::vector<jit::KernelSpec> shard_specs;
+    for (size_t i = static_cast<size_t>(rank); i < keys.size(); i += static_cast<size_t>(world)) {
+      shard.push_back(keys[i]);
+      shard_specs.push_back(std::move(specs[i]));
+    }
+    // Without a cache to publish into, the ranks share nothing: each builds all after the barrier.
+    if (ctx_->jit().disk_writable()) ctx_->jit().build(shard_specs, jit::BuildMode::CompileOnly);
+    return shard;
+  }
+
+  // How many JIT events are recorded so far; compiled_keys_since(n) lists the keys compiled after the n-th.
+  size_t event_count() const { return ctx_->jit().events().size(); }
+  std::vector<std::string> compiled_keys_since(size_t mark) const {
+    const auto events = ctx_->jit().events();
+    std::vector<std::string> keys;
+    for (size_t i = mark; i < events.size(); ++i) {
+      if (events[i].source == jit::ArtifactSource::Compiled) keys.push_back(events[i].key);
+    }
+    return keys;
+  }
+
+  nb::dict prewarm(const std::string& model, std::optional<std::string> config_json,
+                   std::optional<int64_t> chunked_prefill_size, int dp_size, bool enable_dp_attention,
+                   bool fused_norm, bool unfused_norm) {
+    const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
+                             unfused_norm);
     runtime::PrewarmReport r;
     {
       nb::gil_scoped_release release;
@@ -223,6 +279,19 @@ class Context {
   }
 
  private:
+  // Keys of specs with their first spec, duplicates dropped, in order.
+  std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> distinct_keys(std::vector<jit::KernelSpec> specs) {
+    std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> out;
+    std::set<std::string> seen;
+    for (jit::KernelSpec& s : specs) {
+      std::string key = ctx_->jit().key(s);
+      if (!seen.insert(key).second) continue;
+      out.first.push_back(std::move(key));
+      out.second.push_back(std::move(s));
+    }
+    return out;
+  }
+
   std::unique_ptr<runtime::OpContext> ctx_;
 };
 
@@ -293,6 +362,10 @@ NB_MODULE(_core, m) {
       .def("hc_pre_loaded", &Context::hc_pre_loaded)
       .def("hc_post", &Context::hc_post, nb::call_guard<nb::gil_scoped_release>())
       .def("prewarm", &Context::prewarm)
+      .def("planned_keys", &Context::planned_keys)
+      .def("prewarm_shard", &Context::prewarm_shard)
+      .def("event_count", &Context::event_count)
+      .def("compiled_keys_since", &Context::compiled_keys_since)
       .def("stats", &Context::stats)
       .def("compiles_after_ready", &Context::compiles_after_ready)
       .def("mark_ready", &Context::mark_ready)

@@ -8,35 +8,26 @@
 
 #include "cli/build_progress.hpp"
 #include "cli/cache_dir.hpp"
+#include "cli/cache_plan.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
-#include "cli/runner_options.hpp"
 #include "jit/jit_runtime.hpp"
-#include "runtime/kernel_plan.hpp"
 
 namespace hcwarm::cli {
 namespace {
 
 struct CacheBuildOptions {
-  ModelOptions model;
-  std::string arch = "sm_90a";
-  int mlp_width = kDefaultMlpWidth;
+  CachePlanOptions plan;
   bool json = false;
 };
 
 void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
-  const ModelOptions::Resolved r = o.model.resolve(ctx);
-  runtime::KernelPlanInput in;
-  in.model = r.model;
-  in.server = r.server;
-  in.env = ctx.env;
-  in.backend = o.model.backend.empty() ? mhc::Backend::Cuda : mhc::parse_backend(o.model.backend);
-  in.cuda.arch = o.arch;
-  in.cuda.one_pass = ctx.env.mhc_one_pass;  // the keys the runner will ask for
-  in.mlp_width = o.mlp_width;
-  HCWARM_CHECK_ARG(in.backend != mhc::Backend::Reference, "--backend reference has no kernels to build");
+  const CachePlan plan = make_cache_plan(ctx, o.plan);
+  const ModelOptions::Resolved& r = plan.resolved;
+  const runtime::KernelPlanInput& in = plan.input;
+  const std::string& arch = o.plan.arch;
 
-  jit::JitOptions jo = jit_options(ctx, o.model.cache_dir);
+  jit::JitOptions jo = jit_options(ctx, o.plan.model.cache_dir);
   HCWARM_CHECK_ARG(jo.cache_dir.has_value(), "cache build needs a cache directory (--cache-dir or HCWARM_CACHE_DIR)");
   BuildProgressDisplay progress(!o.json);
   jo.progress = progress.callback();
@@ -44,9 +35,7 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   HCWARM_CHECK_ARG(jit.disk_cache() != nullptr, "cache directory {} is not usable (see the warning above)",
                    jo.cache_dir->string());
 
-  const runtime::KernelRegistry registry = runtime::make_kernel_registry(in);
-  const std::vector<jit::KernelSpec> specs = registry.planned(/*include_mhc=*/true);
-  const jit::BuildReport b = jit.build(specs, jit::BuildMode::CompileOnly);
+  const jit::BuildReport b = jit.build(plan.specs, jit::BuildMode::CompileOnly);
   if (b.failed > 0) ctx.exit_code = 1;
   // A bundle that kept nothing is a failed build, not a successful one.
   if (jit.disk_cache() == nullptr || (b.compiled > 0 && !jit.disk_writable())) {
@@ -56,7 +45,7 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
 
   if (o.json) {
     nlohmann::json j = run_config_json(r.model.name, in.backend, r.server, jo.cache_dir);
-    j.update({{"arch", in.backend == mhc::Backend::Cuda ? o.arch : "host"},
+    j.update({{"arch", in.backend == mhc::Backend::Cuda ? arch : "host"},
               {"keys", b.keys},
               {"compiled", b.compiled},
               {"already_cached", b.loaded_from_disk + b.memory_hits},
@@ -69,7 +58,7 @@ void run_cache_build(CliContext& ctx, const CacheBuildOptions& o) {
   std::cout << fmt::format(
       "cache build for {} ({} backend, {}), num_sms {}, max_num_tokens {} -> {}\n"
       "  {} keys: {} compiled, {} already cached, {} failed, in {:.2f}s\n",
-      r.model.name, mhc::to_string(in.backend), in.backend == mhc::Backend::Cuda ? o.arch : "host ISA",
+      r.model.name, mhc::to_string(in.backend), in.backend == mhc::Backend::Cuda ? arch : "host ISA",
       r.server.num_sms, r.server.max_num_tokens(), jo.cache_dir->string(), b.keys, b.compiled,
       b.loaded_from_disk + b.memory_hits, b.failed, b.seconds);
   for (const auto& e : b.errors) std::cout << "  error: " << e << "\n";
@@ -85,11 +74,8 @@ void register_cache_build(CLI::App* cache, CliContext& ctx) {
       "E.g. --model dsv4-pro --num-sms 132 --chunked-prefill-size 16384 --arch sm_90a --cache-dir bundle/;\n"
       "copy the directory to the serving machines and point HCWARM_CACHE_DIR at it. Give the same model,\n"
       "server and --mlp-width options as the servers: they decide the keys. --backend defaults to cuda here.");
-  add_plan_options(cmd, o->model);
-  add_backend_option(cmd, o->model, "cpu | cuda", "cuda");
-  add_cache_dir_option(cmd, o->model.cache_dir);
-  cmd->add_option("--arch", o->arch, "GPU architecture to compile for (CUDA backend)")->capture_default_str();
-  add_mlp_width_option(cmd, o->mlp_width);
+  add_cache_plan_options(cmd, o->plan);
+  add_cache_dir_option(cmd, o->plan.model.cache_dir);
   add_json_flag(cmd, o->json);
   cmd->callback([&ctx, o] { run_cache_build(ctx, *o); });
 }

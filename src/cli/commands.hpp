@@ -19,10 +19,14 @@ void register_plan(CLI::App& app, CliContext& ctx);
 void register_op(CLI::App& app, CliContext& ctx);
 void register_cache(CLI::App& app, CliContext& ctx);
 void register_cache_build(CLI::App* cache, CliContext& ctx);  // `cache build`, under `cache`
+void register_cache_export(CLI::App* cache, CliContext& ctx);  // `cache export | import | check`, under `cache`
+void register_cache_import(CLI::App* cache, CliContext& ctx);
+void register_cache_check(CLI::App* cache, CliContext& ctx);
 void register_warm(CLI::App& app, CliContext& ctx);
 void register_replay(CLI::App& app, CliContext& ctx);
 void register_demo(CLI::App& app, CliContext& ctx);
 void register_bench(CLI::App& app, CliContext& ctx);
+void register_bench_cold_start(CLI::App* bench, CliContext& ctx);  // `bench cold-start`, under `bench`
 void register_info(CLI::App& app, CliContext& ctx);
 
 }  // namespace hcwarm::cli

@@ -25,4 +25,10 @@ inline constexpr int64_t kMaxRequests = int64_t{1} << 22;
 // Prompt or output tokens of one request in a trace: a million-token context, 4x over.
 inline constexpr int64_t kMaxRequestTokens = int64_t{1} << 22;
 
+// A kernel bundle (`hcwarm cache import`) is read whole: the default cache cap
+// (HCWARM_CACHE_MAX_MB, 4096 MiB), so that a bundle of a whole cache fits.
+inline constexpr uint64_t kMaxBundleBytes = uint64_t{4} << 30;
+// Entries in one bundle: each is a cache directory; DeepSeek V4 Pro plans a few dozen.
+inline constexpr uint64_t kMaxBundleEntries = 65536;
+
 }  // namespace hcwarm::limits

@@ -206,6 +206,7 @@ JitRuntime::Resolved JitRuntime::resolve_uncached(const KernelSpec& spec) const 
 }
 
 std::string JitRuntime::key(const KernelSpec& spec) const { return resolve(spec)->key; }
+std::string JitRuntime::cache_namespace(const KernelSpec& spec) const { return resolve(spec)->cs->ns; }
 
 const DiskCache* JitRuntime::disk_cache() const { return disk_enabled_ ? disk_.get() : nullptr; }
 

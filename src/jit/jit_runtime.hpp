@@ -157,6 +157,8 @@ class JitRuntime final : public ModuleProvider {
   // path and text, compiler identity, flags and target. Throws Unavailable when
   // the spec's compiler is (e.g. no NVRTC).
   std::string key(const KernelSpec& spec) const;
+  // The disk cache's namespace directory of the spec's compiler (where key() is stored).
+  std::string cache_namespace(const KernelSpec& spec) const;
 
   // Thread-safe. Memory, then disk (verified), then compile (single flight).
   // Throws ErrorKind::Compile (with the compiler's log and the key) when the

@@ -117,24 +117,19 @@ mhc::HcPostOp& OpContext::hc_post(mhc::MhcDims dims) {
   return *op;
 }
 
-PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::optional<cuda::ScopedContext> scoped;
-  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) scoped.emplace(*cd);
-  jit_->mark_warming();
+model::ServerArgs OpContext::prewarm_server(const PrewarmRequest& req) const {
   model::ServerArgsInput in = req.server;
   in.num_sms = num_sms_;  // the ops' split policy, whatever the request says
   in.device_num_sms = num_sms_;
   if (device_memory_gb_) in.device_memory_gb = device_memory_gb_;
-  const model::ServerArgs server = model::ServerArgs::process(in, options_.env.num_sms);
+  return model::ServerArgs::process(in, options_.env.num_sms);
+}
+
+std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req) {
+  const model::ServerArgs server = prewarm_server(req);
   const mhc::MhcDims dims = req.model.mhc_dims();
   mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
-  mhc::HcPostOp& post = hc_post(dims);
-
-  PrewarmReport r;
-  r.max_num_tokens = server.max_num_tokens();
-  r.num_sms = num_sms_;
-  r.skipped = model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env);
+  const bool skipped = !model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env).empty();
 
   // The model runner's plan, less the families these ops never reach (the stand-in MLP).
   KernelPlanInput plan;
@@ -148,12 +143,30 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   for (jit::KernelSpec& s : make_kernel_registry(plan).planned(/*include_mhc=*/true)) {
     if (s.family == "mhc_post" || (s.family == "mhc_pre" && req.fused_norm)) specs.push_back(std::move(s));
   }
-  if (req.unfused_norm && r.skipped.empty() && pre.uses_fast_path()) {
-    for (jit::KernelSpec& s : mhc::hc_pre_planned_specs(options_.backend, dims, num_sms_, r.max_num_tokens,
+  if (req.unfused_norm && !skipped && pre.uses_fast_path()) {
+    for (jit::KernelSpec& s : mhc::hc_pre_planned_specs(options_.backend, dims, num_sms_, server.max_num_tokens(),
                                                         /*fused_norm=*/false, plan.cuda)) {
       specs.push_back(std::move(s));
     }
   }
+  return specs;
+}
+
+PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<cuda::ScopedContext> scoped;
+  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) scoped.emplace(*cd);
+  jit_->mark_warming();
+  const model::ServerArgs server = prewarm_server(req);
+  const mhc::MhcDims dims = req.model.mhc_dims();
+  mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
+  mhc::HcPostOp& post = hc_post(dims);
+
+  PrewarmReport r;
+  r.max_num_tokens = server.max_num_tokens();
+  r.num_sms = num_sms_;
+  r.skipped = model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env);
+  const std::vector<jit::KernelSpec> specs = prewarm_specs(req);
   const jit::BuildReport b = jit_->build(specs);
   static_cast<jit::BuildCounts&>(r) = b;
   if (b.failed > 0) {

@@ -73,10 +73,15 @@ class OpContext {
   // hc_post once (loading every kernel into its op, reserving the ops' own
   // workspace), then marks the JIT runtime ready. Throws when a kernel fails to build.
   PrewarmReport prewarm(const PrewarmRequest& request);
+  // The specs prewarm(request) builds, in its order (for callers that split the
+  // compiles between processes first, e.g. the ranks of a group).
+  std::vector<jit::KernelSpec> prewarm_specs(const PrewarmRequest& request);
 
   int64_t compiles_after_ready() const { return jit_->stats().compiles_after_ready; }
 
  private:
+  model::ServerArgs prewarm_server(const PrewarmRequest& request) const;
+
   OpContextOptions options_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<jit::JitRuntime> jit_;

@@ -17,7 +17,7 @@ const std::vector<std::vector<std::string>> kCommands{
     {"plan"},         {"op"},          {"op", "hc-pre"},  {"warm"},          {"replay"},
     {"demo"},         {"cache"},       {"cache", "ls"},   {"cache", "verify"}, {"cache", "prune"},
     {"cache", "clear"}, {"cache", "build"}, {"bench"},   {"bench", "op"},    {"bench", "serve"},
-    {"info"}};
+    {"info"},         {"cache", "export"}, {"cache", "import"}, {"cache", "check"}, {"bench", "cold-start"}};
 
 std::string help_of(std::vector<std::string> command) {
   command.push_back("--help");

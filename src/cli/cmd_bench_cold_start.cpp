@@ -1,0 +1,235 @@
+// hcwarm bench cold-start: N processes of one host warming one empty cache
+// directory at the same moment, as the ranks of a server start, against one
+// process alone on another empty directory. Each child runs the start-up
+// warmup of `hcwarm warm` and reports what it compiled and loaded and when it
+// was ready; the per-key cache lock should make the compiles between them
+// equal the planned keys, and every child should end with all keys loaded.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/json_output.hpp"
+#include "cli/runner_options.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "jit/process.hpp"
+
+namespace hcwarm::cli {
+namespace fs = std::filesystem;
+namespace {
+
+using SysClock = std::chrono::system_clock;
+
+struct ColdStartOptions {
+  RunnerOptions runner;
+  int processes = 4;
+  std::string out;        // also write the JSON here
+  bool json = false;
+  int64_t child_start_ns = 0;  // > 0: this process is one child; warm at this system-clock time
+};
+
+double to_seconds(SysClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A child: wait for the common start, warm like `hcwarm warm`, print one JSON line.
+void run_child(const CliContext& ctx, const ColdStartOptions& o) {
+  const SysClock::time_point start{std::chrono::nanoseconds(o.child_start_ns)};
+  std::this_thread::sleep_until(start);
+  runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
+  cfg.build.num_layers = 1;  // warmup needs the first layer only
+  runtime::ModelRunner runner(cfg);
+  const runtime::WarmupReport w = runner.kernel_warmup(true);
+  const double ready_s = to_seconds(SysClock::now() - start);
+  const jit::CompileStats st = runner.jit().stats();
+  nlohmann::json j{{"pid", static_cast<int64_t>(::getpid())},
+                   {"keys", w.keys},
+                   {"compiled", w.compiled},
+                   {"loaded_from_disk", w.loaded_from_disk},
+                   {"memory_hits", w.memory_hits},
+                   {"failed", st.failed},
+                   {"warmup_seconds", w.seconds},
+                   {"ready_s", ready_s}};
+  std::cout << j.dump() << std::endl;
+}
+
+// The child's arguments: the same model, server options and backend as ours.
+std::vector<std::string> child_args(const ColdStartOptions& o, const std::string& backend) {
+  const ModelOptions& m = o.runner.model;
+  std::vector<std::string> a{"--model", m.model, "--dp-size", std::to_string(m.dp_size), "--mlp-width",
+                             std::to_string(o.runner.mlp_width), "--backend", backend};
+  if (m.num_sms) a.insert(a.end(), {"--num-sms", std::to_string(*m.num_sms)});
+  if (m.chunked_prefill_size) a.insert(a.end(), {"--chunked-prefill-size", std::to_string(*m.chunked_prefill_size)});
+  if (m.enable_dp_attention) a.push_back("--enable-dp-attention");
+  return a;
+}
+
+struct Run {
+  int processes = 0;
+  fs::path cache;
+  std::vector<nlohmann::json> children;
+  int planned_keys = 0;
+  int compiled_total = 0;
+  bool all_loaded = true;
+  double wall_s = 0;  // slowest ready time
+  double skew_s = 0;  // slowest - fastest ready time
+};
+
+// n children on one empty cache, started together.
+Run run_group(const ColdStartOptions& o, const std::string& backend, int n, const fs::path& cache) {
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  // Far enough ahead that every child is exec'ed and parsed its options by then.
+  const auto start = SysClock::now() + std::chrono::milliseconds(300 + 50 * n);
+  const int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+  std::vector<std::string> argv{"env", fmt::format("HCWARM_LOCAL_WORLD_SIZE={}", n), self, "bench", "cold-start",
+                                "--child-start-ns", std::to_string(start_ns), "--cache-dir", cache.string()};
+  const auto shared = child_args(o, backend);
+  argv.insert(argv.end(), shared.begin(), shared.end());
+
+  std::vector<jit::ProcessResult> results(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        results[i] = jit::run_process(argv);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  Run r;
+  r.processes = n;
+  r.cache = cache;
+  double first = 0;
+  for (int i = 0; i < n; ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    const std::string& out = results[i].output;
+    const size_t at = out.rfind("\n{");
+    const std::string line = out.substr(at == std::string::npos ? 0 : at + 1);
+    if (results[i].exit_code != 0 || line.empty() || line[0] != '{') {
+      const std::string tail = out.size() > 4000 ? out.substr(out.size() - 4000) : out;
+      HCWARM_THROW_LOG(ErrorKind::Internal, tail, "bench cold-start: process {} of {} failed with exit code {}", i + 1,
+                       n, results[i].exit_code);
+    }
+    nlohmann::json c = nlohmann::json::parse(line);
+    const int keys = c.at("keys").get<int>();
+    const int loaded = c.at("compiled").get<int>() + c.at("loaded_from_disk").get<int>() + c.at("memory_hits").get<int>();
+    c["all_loaded"] = loaded == keys && c.at("failed").get<int>() == 0;
+    r.all_loaded = r.all_loaded && c["all_loaded"].get<bool>();
+    r.planned_keys = std::max(r.planned_keys, keys);
+    r.compiled_total += c.at("compiled").get<int>();
+    const double ready = c.at("ready_s").get<double>();
+    r.wall_s = i == 0 ? ready : std::max(r.wall_s, ready);
+    first = i == 0 ? ready : std::min(first, ready);
+    r.children.push_back(std::move(c));
+  }
+  r.skew_s = r.wall_s - first;
+  for (const auto& c : r.children) r.all_loaded = r.all_loaded && c.at("keys").get<int>() == r.planned_keys;
+  return r;
+}
+
+nlohmann::json run_json(const Run& r) {
+  return {{"processes", r.processes},
+          {"cache_dir", r.cache.string()},
+          {"planned_keys", r.planned_keys},
+          {"compiled_total", r.compiled_total},
+          {"each_key_compiled_once", r.compiled_total == r.planned_keys},
+          {"all_loaded", r.all_loaded},
+          {"wall_s", r.wall_s},
+          {"ready_skew_s", r.skew_s},
+          {"per_process", r.children}};
+}
+
+void print_run(const Run& r) {
+  std::cout << fmt::format("{} process{} on {}:\n", r.processes, r.processes == 1 ? "" : "es", r.cache.string());
+  std::cout << fmt::format("  {:>4}  {:>8}  {:>8}  {:>7}  {:>10}  {:>9}\n", "#", "compiled", "loaded", "keys",
+                           "warmup s", "ready s");
+  int i = 0;
+  for (const auto& c : r.children) {
+    std::cout << fmt::format("  {:>4}  {:>8}  {:>8}  {:>7}  {:>10.3f}  {:>9.3f}{}\n", ++i, c.at("compiled").get<int>(),
+                             c.at("loaded_from_disk").get<int>() + c.at("memory_hits").get<int>(),
+                             c.at("keys").get<int>(), c.at("warmup_seconds").get<double>(),
+                             c.at("ready_s").get<double>(), c.at("all_loaded").get<bool>() ? "" : "  NOT ALL LOADED");
+  }
+  std::cout << fmt::format("  compiles between them: {} for {} planned keys{}; ready after {:.3f}s, skew {:.3f}s\n",
+                           r.compiled_total, r.planned_keys,
+                           r.compiled_total == r.planned_keys ? " (each key once)" : " (NOT each key once)", r.wall_s,
+                           r.skew_s);
+}
+
+void run_bench(CliContext& ctx, const ColdStartOptions& o) {
+  HCWARM_CHECK_ARG(o.processes >= 1 && o.processes <= 256, "--processes must be in [1, 256], got {}", o.processes);
+  const fs::path dir(o.runner.model.cache_dir);
+  std::error_code ec;
+  HCWARM_CHECK_ARG(!fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)),
+                   "--cache-dir {} must be an empty or absent directory: the benchmark starts from cold caches",
+                   dir.string());
+  const std::string backend = mhc::to_string(o.runner.model.backend_or_default(ctx));
+  const fs::path group_dir = dir / fmt::format("processes-{}", o.processes), alone_dir = dir / "one-process";
+
+  spdlog::info("bench cold-start: {} processes on one empty cache", o.processes);
+  const Run group = run_group(o, backend, o.processes, group_dir);
+  spdlog::info("bench cold-start: one process alone on another empty cache");
+  const Run alone = run_group(o, backend, 1, alone_dir);
+  const double ratio = alone.wall_s > 0 ? group.wall_s / alone.wall_s : 0;
+  // A correctness finding, not a timing one: a key compiled twice, or a process left short.
+  const bool ok = group.compiled_total == group.planned_keys && group.all_loaded && alone.all_loaded;
+  if (!ok) ctx.exit_code = 1;
+
+  nlohmann::json j{{"command", "hcwarm bench cold-start"},
+                   {"model", o.runner.model.model},
+                   {"backend", backend},
+                   {"processes", o.processes},
+                   {"ok", ok},
+                   {"group", run_json(group)},
+                   {"one_process", run_json(alone)},
+                   {"wall_ratio", ratio}};
+  if (!o.out.empty()) write_output_file(o.out, versioned(j).dump(2) + "\n");
+  if (o.json) {
+    print_json(std::cout, j);
+    return;
+  }
+  print_run(group);
+  print_run(alone);
+  std::cout << fmt::format("{} processes together took {:.2f}x the wall time of one alone\n", o.processes, ratio);
+}
+
+}  // namespace
+
+void register_bench_cold_start(CLI::App* bench, CliContext& ctx) {
+  auto o = std::make_shared<ColdStartOptions>();
+  CLI::App* cmd = bench->add_subcommand(
+      "cold-start", "N processes warming one empty cache together vs one alone: compiles, loads, ready times");
+  cmd->footer(
+      "Starts --processes children at one moment, each running the start-up warmup (as `hcwarm warm`) on\n"
+      "DIR/processes-N, then one child alone on DIR/one-process; children get HCWARM_LOCAL_WORLD_SIZE=N.\n"
+      "Reports per process keys compiled / loaded, warmup seconds and ready time (from the common start),\n"
+      "the compiles between them against the planned keys, the ready-time skew, and the N-process wall time\n"
+      "over the one-process one. Exits 1 when a key was compiled twice or a process did not load every key.");
+  add_plan_options(cmd, o->runner.model);
+  add_backend_option(cmd, o->runner.model, "cpu | cuda");
+  cmd->add_option("--cache-dir", o->runner.model.cache_dir,
+                  "Empty (or absent) directory for the benchmark's caches")->required();
+  cmd->add_option("--processes", o->processes, "Processes warming one cache together")->capture_default_str();
+  add_mlp_width_option(cmd, o->runner.mlp_width);
+  cmd->add_option("--out", o->out, "Also write the JSON report to this file");
+  add_json_flag(cmd, o->json);
+  // The children's own entry point (not for users).
+  cmd->add_option("--child-start-ns", o->child_start_ns)->group("");
+  cmd->callback([&ctx, o] {
+    if (o->child_start_ns > 0) {
+      run_child(ctx, *o);
+    } else {
+      run_bench(ctx, *o);
+    }
+  });
+}
+
+}  // namespace hcwarm::cli

@@ -1,0 +1,128 @@
+// hcwarm cache check: is every kernel a configuration plans present and valid
+// in a cache? Plans like `cache build` (no GPU needed) and looks each key up
+// where the runtime would, with the runtime's verification and trust rules.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "cli/cache_dir.hpp"
+#include "cli/cache_plan.hpp"
+#include "cli/commands.hpp"
+#include "cli/json_output.hpp"
+#include "core/error.hpp"
+#include "jit/fs_util.hpp"
+
+namespace hcwarm::cli {
+namespace {
+namespace fs = std::filesystem;
+
+// Why the runtime would not load from the namespace's directories (the root,
+// v<version>/, the namespace, entries/), checked as DiskCache::prepare does but
+// creating nothing; nullopt when they are trusted or absent.
+std::optional<std::string> untrusted_dirs(const jit::DiskCache& cache, const std::string& ns, bool any_owner) {
+  const fs::path nsd = cache.namespace_dir(ns);
+  const std::pair<fs::path, bool> dirs[] = {
+      {cache.root(), true}, {cache.version_dir(), false}, {nsd, false}, {nsd / "entries", false}};
+  for (const auto& [dir, follow] : dirs) {
+    struct stat st {};
+    if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0) return std::nullopt;
+    if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
+    if (auto why = jit::fsu::distrust(dir, st, any_owner)) return why;
+  }
+  return std::nullopt;
+}
+
+struct CheckOptions {
+  CachePlanOptions plan;
+  bool json = false;
+};
+
+void run_check(CliContext& ctx, const CheckOptions& o) {
+  const CachePlan plan = make_cache_plan(ctx, o.plan);
+  const jit::DiskCache cache(existing_cache_dir(ctx, o.plan.model.cache_dir),
+                             ctx.env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
+  if (auto why = cache.not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}", *why);
+  jit::JitOptions jo = jit_options(ctx, {});
+  jo.cache_dir.reset();  // keys only
+  const jit::JitRuntime jit(jo);
+  const std::vector<PlannedKey> keys = planned_keys(jit, plan.specs);
+
+  struct Finding {
+    const PlannedKey* key;
+    std::string status;  // "missing" or "bad"
+    std::string reason;
+  };
+  std::vector<Finding> findings;
+  const bool any_owner = ctx.env.cache_trust_shared;
+  std::map<std::string, std::optional<std::string>> distrusted;  // per namespace
+  for (const PlannedKey& k : keys) {
+    if (!distrusted.count(k.ns)) distrusted[k.ns] = untrusted_dirs(cache, k.ns, any_owner);
+    if (const auto& why = distrusted[k.ns]) {
+      findings.push_back({&k, "bad", *why + " (the runtime does not load from it)"});
+      continue;
+    }
+    try {
+      const auto lk = cache.lookup(k.ns, k.key, {});
+      if (lk.status == jit::DiskCache::Lookup::Status::Missing) findings.push_back({&k, "missing", ""});
+      if (lk.status == jit::DiskCache::Lookup::Status::Bad) findings.push_back({&k, "bad", lk.reason});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Io) throw;
+      findings.push_back({&k, "bad", e.message()});  // present, but the runtime would not load it
+    }
+  }
+  if (!findings.empty()) ctx.exit_code = 1;
+
+  const std::string arch = plan.input.backend == mhc::Backend::Cuda ? o.plan.arch : "host";
+  if (o.json) {
+    nlohmann::json j = run_config_json(plan.resolved.model.name, plan.input.backend, plan.resolved.server,
+                                       cache.root());
+    j.update({{"arch", arch},
+              {"keys", keys.size()},
+              {"present", keys.size() - findings.size()},
+              {"ok", findings.empty()},
+              {"problems", nlohmann::json::array()}});
+    for (const auto& f : findings) {
+      j["problems"].push_back({{"key", f.key->key},
+                               {"namespace", f.key->ns},
+                               {"family", f.key->family},
+                               {"description", f.key->description},
+                               {"status", f.status},
+                               {"reason", f.reason}});
+    }
+    print_json(std::cout, j);
+    return;
+  }
+  for (const auto& f : findings) {
+    std::cout << fmt::format("{} {} (key {}){}\n", f.status == "missing" ? "MISSING" : "BAD", f.key->description,
+                             f.key->key, f.reason.empty() ? "" : ": " + f.reason);
+  }
+  std::cout << fmt::format(
+      "cache check of {} ({} backend, {}), num_sms {}, max_num_tokens {} in {}: {} keys planned, {} present and "
+      "valid{}\n",
+      plan.resolved.model.name, mhc::to_string(plan.input.backend), arch, plan.resolved.server.num_sms,
+      plan.resolved.server.max_num_tokens(), cache.root().string(), keys.size(), keys.size() - findings.size(),
+      findings.empty() ? "" : fmt::format(", {} missing or bad (hcwarm cache build fills them)", findings.size()));
+}
+
+}  // namespace
+
+void register_cache_check(CLI::App* cache, CliContext& ctx) {
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* cmd = cache->add_subcommand(
+      "check", "Exit 0 when every kernel a configuration plans is in the cache and valid, else 1 naming each");
+  cmd->footer(
+      "Give the same model, server and --mlp-width options as the servers (and `cache build`): they decide the\n"
+      "keys. Plans for this machine's GPU, else --num-sms / HCWARM_NUM_SMS / an H200; no GPU is needed.\n"
+      "A key counts only when the runtime would load it: complete, matching its SHA-256s, trusted.");
+  add_cache_plan_options(cmd, o->plan);
+  add_cache_dir_option(cmd, o->plan.model.cache_dir);
+  add_json_flag(cmd, o->json);
+  cmd->callback([&ctx, o] { run_check(ctx, *o); });
+}
+
+}  // namespace hcwarm::cli
