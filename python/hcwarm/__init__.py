@@ -186,5 +186,9 @@ def compiles_after_ready(device: Any = None) -> int:
 
 
 def stats(device: Any = None) -> dict:
-    """The device's JIT counters: compiled, loaded_from_disk, memory_hits, compiles_after_ready, failed."""
+    """The device's JIT counters: compiled, loaded_from_disk, memory_hits, compiles_after_ready,
+    compile_seconds, failed; waited_for_compile and compile_wait_s (calls that blocked on a compile
+    and their total wait); served_by_generic (calls a generic kernel served while their
+    specialization compiled in the background, HCWARM_TIERED); background_compiled and
+    background_failed."""
     return get_context(device).stats()

@@ -256,6 +256,11 @@ class Context {
     d["compiles_after_ready"] = s.compiles_after_ready;
     d["compile_seconds"] = s.compile_seconds;
     d["failed"] = s.failed;
+    d["waited_for_compile"] = s.waited_for_compile;
+    d["compile_wait_s"] = s.compile_wait_s;
+    d["served_by_generic"] = s.served_by_generic;
+    d["background_compiled"] = s.background_compiled;
+    d["background_failed"] = s.background_failed;
     return d;
   }
 

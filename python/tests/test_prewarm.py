@@ -32,14 +32,17 @@ SCRIPT = textwrap.dedent("""
             residual, fn, scale, base, w = random_inputs(rng, abs(t), 4, 1024)
             hcwarm.hc_pre(residual, fn, scale, base, w if t > 0 else None)
         out["compiles_after_ready"] = hcwarm.compiles_after_ready("cpu")
+        out["stats"] = hcwarm.stats("cpu")
     except hcwarm.HcwarmError as e:
         out["error"] = type(e).__name__ + ": " + str(e)
     print(json.dumps(out))
 """)
 
 
-def run(tmp_path, mode, tokens, cache):
-    env = dict(os.environ, HCWARM_CACHE_DIR=str(cache), HCWARM_LOG_LEVEL="error")
+def run(tmp_path, mode, tokens, cache, tiered=False):
+    # Untiered by default: a missed bucket then compiles in the call, so the counts are exact when it returns.
+    env = dict(os.environ, HCWARM_CACHE_DIR=str(cache), HCWARM_LOG_LEVEL="error",
+               HCWARM_TIERED="1" if tiered else "0")
     script = SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-c", script, json.dumps(CONFIG), mode, json.dumps(tokens)], env=env,
                        capture_output=True, text=True, timeout=300)
@@ -74,6 +77,24 @@ def test_a_bucket_warmup_missed_is_counted_or_refused(tmp_path):
     assert "HCWARM_STRICT_WARMUP" in strict.get("error", ""), strict
     both = run(tmp_path, "plain", [-64, 64], cache)
     assert both["compiles_after_ready"] == 0, both  # the first run's compile is on disk now
+    s = loose["stats"]
+    assert s["waited_for_compile"] == 1 and s["compile_wait_s"] > 0 and s["served_by_generic"] == 0, s
+
+
+def test_tiered_a_missed_bucket_is_served_generically_without_waiting(tmp_path):
+    r = run(tmp_path, "plain", [64, -64, -64], tmp_path / "cache", tiered=True)
+    assert "error" not in r, r
+    s = r["stats"]
+    for key in ("compiled", "loaded_from_disk", "memory_hits", "compiles_after_ready", "compile_seconds", "failed",
+                "waited_for_compile", "compile_wait_s", "served_by_generic", "background_compiled",
+                "background_failed"):
+        assert key in s, (key, s)
+    assert s["waited_for_compile"] == 0 and s["compile_wait_s"] == 0, s
+    # The first call without a norm weight ran generically; the second too, unless the compile had landed.
+    assert 1 <= s["served_by_generic"] <= 2, s
+    assert s["background_failed"] == 0, s
+    strict = run(tmp_path, "strict", [64, -64], tmp_path / "fresh", tiered=True)
+    assert "HCWARM_STRICT_WARMUP" in strict.get("error", ""), strict  # tiering does not apply
 
 
 def test_no_jit_mode_needs_a_built_cache(tmp_path):

@@ -30,10 +30,14 @@ class HcPostBackend {
   // Whether the backend runs a JIT module (then bind() it before launching).
   virtual bool needs_module() const = 0;
   virtual void bind(std::shared_ptr<const jit::LoadedModule> module) = 0;
+  // A kernel built into the library that serves any hidden size (hc_mult 4)
+  // while the JIT one compiles: whether there is one, and loading it.
+  virtual bool has_generic() const { return false; }
+  virtual void bind_generic() {}
   // Whether `launch`'s stream is being captured into a CUDA graph.
   virtual bool capturing(const LaunchContext&) const { return false; }
-  // Queues the call (T >= 1). Throws on a launch error.
-  virtual void launch(const HcPostParams& p, const LaunchContext& launch) = 0;
+  // Queues the call (T >= 1) on the bound kernel, or the generic one. Throws on a launch error.
+  virtual void launch(const HcPostParams& p, const LaunchContext& launch, bool generic) = 0;
 };
 
 }  // namespace hcwarm::backends

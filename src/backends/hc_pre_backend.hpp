@@ -37,6 +37,8 @@ class HcPreBackend {
                                              const jit::KernelSpec& spec, int num_splits) = 0;
   // The generic kernels built into the library (every split count); Unavailable if none.
   virtual std::unique_ptr<HcPreKernels> bind_generic(bool fused_norm) = 0;
+  // Whether bind_generic() can succeed for this backend's shapes (tiered execution needs it).
+  virtual bool has_generic() const = 0;
   // Scratch bytes a call on T tokens with num_splits may need (the largest of the
   // paths it can take), 16-byte aligned memory on the backend's device.
   virtual size_t workspace_bytes(int64_t num_tokens, int num_splits) const = 0;

@@ -1,8 +1,10 @@
-// hcwarm bench serve: the four start-up configurations of the proof, each in a
-// fresh process, on one workload: (1) no prewarm, empty cache; (2) prewarm,
-// empty cache; (3) prewarm, warm cache (a restart); (4) prewarm from a cache
-// built ahead of time by `hcwarm cache build` with no GPU visible, then copied.
-// Writes one JSON and one SVG chart (latency over time, start-up cost).
+// hcwarm bench serve: the five start-up configurations of the proof, each in a
+// fresh process, on one workload: (1) no prewarm, not tiered, empty cache; (2)
+// prewarm, empty cache; (3) prewarm, warm cache (a restart); (4) prewarm from a
+// cache built ahead of time by `hcwarm cache build` with no GPU visible, then
+// copied; (5) no prewarm, tiered (generic kernels serve while the
+// specializations compile in the background), empty cache. Writes one JSON and
+// one SVG chart (latency over time, start-up cost).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -74,7 +76,7 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
   const fs::path out(o.out);
   fs::create_directories(out);
   if (!o.render_only) {
-    for (const char* d : {"cache-1", "cache-2", "cache-4", "cache-aot"}) fs::remove_all(out / d);
+    for (const char* d : {"cache-1", "cache-2", "cache-4", "cache-5", "cache-aot"}) fs::remove_all(out / d);
   }
   const auto shared = shared_args(o, backend);
 
@@ -95,17 +97,20 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
     std::string name;
     std::string cache;
     bool prewarm;
+    bool tiered;
   };
-  const Config configs[] = {{"1: no prewarm, empty cache", "cache-1", false},
-                            {"2: prewarm, empty cache", "cache-2", true},
-                            {"3: prewarm, warm cache (restart)", "cache-2", true},
-                            {"4: prewarm, cache built ahead of time", "cache-4", true}};
+  const Config configs[] = {{"1: no prewarm, not tiered, empty cache", "cache-1", false, false},
+                            {"2: prewarm, empty cache", "cache-2", true, true},
+                            {"3: prewarm, warm cache (restart)", "cache-2", true, true},
+                            {"4: prewarm, cache built ahead of time", "cache-4", true, true},
+                            {"5: no prewarm, tiered, empty cache", "cache-5", false, true}};
   std::vector<sim::RunReport> runs;
   int i = 0;
   for (const Config& c : configs) {
     const fs::path report = out / fmt::format("config{}.json", ++i);
-    std::vector<std::string> argv{self, "replay", "--trace", o.trace, "--max-running", std::to_string(o.max_running),
-                                  "--cache-dir", (out / c.cache).string(), "--json", "--report", report.string()};
+    std::vector<std::string> argv{"env", c.tiered ? "HCWARM_TIERED=1" : "HCWARM_TIERED=0", self, "replay", "--trace",
+                                  o.trace, "--max-running", std::to_string(o.max_running), "--cache-dir",
+                                  (out / c.cache).string(), "--json", "--report", report.string()};
     if (o.max_requests) argv.insert(argv.end(), {"--max-requests", std::to_string(*o.max_requests)});
     if (!c.prewarm) argv.push_back("--no-prewarm");
     if (o.layers > 0) argv.insert(argv.end(), {"--layers", std::to_string(o.layers)});
@@ -126,12 +131,12 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
                      {"layers", o.layers},
                      {"configurations", nlohmann::json::array()}};
   for (const auto& r : runs) all["configurations"].push_back(sim::report_json(r));
-  sim::write_text_file((out / "serve.json").string(), versioned(all).dump(2));
+  sim::write_text_file((out / "serve.json").string(), versioned(all, kReplaySchemaVersion).dump(2));
   sim::write_text_file((out / "serve.svg").string(),
                            sim::render_report_svg(runs, fmt::format("hcwarm bench serve: {} on {}", o.model.model,
                                                                         backend)));
   print_replay_table(std::cout, runs);
-  std::cout << fmt::format("\nwritten: {}/serve.json, {}/serve.svg, {}/config{{1..4}}.json\n", o.out, o.out, o.out);
+  std::cout << fmt::format("\nwritten: {}/serve.json, {}/serve.svg, {}/config{{1..5}}.json\n", o.out, o.out, o.out);
 }
 
 }  // namespace
@@ -139,11 +144,12 @@ void run_serve(const CliContext& ctx, const ServeOptions& o) {
 void register_bench_serve(CLI::App* bench, CliContext& ctx) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd =
-      bench->add_subcommand("serve", "The four start-up configurations, each in a fresh process: JSON + chart");
+      bench->add_subcommand("serve", "The five start-up configurations, each in a fresh process: JSON + chart");
   cmd->footer(
-      "Replays one workload in four fresh processes: (1) no prewarm, empty cache; (2) prewarm, empty cache;\n"
-      "(3) prewarm, warm cache (a restart); (4) prewarm from a cache built ahead of time by `hcwarm cache build`\n"
-      "with no GPU visible, then copied. Writes OUT/serve.json and OUT/serve.svg.");
+      "Replays one workload in five fresh processes: (1) no prewarm, not tiered, empty cache; (2) prewarm, empty\n"
+      "cache; (3) prewarm, warm cache (a restart); (4) prewarm from a cache built ahead of time by `hcwarm cache\n"
+      "build` with no GPU visible, then copied; (5) no prewarm, tiered (HCWARM_TIERED=1: generic kernels serve\n"
+      "while the specializations compile in the background), empty cache. Writes OUT/serve.json and OUT/serve.svg.");
   add_plan_options(cmd, o->model);
   add_backend_option(cmd, o->model, "cpu | cuda");
   add_layers_option(cmd, o->layers);
@@ -155,10 +161,10 @@ void register_bench_serve(CLI::App* bench, CliContext& ctx) {
   cmd->add_option("--aot-cache", o->aot_cache,
                   "Use this cache (built elsewhere by `hcwarm cache build`) for configuration 4 instead of building one");
   cmd->add_option("--out", o->out,
-                  "Output directory (created): serve.json, serve.svg, config{1..4}.json and the four caches")
+                  "Output directory (created): serve.json, serve.svg, config{1..5}.json and their caches")
       ->capture_default_str();
   cmd->add_flag("--render-only", o->render_only,
-                "Run nothing: redraw OUT/serve.json and OUT/serve.svg from the config{1..4}.json of an earlier run");
+                "Run nothing: redraw OUT/serve.json and OUT/serve.svg from the config{1..5}.json of an earlier run");
   cmd->callback([&ctx, o] { run_serve(ctx, *o); });
 }
 

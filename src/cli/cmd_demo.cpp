@@ -1,8 +1,10 @@
-// hcwarm demo: the main job. The same built-in synthetic workload replayed three
-// ways on the default model: without prewarm on an empty kernel cache (the
-// stalls upstream saw), with prewarm on an empty cache (the cost moves to
-// start-up), and with prewarm after a restart (the disk cache makes it cheap).
-// The chart and the data go under --out (default hcwarm-demo/).
+// hcwarm demo: the main job. The same built-in synthetic workload replayed four
+// ways on the default model: without prewarm or tiering on an empty kernel
+// cache (the stalls upstream saw), without prewarm but tiered (generic kernels
+// serve while the specializations compile in the background), with prewarm on
+// an empty cache (the cost moves to start-up), and with prewarm after a restart
+// (the disk cache makes it cheap). The chart and the data go under --out
+// (default hcwarm-demo/).
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
@@ -46,12 +48,36 @@ class DemoCacheRoot {
   bool keep_;
 };
 
+// tiered: whether kernel misses may be served generically (never against HCWARM_TIERED=0).
 sim::RunReport run_one(const CliContext& ctx, const DemoOptions& o, const std::vector<sim::Request>& requests,
-                           const std::string& name, const fs::path& cache_dir, bool prewarm) {
+                       const std::string& name, const fs::path& cache_dir, bool prewarm, bool tiered = true) {
   RunnerOptions ro = o.runner;
   ro.model.cache_dir = cache_dir.string();
   if (!o.json) std::cerr << fmt::format("\n== {} ==\n", name);
-  return run_workload(make_runner_config(ctx, ro), requests, WorkloadRun{name, prewarm, o.json});
+  runtime::RunnerConfig cfg = make_runner_config(ctx, ro);
+  cfg.jit.tiered = cfg.jit.tiered && tiered;
+  return run_workload(std::move(cfg), requests, WorkloadRun{name, prewarm, o.json});
+}
+
+// The demo's own check: a prewarmed run must not wait for a compile nor serve
+// generically (exact counters), and should show no slow forward (a timing
+// heuristic: reported, not fatal). Returns the line to print; *failed when a count is wrong.
+std::string prewarmed_check(const std::vector<sim::RunReport>& runs, bool* failed) {
+  int64_t waited = 0, generic = 0, slow = 0, checked = 0;
+  for (const auto& r : runs) {
+    if (!r.extra.contains("warmup") || !r.extra["warmup"].value("ran", false)) continue;
+    const sim::LatencySummary s = sim::summarize(r.records);
+    waited += s.forwards_waited_for_compile;
+    generic += s.served_by_generic;
+    slow += static_cast<int64_t>(s.slow_forwards.size());
+    ++checked;
+  }
+  *failed = waited > 0 || generic > 0;
+  return fmt::format("check: the {} prewarmed runs had {} forwards that waited for a compile, {} calls served "
+                     "generically and {} slow forwards{}",
+                     checked, waited, generic, slow,
+                     *failed ? " (expected 0: warmup missed kernels)"
+                             : (slow > 0 ? " (timing noise: no compile was involved)" : ""));
 }
 
 void run_demo(const CliContext& ctx, const DemoOptions& o) {
@@ -72,24 +98,32 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
         probe.server_input.chunked_prefill_size.value_or(0), requests.size(), o.trace, root.path().string(), o.out);
   }
   std::vector<sim::RunReport> runs;
-  runs.push_back(run_one(ctx, o, requests, "no prewarm, empty cache", root.path() / "cold", false));
+  runs.push_back(run_one(ctx, o, requests, "no prewarm, not tiered, empty cache", root.path() / "cold", false,
+                         /*tiered=*/false));
+  if (ctx.env.tiered) {
+    runs.push_back(run_one(ctx, o, requests, "no prewarm, tiered, empty cache", root.path() / "tiered", false));
+  }
   runs.push_back(run_one(ctx, o, requests, "prewarm, empty cache", root.path() / "warm", true));
   runs.push_back(run_one(ctx, o, requests, "prewarm, warm cache (restart)", root.path() / "warm", true));
-  const std::string title = "hcwarm demo, three start-ups";
+  const std::string title = fmt::format("hcwarm demo, {} start-ups", runs.size());
   write_replay_report(chart.string(), runs, title);
   write_replay_report(data.string(), runs, title);
   const std::string where = fmt::format("chart: {}\ndata of every forward: {}{}\n", chart.string(), data.string(),
                                         o.keep_cache ? "\nkernel caches kept in " + root.path().string() : "");
+  bool failed = false;
+  const std::string check = prewarmed_check(runs, &failed);
   if (o.json) {
     nlohmann::json j = replay_results_json(runs);
     j["chart"] = chart.string();
     j["data"] = data.string();
-    print_json(std::cout, j);
+    j["check"] = check;
+    print_json(std::cout, j, kReplaySchemaVersion);
     std::cerr << where;  // stdout stays one JSON object
   } else {
     print_replay_table(std::cout, runs);
-    std::cout << "\n" << where;
+    std::cout << "\n" << check << "\n\n" << where;
   }
+  if (failed) HCWARM_THROW(ErrorKind::Internal, "hcwarm demo: {}", check);
 }
 
 }  // namespace
@@ -101,12 +135,14 @@ void register_demo(CLI::App& app, CliContext& ctx) {
   opts->runner.model.chunked_prefill_size = 1024;
   opts->runner.layers = 2;
   CLI::App* cmd = app.add_subcommand(
-      "demo", "The main job: one workload, three start-ups (no prewarm, prewarm, restart) side by side");
+      "demo", "The main job: one workload, four start-ups (no prewarm, tiered, prewarm, restart) side by side");
   cmd->footer(
-      "Replays a built-in synthetic workload on dsv4-flash widths three ways: no prewarm on an empty kernel\n"
-      "cache, prewarm on an empty cache, prewarm after a restart; shows tail latency, stalls and start-up cost\n"
-      "side by side. Writes OUT/demo.svg (latency over time) and OUT/demo.json (every forward), OUT being\n"
-      "--out (default hcwarm-demo/, created). The kernel caches live in a temporary directory, removed at the end.");
+      "Replays a built-in synthetic workload on dsv4-flash widths four ways: no prewarm and no tiering on an\n"
+      "empty kernel cache, no prewarm but tiered (generic kernels serve while the specializations compile in\n"
+      "the background; skipped with HCWARM_TIERED=0), prewarm on an empty cache, prewarm after a restart;\n"
+      "shows tail latency, forwards that waited for a compile and start-up cost side by side. Writes\n"
+      "OUT/demo.svg (latency over time) and OUT/demo.json (every forward), OUT being --out (default\n"
+      "hcwarm-demo/, created). The kernel caches live in a temporary directory, removed at the end.");
   add_plan_options(cmd, opts->runner.model);
   // The demo's own defaults, shown.
   cmd->get_option("--chunked-prefill-size")

@@ -29,7 +29,7 @@ void run_replay(const CliContext& ctx, const ReplayCliOptions& o) {
   const WorkloadRun how{o.no_prewarm ? "no prewarm" : "prewarm", !o.no_prewarm, o.json, o.max_running};
   const std::vector<sim::RunReport> runs{run_workload(make_runner_config(ctx, o.runner), requests, how)};
   if (o.json) {
-    print_json(std::cout, replay_results_json(runs));
+    print_json(std::cout, replay_results_json(runs), kReplaySchemaVersion);
   } else {
     print_replay_table(std::cout, runs);
   }
@@ -44,8 +44,10 @@ void register_replay(CLI::App& app, CliContext& ctx) {
       app.add_subcommand("replay", "Replay a request trace through the scheduler and the model; report latency");
   cmd->footer(
       "Requests run through continuous batching with chunked prefill; every step's token count goes through\n"
-      "the model. Reports per-forward latency (p50/p99/max), stalls (a forward slower than 10x the median of its\n"
-      "split bucket) and compiles after the runtime was ready.");
+      "the model. Reports per-forward latency (p50/p99/max), the forwards that waited for a kernel compile (and\n"
+      "for how long), calls served by generic kernels while a specialization compiled in the background\n"
+      "(HCWARM_TIERED), compiles after the runtime was ready, and slow forwards (slower than 10x the median of\n"
+      "their split bucket: a timing heuristic).");
   cmd->add_option("--trace", opts->trace,
                   "Azure LLM trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens), JSONL ({arrival_s, prompt_tokens,\n"
                   "output_tokens} per line), \"synthetic\" or \"synthetic:n=2000,seed=3,...\"")

@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
@@ -16,17 +17,27 @@ namespace {
 struct WarmOptions {
   RunnerOptions runner;
   bool json = false;
+  bool check = false;
 };
 
-void run_warm(const CliContext& ctx, const WarmOptions& o) {
+void run_warm(CliContext& ctx, const WarmOptions& o) {
   runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
   if (o.runner.layers == 0) cfg.build.num_layers = 1;  // warmup needs the first layer only
   const WarmedRunner warmed = warm_runner(cfg, /*prewarm=*/true, /*quiet=*/o.json);
-  const runtime::ModelRunner& runner = *warmed.runner;
+  runtime::ModelRunner& runner = *warmed.runner;
   const runtime::WarmupReport& w = warmed.warmup;
+  std::optional<runtime::CoverageReport> cov;
+  if (o.check) {
+    cov = runner.check_coverage();
+    if (!cov->ok()) ctx.exit_code = 1;
+  }
   if (o.json) {
     nlohmann::json j = sim::warmup_json(w);
     j.update(run_config_json(cfg.model.name, cfg.backend, runner.server_args(), cfg.jit.cache_dir));
+    if (cov) {
+      j["check"] = {{"ok", cov->ok()}, {"calls", cov->calls}, {"token_counts", cov->token_counts},
+                    {"missing", cov->missing}};
+    }
     print_json(std::cout, j);
     return;
   }
@@ -41,6 +52,12 @@ void run_warm(const CliContext& ctx, const WarmOptions& o) {
       fmt::join(w.families, ", "), w.model_hook_seconds,
       w.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(w.token_counts, ", ")),
       cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string("memory only"));
+  if (cov) {
+    std::cout << fmt::format("  coverage check: {} calls at token counts {}: {}\n", cov->calls,
+                             fmt::join(cov->token_counts, ", "),
+                             cov->ok() ? "every kernel was warmed" : fmt::format("{} missed", cov->missing.size()));
+    for (const std::string& m : cov->missing) std::cout << "    missed: " << m << "\n";
+  }
 }
 
 }  // namespace
@@ -57,6 +74,9 @@ void register_warm(CLI::App& app, CliContext& ctx) {
   add_layers_option(cmd, opts->runner.layers, "1: the prewarm runs on the first layer");
   add_mlp_width_option(cmd, opts->runner.mlp_width);
   add_json_flag(cmd, opts->json);
+  cmd->add_flag("--check", opts->check,
+                "After warmup, run every mHC op at one token count of every split bucket with compiling switched "
+                "off; exit 1 naming each kernel warmup missed");
   cmd->callback([&ctx, opts] { run_warm(ctx, *opts); });
 }
 

@@ -17,6 +17,7 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_MHC_PREWARM", b(env.mhc_prewarm), false, ""},
       {"HCWARM_MHC_ONE_PASS", b(env.mhc_one_pass), false, ""},
       {"HCWARM_JIT", env.jit_compile ? "on" : "off", false, ""},
+      {"HCWARM_TIERED", b(env.tiered), false, ""},
       {"HCWARM_LOCK_TIMEOUT_S", std::to_string(env.lock_timeout_s), false, ""},
       {"HCWARM_COMPILE_TIMEOUT_S", std::to_string(env.compile_timeout_s), false, ""},
       {"HCWARM_JOBS", std::to_string(env.jobs), false,

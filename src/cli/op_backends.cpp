@@ -26,6 +26,7 @@ mhc::HcPreResult run_op_backend(const CliContext& ctx, const std::string& backen
   }
   mhc::HcPreOp op(mhc::parse_backend(backend), model.mhc_dims(), model.mhc_constants(), server.num_sms, &rt, *dev);
   op.set_cuda_one_pass(ctx.env.mhc_one_pass);
+  op.set_tiered(false);  // one call: it runs the specialized kernels it asked for
   return mhc::run_hc_pre_host(op, *dev, residual, fn, scale, base, norm_weight);
 }
 

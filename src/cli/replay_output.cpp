@@ -15,27 +15,38 @@ nlohmann::json replay_results_json(const std::vector<sim::RunReport>& runs) {
 }
 
 void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& runs) {
-  os << fmt::format("\n{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>9}\n", "configuration", "warmup s", "forwards",
-                    "p50 ms", "p99 ms", "max ms", "stalls", "compiles");
+  // waited: forwards in which a call blocked on a compile (the runtime's counters);
+  // generic: calls a generic kernel served while their specialization compiled in the
+  // background; slow: forwards over 10x their bucket's median (a timing heuristic).
+  os << fmt::format("\n{:<38} {:>9} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>8} {:>9} {:>5}\n", "configuration",
+                    "warmup s", "forwards", "p50 ms", "p99 ms", "max ms", "waited", "wait s", "generic", "compiles",
+                    "slow");
   for (const auto& r : runs) {
     const sim::LatencySummary s = sim::summarize(r.records);
-    os << fmt::format("{:<34} {:>9.3f} {:>9} {:>9.2f} {:>9.2f} {:>10.2f} {:>7} {:>9}\n", r.name, r.warmup_seconds,
-                      s.forwards, s.p50_ms, s.p99_ms, s.max_ms, s.stalls.size(), s.compiles_during_forwards);
+    os << fmt::format("{:<38} {:>9.3f} {:>8} {:>8.2f} {:>8.2f} {:>9.2f} {:>7} {:>8.3f} {:>8} {:>9} {:>5}\n", r.name,
+                      r.warmup_seconds, s.forwards, s.p50_ms, s.p99_ms, s.max_ms, s.forwards_waited_for_compile,
+                      s.compile_wait_s, s.served_by_generic, s.compiles_during_forwards, s.slow_forwards.size());
   }
   for (const auto& r : runs) {
     const sim::LatencySummary s = sim::summarize(r.records);
-    if (!s.stalls.empty()) {
-      os << fmt::format("\nstalls of \"{}\":\n", r.name);
-      for (const auto& st : s.stalls) os << "  " << st.describe() << "\n";
-    }
-    // Every compile after ready, stall or not: these are the forwards warmup should have covered.
-    if (s.compiles_during_forwards > 0) {
-      os << fmt::format("\nforwards that compiled a kernel while serving in \"{}\":\n", r.name);
+    // Every forward that waited for a compile: what warmup (or tiering) should have spared.
+    if (s.forwards_waited_for_compile > 0) {
+      os << fmt::format("\nforwards that waited for a kernel compile in \"{}\":\n", r.name);
       for (const auto& f : r.records) {
-        if (f.compiles_during == 0) continue;
-        os << fmt::format("  forward {}: {} tokens, {} splits, {:.1f} ms, {} compile{}\n", f.index, f.num_tokens,
-                          f.num_splits, f.seconds * 1e3, f.compiles_during, f.compiles_during == 1 ? "" : "s");
+        if (f.waited_for_compile == 0) continue;
+        os << fmt::format("  forward {}: {} tokens, {} splits, {:.1f} ms, {:.3f} s waiting ({} call{}), {} compile{}\n",
+                          f.index, f.num_tokens, f.num_splits, f.seconds * 1e3, f.compile_wait_s,
+                          f.waited_for_compile, f.waited_for_compile == 1 ? "" : "s", f.compiles_during,
+                          f.compiles_during == 1 ? "" : "s");
       }
+    }
+    if (const int64_t bg = r.extra.value("background_compiled", int64_t{0}); bg > 0 || s.served_by_generic > 0) {
+      os << fmt::format("\n\"{}\": {} kernel{} compiled in the background while generic kernels served {} call{}\n",
+                        r.name, bg, bg == 1 ? "" : "s", s.served_by_generic, s.served_by_generic == 1 ? "" : "s");
+    }
+    if (!s.slow_forwards.empty()) {
+      os << fmt::format("\nslow forwards of \"{}\" (over 10x their bucket's median; a timing heuristic):\n", r.name);
+      for (const auto& st : s.slow_forwards) os << "  " << st.describe() << "\n";
     }
   }
 }
@@ -46,7 +57,7 @@ void write_replay_report(const std::string& path, const std::vector<sim::RunRepo
   if (as_json) {
     nlohmann::json j{{"title", title}, {"runs", nlohmann::json::array()}};
     for (const auto& r : runs) j["runs"].push_back(sim::report_json(r, /*include_records=*/true));
-    sim::write_text_file(path, versioned(j).dump(1));
+    sim::write_text_file(path, versioned(j, kReplaySchemaVersion).dump(1));
   } else {
     sim::write_text_file(path, sim::render_report_svg(runs, title));
   }

@@ -68,6 +68,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
       HCWARM_THROW(ErrorKind::InvalidArgument, "HCWARM_JIT={} is not one of on, off", quoted_excerpt(*v));
     }
   }
+  if (const auto* v = get("HCWARM_TIERED")) c.tiered = parse_bool("HCWARM_TIERED", *v);
   if (const auto* v = get("HCWARM_LOCK_TIMEOUT_S")) {
     c.lock_timeout_s = static_cast<int>(parse_int("HCWARM_LOCK_TIMEOUT_S", *v, 1, 86400));
   }

@@ -30,6 +30,9 @@ struct EnvConfig {
   // HCWARM_JIT=off: no kernel is ever compiled; a kernel missing from memory and
   // the disk cache is an error (deployments that run only ahead-of-time builds).
   bool jit_compile = true;
+  // HCWARM_TIERED=0: a kernel missing from memory and disk compiles in the request
+  // path. Default: the call runs the generic kernel while it compiles in the background.
+  bool tiered = true;
   // HCWARM_LOCK_TIMEOUT_S: longest wait for a kernel's cache lock held by another
   // process (default 600); past it the call fails naming the key and the holder.
   int lock_timeout_s = 600;

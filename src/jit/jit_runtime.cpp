@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <set>
@@ -64,6 +65,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
   o.jobs = env.compile_jobs;
+  o.tiered = env.tiered;
   o.lock_timeout_s = env.lock_timeout_s;
   o.compile_timeout_s = env.compile_timeout_s;
   o.host_cxx = env.host_cxx;
@@ -92,8 +94,12 @@ struct JitRuntime::Slot {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  bool retry = false;       // finished without a module (bytes landed, or a background failure): ask again
+  bool background = false;  // queued for or run by the background worker (under slots_mu_)
+  ArtifactSource source = ArtifactSource::Memory;
   std::shared_ptr<const LoadedModule> module;
   std::exception_ptr error;
+  std::shared_ptr<PendingModule> ticket = std::make_shared<PendingModule>();  // for tiered askers
 };
 
 JitRuntime::JitRuntime(JitOptions opts)
@@ -113,7 +119,14 @@ JitRuntime::JitRuntime(JitOptions opts)
   }
 }
 
-JitRuntime::~JitRuntime() = default;
+JitRuntime::~JitRuntime() {
+  std::unique_ptr<BackgroundCompiler> bg;
+  {
+    std::lock_guard lock(background_mu_);
+    bg = std::move(background_);
+  }
+  if (bg) bg->stop();  // queued compiles are dropped; the one running finishes first
+}
 
 void JitRuntime::set_module_loader(TargetKind target, std::shared_ptr<ModuleLoader> loader) {
   std::lock_guard lock(loaders_mu_);
@@ -230,23 +243,30 @@ bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
 
 void JitRuntime::mark_ready() { ready_ = true; }
 
-void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string& key) {
-  if (!opts_.allow_compile) {
+void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string& key, bool background) {
+  if (!opts_.allow_compile || !compile_allowed_) {
     HCWARM_THROW(ErrorKind::NotWarmed,
-                 "{} (key {}) is neither loaded nor in the kernel cache, and HCWARM_JIT=off forbids compiling it: "
+                 "{} (key {}) is neither loaded nor in the kernel cache, and {} forbids compiling it: "
                  "build it ahead of time (hcwarm cache build) into the cache directory",
-                 spec.describe(), key);
+                 spec.describe(), key, opts_.allow_compile ? "the coverage check" : "HCWARM_JIT=off");
   }
   if (!ready_) return;
   {
     std::lock_guard lock(stats_mu_);
     ++stats_.compiles_after_ready;
+    if (background) ++stats_.background_after_ready;
   }
   if (opts_.strict_warmup) {
     HCWARM_THROW(ErrorKind::Internal,
                  "cold compile during serving of {} (key {}) refused: HCWARM_STRICT_WARMUP=1 and warmup did not "
                  "build this kernel",
                  spec.describe(), key);
+  }
+  if (background) {
+    log::warn("compile during serving, in the background: {} (key {}); warmup did not build this kernel, a "
+              "generic kernel serves its calls until it lands",
+              spec.describe(), key);
+    return;
   }
   log::warn("cold compile during serving: {} (key {}); warmup did not build this kernel", spec.describe(), key);
 }
@@ -279,7 +299,8 @@ std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Res
   return std::move(out.binary);
 }
 
-std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src) {
+std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src,
+                                           bool background, bool* lock_waited) {
   CompilerSlot& cs = *r.cs;
   const std::string artifact = cs.compiler->artifact_name();
   bool guarded = false;
@@ -299,8 +320,12 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
         }
       } else {
         // Missing or bad: take the key's lock (other processes may be compiling it) and look again.
-        auto lock = disk_->lock_key(cs.ns, r.key, opts_.lock_timeout_s,
-                                    fmt::format("kernel {} (key {})", spec.describe(), r.key));
+        auto lock = disk_->try_lock_key(cs.ns, r.key);
+        if (!lock.owns()) {
+          if (lock_waited != nullptr) *lock_waited = true;  // another process is compiling it: a wait
+          lock = disk_->lock_key(cs.ns, r.key, opts_.lock_timeout_s,
+                                 fmt::format("kernel {} (key {})", spec.describe(), r.key));
+        }
         hook("locked");
         lk = disk_->lookup(cs.ns, r.key, artifact);
         if (lk.status == DiskCache::Lookup::Status::Ok) {
@@ -313,7 +338,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
                        lk.reason, moved.string());
         }
         disk_->clean_staging(cs.ns, r.key);
-        guard_serving_compile(spec, r.key);
+        guard_serving_compile(spec, r.key, background);
         guarded = true;
         auto work = disk_->make_work_dir(cs.ns, r.key);
         compiled = compile_now(spec, r, &work->path());
@@ -345,7 +370,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
       }
     }
   }
-  if (!guarded) guard_serving_compile(spec, r.key);
+  if (!guarded) guard_serving_compile(spec, r.key, background);
   auto bytes = compile_now(spec, r, nullptr);
   *src = ArtifactSource::Compiled;
   return bytes;
@@ -378,55 +403,246 @@ std::shared_ptr<const LoadedModule> JitRuntime::load(TargetKind kind, const std:
   return m;
 }
 
-std::shared_ptr<const LoadedModule> JitRuntime::get_impl(const KernelSpec& spec, const Resolved& r,
-                                                         ArtifactSource* src) {
-  std::shared_ptr<Slot> slot;
-  bool owner = false;
+void JitRuntime::finish_slot(Slot& slot, std::shared_ptr<const LoadedModule> module, ArtifactSource src,
+                             std::exception_ptr error, bool retry) {
   {
-    std::lock_guard lock(slots_mu_);
-    auto& s = slots_[r.key];
-    if (!s) {
-      s = std::make_shared<Slot>();
-      owner = true;
-    }
-    slot = s;
+    std::lock_guard lock(slot.mu);
+    slot.module = std::move(module);
+    slot.source = src;
+    slot.error = std::move(error);
+    slot.retry = retry;
+    slot.done = true;
   }
-  if (!owner) {
-    std::unique_lock lock(slot->mu);
-    slot->cv.wait(lock, [&] { return slot->done; });
-    if (slot->error) std::rethrow_exception(slot->error);
-    *src = ArtifactSource::Memory;
-    return slot->module;
-  }
-  try {
+  slot.cv.notify_all();
+}
+
+std::shared_ptr<const LoadedModule> JitRuntime::get_impl(const KernelSpec& spec, const Resolved& r,
+                                                         ArtifactSource* src, bool* waited) {
+  for (;;) {
+    std::shared_ptr<Slot> slot;
+    bool owner = false;
+    bool queued = false;
+    std::optional<std::vector<std::byte>> landed;
     {
-      std::lock_guard lock(loaders_mu_);
-      if (!loaders_.count(spec.target)) {
-        HCWARM_THROW(ErrorKind::Unavailable,
-                     "no {} module loader is set (the CUDA backend is not active); {} cannot be loaded",
-                     to_string(spec.target), spec.describe());
+      std::lock_guard lock(slots_mu_);
+      auto& s = slots_[r.key];
+      if (!s) {
+        s = std::make_shared<Slot>();
+        owner = true;
+        if (auto it = landed_.find(r.key); it != landed_.end()) {
+          landed = std::move(it->second);
+          landed_.erase(it);
+        }
+      }
+      slot = s;
+      queued = !owner && slot->background;
+    }
+    if (queued) {
+      // Queued for the background worker but not started: this caller compiles it now.
+      std::lock_guard lock(background_mu_);
+      owner = background_ != nullptr && background_->take(r.key).has_value();
+    }
+    if (!owner) {
+      std::unique_lock lock(slot->mu);
+      const bool was_done = slot->done;
+      slot->cv.wait(lock, [&] { return slot->done; });
+      if (!was_done && waited != nullptr && slot->source == ArtifactSource::Compiled) *waited = true;
+      if (slot->retry) continue;  // its bytes landed (or its background compile failed): ask again
+      if (slot->error) std::rethrow_exception(slot->error);
+      *src = ArtifactSource::Memory;
+      return slot->module;
+    }
+    try {
+      {
+        std::lock_guard lock(loaders_mu_);
+        if (!loaders_.count(spec.target)) {
+          HCWARM_THROW(ErrorKind::Unavailable,
+                       "no {} module loader is set (the CUDA backend is not active); {} cannot be loaded",
+                       to_string(spec.target), spec.describe());
+        }
+      }
+      std::vector<std::byte> bytes;
+      bool lock_waited = false;
+      if (landed) {
+        bytes = std::move(*landed);
+        *src = ArtifactSource::Memory;  // compiled by the background worker, counted there
+      } else {
+        bytes = produce(spec, r, src, /*background=*/false, &lock_waited);
+      }
+      if (waited != nullptr && (*src == ArtifactSource::Compiled || lock_waited)) *waited = true;
+      auto module = load(spec.target, r.key, bytes);
+      finish_slot(*slot, module, *src, nullptr, false);
+      slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
+      return module;
+    } catch (...) {
+      {
+        std::lock_guard lock(slots_mu_);
+        if (auto it = slots_.find(r.key); it != slots_.end() && it->second == slot) slots_.erase(it);  // retry later
+      }
+      finish_slot(*slot, nullptr, *src, std::current_exception(), false);
+      slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
+      throw;
+    }
+  }
+}
+
+BackgroundCompiler& JitRuntime::background() {
+  std::lock_guard lock(background_mu_);
+  if (!background_) {
+    const int budget = opts_.jobs > 0 ? opts_.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    background_ = std::make_unique<BackgroundCompiler>(std::clamp(opts_.background_jobs, 1, budget));
+  }
+  return *background_;
+}
+
+void JitRuntime::drain_background() {
+  BackgroundCompiler* bg = nullptr;
+  {
+    std::lock_guard lock(background_mu_);
+    bg = background_.get();
+  }
+  if (bg != nullptr) bg->drain();
+}
+
+TieredModule JitRuntime::get_or_schedule(const KernelSpec& spec) {
+  if (!tiered()) return {get(spec), nullptr};
+  const auto t0 = Clock::now();
+  try {
+    const std::shared_ptr<const Resolved> rp = resolve(spec);
+    const Resolved& r = *rp;
+    std::shared_ptr<Slot> slot;
+    bool owner = false;
+    std::optional<std::vector<std::byte>> bytes;
+    {
+      std::lock_guard lock(slots_mu_);
+      if (auto it = slots_.find(r.key); it != slots_.end()) {
+        slot = it->second;
+      } else if (auto f = failed_background_.find(r.key); f != failed_background_.end()) {
+        return {nullptr, f->second};  // its background compile failed: the generic kernel keeps serving
+      } else {
+        slot = slots_[r.key] = std::make_shared<Slot>();
+        owner = true;
+        if (auto l = landed_.find(r.key); l != landed_.end()) {
+          bytes = std::move(l->second);
+          landed_.erase(l);
+        }
       }
     }
-    auto bytes = produce(spec, r, src);
-    auto module = load(spec.target, r.key, bytes);
-    {
+    if (!owner) {
+      // Loaded already, or in flight elsewhere (never waited for here).
       std::lock_guard lock(slot->mu);
-      slot->module = module;
-      slot->done = true;
+      if (slot->done && slot->module) {
+        record(spec, r.key, ArtifactSource::Memory, since(t0));
+        return {slot->module, nullptr};
+      }
+      return {nullptr, slot->ticket};
     }
-    slot->cv.notify_all();
-    return module;
+    ArtifactSource src = bytes ? ArtifactSource::Memory : ArtifactSource::Disk;
+    try {
+      {
+        std::lock_guard lock(loaders_mu_);
+        if (!loaders_.count(spec.target)) {
+          HCWARM_THROW(ErrorKind::Unavailable,
+                       "no {} module loader is set (the CUDA backend is not active); {} cannot be loaded",
+                       to_string(spec.target), spec.describe());
+        }
+      }
+      if (!bytes && disk_ready_for(*r.cs)) {
+        try {
+          auto lk = disk_->lookup(r.cs->ns, r.key, r.cs->compiler->artifact_name());
+          if (lk.status == DiskCache::Lookup::Status::Ok) bytes = std::move(lk.artifact);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Io) throw;
+          disable_disk(e.message());
+        }
+      }
+      if (bytes) {
+        // A disk hit (or the worker's landed bytes) is loaded now: no compile, no wait.
+        auto module = load(spec.target, r.key, *bytes);
+        finish_slot(*slot, module, src, nullptr, false);
+        slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
+        record(spec, r.key, src, since(t0));
+        return {module, nullptr};
+      }
+    } catch (...) {
+      {
+        std::lock_guard lock(slots_mu_);
+        if (auto it = slots_.find(r.key); it != slots_.end() && it->second == slot) slots_.erase(it);
+      }
+      finish_slot(*slot, nullptr, src, std::current_exception(), false);
+      slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
+      throw;
+    }
+    {
+      std::lock_guard lock(slots_mu_);
+      slot->background = true;
+    }
+    background().submit({r.key, [this, spec, rp, slot] { run_background(spec, rp, slot); },
+                         [this, key = r.key, slot] { cancel_background(key, slot); }});
+    return {nullptr, slot->ticket};
   } catch (...) {
-    {
-      std::lock_guard lock(slot->mu);
-      slot->error = std::current_exception();
-      slot->done = true;
-    }
-    slot->cv.notify_all();
-    std::lock_guard lock(slots_mu_);
-    if (auto it = slots_.find(r.key); it != slots_.end() && it->second == slot) slots_.erase(it);  // retry later
+    record_failure();
     throw;
   }
+}
+
+void JitRuntime::run_background(const KernelSpec& spec, std::shared_ptr<const Resolved> r,
+                                std::shared_ptr<Slot> slot) {
+  const auto t0 = Clock::now();
+  ArtifactSource src = ArtifactSource::Compiled;
+  std::string failure;
+  try {
+    std::vector<std::byte> bytes = produce(spec, *r, &src, /*background=*/true);
+    const double secs = since(t0);
+    if (src == ArtifactSource::Compiled) {
+      std::lock_guard lock(stats_mu_);
+      ++stats_.background_compiled;
+    }
+    record(spec, r->key, src, secs);
+    {
+      // The bytes wait for the next request of the key, which loads them in its
+      // own thread (a CUDA module is never loaded while another thread captures).
+      std::lock_guard lock(slots_mu_);
+      landed_[r->key] = std::move(bytes);
+      if (auto it = slots_.find(r->key); it != slots_.end() && it->second == slot) slots_.erase(it);
+    }
+    finish_slot(*slot, nullptr, src, nullptr, /*retry=*/true);
+    slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
+    log::debug("jit: background {} of {} (key {}) landed after {:.3f} s", to_string(src), spec.describe(), r->key,
+               secs);
+    return;
+  } catch (const Error& e) {
+    failure = e.message();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown error";
+  }
+  bool first = false;
+  {
+    std::lock_guard lock(slots_mu_);
+    if (auto it = slots_.find(r->key); it != slots_.end() && it->second == slot) slots_.erase(it);
+    first = failed_background_.emplace(r->key, slot->ticket).second;
+  }
+  {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.background_failed;
+  }
+  if (first) {
+    log::error("jit: background compile of {} (key {}) failed: {}; its calls stay on the generic kernel",
+               spec.describe(), r->key, failure);
+  }
+  finish_slot(*slot, nullptr, ArtifactSource::Memory, nullptr, /*retry=*/true);
+  slot->ticket->state.store(PendingModule::Failed, std::memory_order_release);
+}
+
+void JitRuntime::cancel_background(const std::string& key, std::shared_ptr<Slot> slot) {
+  {
+    std::lock_guard lock(slots_mu_);
+    if (auto it = slots_.find(key); it != slots_.end() && it->second == slot) slots_.erase(it);
+  }
+  finish_slot(*slot, nullptr, ArtifactSource::Memory, nullptr, /*retry=*/true);
+  slot->ticket->state.store(PendingModule::Landed, std::memory_order_release);
 }
 
 void JitRuntime::record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds) {
@@ -454,8 +670,15 @@ std::shared_ptr<const LoadedModule> JitRuntime::get(const KernelSpec& spec) {
   try {
     const auto r = resolve(spec);
     ArtifactSource src = ArtifactSource::Memory;
-    auto m = get_impl(spec, *r, &src);
-    record(spec, r->key, src, since(t0));
+    bool waited = false;
+    auto m = get_impl(spec, *r, &src, &waited);
+    const double secs = since(t0);
+    record(spec, r->key, src, secs);
+    if (waited) {
+      std::lock_guard lock(stats_mu_);
+      ++stats_.waited_for_compile;
+      stats_.compile_wait_s += secs;
+    }
     return m;
   } catch (...) {
     record_failure();
@@ -601,7 +824,9 @@ bool JitRuntime::key_locked_elsewhere(const Resolved& r) {
 
 CompileStats JitRuntime::stats() const {
   std::lock_guard lock(stats_mu_);
-  return stats_;
+  CompileStats s = stats_;
+  s.served_by_generic = served_by_generic_.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::vector<CompileEvent> JitRuntime::events() const {
@@ -613,6 +838,7 @@ void JitRuntime::reset_counters() {
   std::lock_guard lock(stats_mu_);
   stats_ = {};
   events_.clear();
+  served_by_generic_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace hcwarm::jit

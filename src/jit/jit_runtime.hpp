@@ -10,6 +10,10 @@
 // Every get/build records a CompileEvent. After mark_ready(), a compile is a "cold
 // compile during serving": a warning naming the key, counted, or an Error when
 // strict_warmup is set.
+//   tiered  : get_or_schedule() never waits for a compile: a miss in memory and
+//             on disk goes to a bounded background worker (BackgroundCompiler)
+//             that compiles and publishes it as get() would, while the caller
+//             runs a generic kernel; the next request after it lands loads it.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -31,10 +35,12 @@
 #include "core/env_config.hpp"
 #include "core/thread_budget.hpp"
 #include "jit/compiler.hpp"
+#include "jit/background_compiler.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
 #include "jit/progress.hpp"
+#include "jit/module_provider.hpp"
 
 namespace hcwarm::jit {
 
@@ -49,6 +55,10 @@ struct JitOptions {
   // The count those threads are taken from; null: one of `jobs` for this runtime.
   // Runtimes of one process may share one.
   std::shared_ptr<ThreadBudget> compile_budget;
+  // HCWARM_TIERED: a request that misses is served by a generic kernel while the
+  // specialization compiles in the background (not with strict_warmup or !allow_compile).
+  bool tiered = true;
+  int background_jobs = 1;  // background compile threads, at most the build job budget
   double lock_timeout_s = 600;                     // HCWARM_LOCK_TIMEOUT_S: wait for another process's key lock
   double compile_timeout_s = 600;                  // HCWARM_COMPILE_TIMEOUT_S: one host-compiler run
   std::string host_cxx = "c++";                    // HCWARM_CXX
@@ -89,6 +99,15 @@ struct CompileStats {
   double compile_seconds = 0;  // time inside the compilers
   int64_t failed = 0;          // requests that threw
   int64_t events_dropped = 0;  // events beyond the kept maximum (counters still count them)
+  // Requests (get) that blocked on a compile, their own or another thread's or
+  // process's, and the seconds they waited in all.
+  int64_t waited_for_compile = 0;
+  double compile_wait_s = 0;
+  int64_t served_by_generic = 0;    // calls served generically while their specialization was pending
+  int64_t background_compiled = 0;  // compiles the background worker ran
+  int64_t background_failed = 0;    // background compiles that failed (logged once per key)
+  // Of compiles_after_ready (which counts both), those in the background worker.
+  int64_t background_after_ready = 0;
 };
 
 // Turns a verified binary into a LoadedModule. backends/cuda supplies the CUDA one.
@@ -123,10 +142,11 @@ enum class BuildMode {
   CompileOnly,  // fill the disk cache, load nothing (no GPU needed)
 };
 
-class JitRuntime {
+class JitRuntime final : public ModuleProvider {
  public:
   explicit JitRuntime(JitOptions opts);
-  ~JitRuntime();
+  // Stops the background worker: queued compiles are dropped, the one running finishes.
+  ~JitRuntime() override;
   JitRuntime(const JitRuntime&) = delete;
   JitRuntime& operator=(const JitRuntime&) = delete;
 
@@ -143,7 +163,18 @@ class JitRuntime {
   // Thread-safe. Memory, then disk (verified), then compile (single flight).
   // Throws ErrorKind::Compile (with the compiler's log and the key) when the
   // compile fails; ErrorKind::Internal for a compile refused by strict_warmup.
-  std::shared_ptr<const LoadedModule> get(const KernelSpec& spec);
+  std::shared_ptr<const LoadedModule> get(const KernelSpec& spec) override;
+
+  // Tiered execution applies: opts.tiered, compiling allowed, not strict_warmup.
+  bool tiered() const override {
+    return opts_.tiered && opts_.allow_compile && compile_allowed_ && !opts_.strict_warmup;
+  }
+  // Memory, then disk (verified, loaded now); a miss is queued for the background
+  // worker and answered with its ticket, without waiting. Untiered: get().
+  TieredModule get_or_schedule(const KernelSpec& spec) override;
+  void note_served_by_generic() override { served_by_generic_.fetch_add(1, std::memory_order_relaxed); }
+  // Blocks until the background worker has nothing queued or running.
+  void drain_background();
 
   // Compiles/loads specs on at most opts.jobs threads (taken from the compile
   // budget), reporting each key to opts.progress. Never throws for a single
@@ -154,6 +185,9 @@ class JitRuntime {
   // Back to the warmup phase (prewarming another configuration): compiles are
   // not flagged again until the next mark_ready().
   void mark_warming() { ready_ = false; }
+  // Off: every compile is refused with NotWarmed, as under HCWARM_JIT=off (the
+  // coverage check runs the ops so); disk and memory still serve.
+  void set_compile_allowed(bool allowed) { compile_allowed_ = allowed; }
   bool ready() const { return ready_.load(); }
 
   CompileStats stats() const;
@@ -177,12 +211,21 @@ class JitRuntime {
   std::shared_ptr<const Resolved> resolve(const KernelSpec& spec) const;
   Resolved resolve_uncached(const KernelSpec& spec) const;
   std::shared_ptr<CompilerSlot> compiler_slot(TargetKind kind, const std::string& arch) const;
-  std::shared_ptr<const LoadedModule> get_impl(const KernelSpec& spec, const Resolved& r, ArtifactSource* src);
+  // waited: set when the call blocked on a compile (its own, another thread's, another process's).
+  std::shared_ptr<const LoadedModule> get_impl(const KernelSpec& spec, const Resolved& r, ArtifactSource* src,
+                                               bool* waited = nullptr);
   // Produces the verified artifact bytes (disk or compile); *src says which.
-  std::vector<std::byte> produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src);
+  // background: the worker's compile (counted and logged as such).
+  std::vector<std::byte> produce(const KernelSpec& spec, const Resolved& r, ArtifactSource* src,
+                                 bool background = false, bool* lock_waited = nullptr);
   std::vector<std::byte> compile_now(const KernelSpec& spec, const Resolved& r,
                                      const std::filesystem::path* workdir_parent);
-  void guard_serving_compile(const KernelSpec& spec, const std::string& key);
+  void guard_serving_compile(const KernelSpec& spec, const std::string& key, bool background = false);
+  void finish_slot(Slot& slot, std::shared_ptr<const LoadedModule> module, ArtifactSource src,
+                   std::exception_ptr error, bool retry);
+  void run_background(const KernelSpec& spec, std::shared_ptr<const Resolved> r, std::shared_ptr<Slot> slot);
+  void cancel_background(const std::string& key, std::shared_ptr<Slot> slot);
+  BackgroundCompiler& background();
   bool disk_ready_for(CompilerSlot& cs);
   // Another process (or thread) holds the key's disk lock right now (it is compiling it).
   bool key_locked_elsewhere(const Resolved& r);
@@ -219,12 +262,21 @@ class JitRuntime {
 
   std::mutex slots_mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_;
+  // Under slots_mu_: verified bytes the background worker produced, loaded (and
+  // dropped) by the next request of the key; keys whose background compile failed.
+  std::unordered_map<std::string, std::vector<std::byte>> landed_;
+  std::unordered_map<std::string, std::shared_ptr<PendingModule>> failed_background_;
+
+  std::atomic<int64_t> served_by_generic_{0};
+  std::mutex background_mu_;
+  std::unique_ptr<BackgroundCompiler> background_;  // created on the first background compile
 
   mutable std::mutex stats_mu_;
   CompileStats stats_;
   std::vector<CompileEvent> events_;
 
   std::atomic<bool> ready_{false};
+  std::atomic<bool> compile_allowed_{true};
   std::mutex prune_mu_;
 };
 

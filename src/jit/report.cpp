@@ -11,7 +11,13 @@ nlohmann::json to_json(const CompileStats& s) {
           {"compiles_after_ready", s.compiles_after_ready},
           {"compile_seconds", s.compile_seconds},
           {"failed", s.failed},
-          {"events_dropped", s.events_dropped}};
+          {"events_dropped", s.events_dropped},
+          {"waited_for_compile", s.waited_for_compile},
+          {"compile_wait_s", s.compile_wait_s},
+          {"served_by_generic", s.served_by_generic},
+          {"background_compiled", s.background_compiled},
+          {"background_failed", s.background_failed},
+          {"background_after_ready", s.background_after_ready}};
 }
 
 nlohmann::json to_json(const CompileEvent& e) {

@@ -39,33 +39,80 @@ std::vector<jit::KernelSpec> HcPostOp::planned_specs() const {
   return {cuda_spec(dims_, cuda_arch_)};
 }
 
+bool HcPostOp::tiered() const {
+  return tiered_ && backend_->needs_module() && jit_ != nullptr && jit_->tiered() && dims_.hc_mult == 4 &&
+         backend_->has_generic();
+}
+
 void HcPostOp::load() {
   if (!backend_->needs_module()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!bound_) {
     backend_->bind(jit_->get(cuda_spec(dims_, cuda_arch_)));
     bound_ = true;
+    pending_.reset();
+  }
+  if (tiered() && !generic_bound_) {
+    backend_->bind_generic();
+    generic_bound_ = true;
   }
 }
 
 bool HcPostOp::loaded() const {
   if (!backend_->needs_module()) return true;
   std::lock_guard<std::mutex> lock(mu_);
+  return bound_ || (generic_bound_ && tiered());
+}
+
+bool HcPostOp::specialized_loaded() const {
+  if (!backend_->needs_module()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
   return bound_;
+}
+
+bool HcPostOp::select_kernel(bool capturing) {
+  if (bound_) return true;
+  const bool tier = tiered();
+  if (capturing) {
+    if (tier && generic_bound_) {
+      jit_->note_served_by_generic();
+      return false;
+    }
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_post (cuda, hc {}, hidden {}): the kernel is not loaded{}, and the call is inside CUDA-graph "
+                 "capture, where nothing may be compiled or loaded: prewarm (hcwarm.prewarm / kernel_warmup) or "
+                 "make one eager call before capturing",
+                 dims_.hc_mult, dims_.hidden, tier ? " (nor the generic one)" : "");
+  }
+  if (!tier) {
+    backend_->bind(jit_->get(cuda_spec(dims_, cuda_arch_)));
+    bound_ = true;
+    return true;
+  }
+  if (!pending_ || pending_->state.load(std::memory_order_acquire) == jit::PendingModule::Landed) {
+    jit::TieredModule t = jit_->get_or_schedule(cuda_spec(dims_, cuda_arch_));
+    if (t.module) {
+      backend_->bind(std::move(t.module));
+      bound_ = true;
+      pending_.reset();
+      return true;
+    }
+    HCWARM_ASSERT(t.pending != nullptr, "tiered module provider returned neither a module nor a pending compile");
+    pending_ = std::move(t.pending);
+  }
+  if (!generic_bound_) {
+    backend_->bind_generic();
+    generic_bound_ = true;
+  }
+  // A failed background compile (logged by the runtime) leaves the generic kernel serving, uncounted.
+  if (pending_->state.load(std::memory_order_acquire) != jit::PendingModule::Failed) jit_->note_served_by_generic();
+  return false;
 }
 
 void HcPostOp::run(int64_t num_tokens, const bf16* out, const bf16* residual_in, const float* post,
                    const float* comb, bf16* residual_out, const LaunchContext& launch) {
   HCWARM_CHECK_ARG(num_tokens >= 0, "hc_post: num_tokens must be >= 0, got {}", num_tokens);
   if (num_tokens == 0) return;
-  if (!loaded() && backend_->capturing(launch)) {
-    HCWARM_THROW(ErrorKind::NotWarmed,
-                 "hc_post (cuda, hc {}, hidden {}): the kernel is not loaded, and the call is inside CUDA-graph "
-                 "capture, where nothing may be compiled or loaded: prewarm (hcwarm.prewarm / kernel_warmup) or "
-                 "make one eager call before capturing",
-                 dims_.hc_mult, dims_.hidden);
-  }
-  load();
   backends::HcPostParams p;
   p.num_tokens = num_tokens;
   p.hc_mult = dims_.hc_mult;
@@ -75,7 +122,13 @@ void HcPostOp::run(int64_t num_tokens, const bf16* out, const bf16* residual_in,
   p.post = post;
   p.comb = comb;
   p.residual_out = residual_out;
-  backend_->launch(p, launch);
+  if (!backend_->needs_module()) {
+    backend_->launch(p, launch, /*generic=*/false);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool specialized = bound_ || select_kernel(backend_->capturing(launch));
+  backend_->launch(p, launch, /*generic=*/!specialized);
 }
 
 }  // namespace hcwarm::mhc

@@ -33,20 +33,36 @@ Backend default_backend(const std::string& cuda_library) {
 Variant parse_variant(std::string_view name) { return parse_enum(kVariantNames, name, "variant"); }
 const char* to_string(Variant v) { return enum_name(kVariantNames, v); }
 
+const char* to_string(HcPreInput input) { return input == HcPreInput::Embed ? "embed" : "residual"; }
+
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
-    : HcPreOp(backend, dims, constants, num_sms,
-              jit == nullptr ? ModuleSource{}
-                             : ModuleSource([jit](const jit::KernelSpec& s) { return jit->get(s); }),
-              device, variant) {}
+    : HcPreOp(backend, dims, constants, num_sms, std::unique_ptr<jit::ModuleProvider>(), device, variant) {
+  modules_ = jit;
+  if (uses_fast_path()) {
+    HCWARM_CHECK_ARG(modules_ != nullptr, "the {} specialized backend needs a JIT runtime", to_string(backend));
+  }
+}
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, ModuleSource modules,
                  Device& device, Variant variant)
+    : HcPreOp(backend, dims, constants, num_sms,
+              modules ? std::make_unique<jit::FunctionModuleProvider>(std::move(modules))
+                      : std::unique_ptr<jit::ModuleProvider>(),
+              device, variant) {
+  if (uses_fast_path()) {
+    HCWARM_CHECK_ARG(modules_ != nullptr, "the {} specialized backend needs a JIT runtime", to_string(backend));
+  }
+}
+
+HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms,
+                 std::unique_ptr<jit::ModuleProvider> modules, Device& device, Variant variant)
     : backend_(backend),
       dims_(dims),
       constants_(constants),
       num_sms_(num_sms),
-      modules_(std::move(modules)),
+      owned_modules_(std::move(modules)),
+      modules_(owned_modules_.get()),
       device_(&device),
       variant_(variant) {
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
@@ -64,9 +80,6 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
     HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= 8192,
                      "the cuda kernels need hidden % 8 == 0 and hidden <= 8192, got {}", dims.hidden);
   }
-  if (uses_fast_path()) {
-    HCWARM_CHECK_ARG(static_cast<bool>(modules_), "the {} specialized backend needs a JIT runtime", to_string(backend));
-  }
   device_backend_ = make_device_backend();
 }
 
@@ -83,12 +96,19 @@ std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
 
 void HcPreOp::set_cuda_one_pass(bool on) {
   one_pass_ = on;
+  generic_.clear();
   device_backend_ = make_device_backend();
 }
 
 void HcPreOp::set_cpu_pool(std::shared_ptr<ThreadPool> pool) {
   pool_ = std::move(pool);
+  generic_.clear();
   device_backend_ = make_device_backend();
+}
+
+bool HcPreOp::tiered() const {
+  return tiered_ && uses_fast_path() && modules_ != nullptr && modules_->tiered() && device_backend_ &&
+         device_backend_->has_generic();
 }
 
 HcPreOp::~HcPreOp() {
@@ -119,7 +139,8 @@ int arch_major(std::string_view arch) {
 }  // namespace
 
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda) {
+                                   const CudaKernelOptions& cuda, HcPreInput input) {
+  const bool embed = input == HcPreInput::Embed;
   HCWARM_CHECK_ARG(backend != Backend::Reference, "the reference backend has no kernels");
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   jit::KernelSpec s;
@@ -128,66 +149,79 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
               {"hc", std::to_string(dims.hc_mult)},
               {"hidden", std::to_string(dims.hidden)},
               {"norm", fused_norm ? "1" : "0"}};
+  if (embed) s.params.emplace_back("input", "embed");  // residual keys stay as they were
   if (backend == Backend::Cpu) {
     s.target = jit::TargetKind::Host;
-    s.source = cpu::mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm);
+    s.source = cpu::mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm, embed);
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
     s.params.emplace_back("gemm", to_string(cuda.gemm));
-    const bool one_pass = cuda.one_pass && splits == 1 &&
+    const bool one_pass = cuda.one_pass && splits == 1 && !embed &&
                           cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
     s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
-                                   cuda.fast_finish);
+                                   cuda.fast_finish, embed);
   }
   return s;
 }
 
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
-                                                  bool fused_norm, const CudaKernelOptions& cuda) {
+                                                  bool fused_norm, const CudaKernelOptions& cuda, HcPreInput input) {
   std::vector<jit::KernelSpec> out;
   // The same two functions run() uses: num_splits (via the buckets) and the spec.
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,
                   "split bucket disagrees with num_splits");
-    out.push_back(hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda));
+    out.push_back(hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda, input));
   }
   return out;
 }
 
-jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm) const {
-  return hc_pre_kernel_spec(backend_, dims_, splits, fused_norm, cuda_options());
+jit::KernelSpec HcPreOp::kernel_spec(int splits, bool fused_norm, HcPreInput input) const {
+  return hc_pre_kernel_spec(backend_, dims_, splits, fused_norm, cuda_options(), input);
 }
 
-std::vector<jit::KernelSpec> HcPreOp::planned_specs(int64_t max_num_tokens, bool fused_norm) const {
+std::vector<jit::KernelSpec> HcPreOp::planned_specs(int64_t max_num_tokens, bool fused_norm, HcPreInput input) const {
   if (!uses_fast_path()) return {};
-  return hc_pre_planned_specs(backend_, dims_, num_sms_, max_num_tokens, fused_norm, cuda_options());
+  return hc_pre_planned_specs(backend_, dims_, num_sms_, max_num_tokens, fused_norm, cuda_options(), input);
 }
 
 std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
   return mhc::representatives(max_num_tokens, dims_.k(), num_sms_);
 }
 
-HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm) const {
-  // Generic kernels do not depend on the split count: one entry per norm flag.
-  return {variant_ == Variant::Generic ? 0 : splits, fused_norm,
-          static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0)};
+HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput input) const {
+  // Generic kernels do not depend on the split count (nor read the input kind at compile time).
+  const bool generic = variant_ == Variant::Generic;
+  return {generic ? 0 : splits, fused_norm,
+          static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
+              (!generic && input == HcPreInput::Embed ? 64 : 0)};
 }
 
-bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm) {
+bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
   if (backend_ == Backend::Reference || num_tokens <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  return kernels_.count(kernels_id(num_splits(num_tokens), fused_norm)) != 0;
+  if (kernels_.count(kernels_id(num_splits(num_tokens), fused_norm, input)) != 0) return true;
+  return tiered() && generic_.count(fused_norm) != 0;
 }
 
-void HcPreOp::load(int splits, bool fused_norm) {
+bool HcPreOp::specialized_loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
+  if (backend_ == Backend::Reference || num_tokens <= 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  const KernelsId id = kernels_id(num_splits(num_tokens), fused_norm, input);
+  return kernels_.count(id) != 0 && stays_generic_.count(id) == 0;
+}
+
+void HcPreOp::load(int splits, bool fused_norm, HcPreInput input) {
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   if (backend_ == Backend::Reference) return;
   std::lock_guard<std::mutex> lock(mu_);
   const auto scope = device_backend_->enter();
-  kernels_for(splits, fused_norm);
+  kernels_for(splits, fused_norm, input);
+  pending_.erase(kernels_id(splits, fused_norm, input));
+  if (tiered()) generic_kernels(fused_norm);
 }
 
 size_t HcPreOp::workspace_bytes(int64_t num_tokens) const {
@@ -204,17 +238,67 @@ void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
   if (bytes > 0) ensure_workspace(bytes);
 }
 
-const backends::HcPreKernels& HcPreOp::kernels_for(int splits, bool fused_norm) {
-  const KernelsId id = kernels_id(splits, fused_norm);
+const backends::HcPreKernels& HcPreOp::kernels_for(int splits, bool fused_norm, HcPreInput input) {
+  const KernelsId id = kernels_id(splits, fused_norm, input);
   if (auto it = kernels_.find(id); it != kernels_.end()) return *it->second;
   std::unique_ptr<backends::HcPreKernels> k;
   if (variant_ == Variant::Generic) {
     k = device_backend_->bind_generic(fused_norm);
   } else {
-    const jit::KernelSpec spec = kernel_spec(splits, fused_norm);
-    k = device_backend_->bind(modules_(spec), spec, splits);
+    const jit::KernelSpec spec = kernel_spec(splits, fused_norm, input);
+    k = device_backend_->bind(modules_->get(spec), spec, splits);
   }
   return *kernels_.emplace(id, std::move(k)).first->second;
+}
+
+const backends::HcPreKernels& HcPreOp::generic_kernels(bool fused_norm) {
+  auto& g = generic_[fused_norm];
+  if (!g) g = device_backend_->bind_generic(fused_norm);
+  return *g;
+}
+
+const backends::HcPreKernels& HcPreOp::kernels_on_miss(int splits, bool norm, HcPreInput input, bool capturing,
+                                                        int64_t num_tokens) {
+  const KernelsId id = kernels_id(splits, norm, input);
+  const bool tier = variant_ == Variant::Specialized && tiered();
+  if (capturing) {
+    if (tier) {
+      if (auto g = generic_.find(norm); g != generic_.end()) {
+        modules_->note_served_by_generic();
+        return *g->second;
+      }
+    }
+    HCWARM_THROW(ErrorKind::NotWarmed,
+                 "hc_pre ({}, hidden {}, {}, input={}): the kernels of split bucket num_splits={} (T={}) are not "
+                 "loaded{}, and the call is inside CUDA-graph capture, where nothing may be compiled or loaded: "
+                 "prewarm the model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before "
+                 "capturing",
+                 to_string(backend_), dims_.hidden, norm ? "fused norm" : "no norm", to_string(input), splits,
+                 num_tokens, tier ? " (nor the generic ones)" : "", num_tokens);
+  }
+  if (!tier) return kernels_for(splits, norm, input);
+  auto p = pending_.find(id);
+  if (p == pending_.end() || p->second->state.load(std::memory_order_acquire) == jit::PendingModule::Landed) {
+    // First miss of the bucket, or its background compile landed: ask (never waits for a compile).
+    const jit::KernelSpec spec = kernel_spec(splits, norm, input);
+    jit::TieredModule t = modules_->get_or_schedule(spec);
+    if (t.module) {
+      pending_.erase(id);
+      auto k = device_backend_->bind(std::move(t.module), spec, splits);
+      return *kernels_.insert_or_assign(id, std::move(k)).first->second;
+    }
+    HCWARM_ASSERT(t.pending != nullptr, "tiered module provider returned neither a module nor a pending compile");
+    p = pending_.insert_or_assign(id, std::move(t.pending)).first;
+  }
+  if (p->second->state.load(std::memory_order_acquire) == jit::PendingModule::Failed) {
+    // The specialization cannot be built (logged once by the runtime): the bucket stays generic.
+    pending_.erase(p);
+    stays_generic_.insert(id);
+    return *kernels_.insert_or_assign(id, device_backend_->bind_generic(norm)).first->second;
+  }
+  const backends::HcPreKernels& g = generic_kernels(norm);
+  modules_->note_served_by_generic();
+  return g;
 }
 
 void HcPreOp::ensure_workspace(size_t bytes) {
@@ -231,9 +315,16 @@ void HcPreOp::run_reference(const HcPreArgs& a) {
   const int64_t D = dims_.hidden;
   const int64_t mix = dims_.mix();
   HostTensor<bf16> residual({T, hc, D});
+  if (a.input == HcPreInput::Embed) {
+    HostTensor<bf16> embed({T, D});
+    device_->copy_to_host(embed.data(), a.residual, embed.numel() * sizeof(bf16));
+    residual = broadcast_streams(embed, hc);
+  }
   HostTensor<float> fn({mix, dims_.k()}), scale({3}), base({mix});
   HostTensor<bf16> w({D});
-  device_->copy_to_host(residual.data(), a.residual, residual.numel() * sizeof(bf16));
+  if (a.input == HcPreInput::Residual) {
+    device_->copy_to_host(residual.data(), a.residual, residual.numel() * sizeof(bf16));
+  }
   device_->copy_to_host(fn.data(), a.fn, fn.numel() * sizeof(float));
   device_->copy_to_host(scale.data(), a.scale, 3 * sizeof(float));
   device_->copy_to_host(base.data(), a.base, mix * sizeof(float));
@@ -281,6 +372,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
+  p.input = a.input == HcPreInput::Embed ? HCWARM_MHC_INPUT_EMBED : HCWARM_MHC_INPUT_RESIDUAL;
   if (const char* bad = device_backend_->unsupported_argument(p)) {
     HCWARM_THROW(ErrorKind::InvalidArgument,
                  "hc_pre ({}): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", to_string(backend_),
@@ -291,15 +383,9 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   const auto scope = device_backend_->enter();
   const bool norm = a.norm_weight != nullptr;
   const bool capturing = device_backend_->capturing(launch);
-  if (capturing && kernels_.count(kernels_id(splits, norm)) == 0) {
-    HCWARM_THROW(ErrorKind::NotWarmed,
-                 "hc_pre ({}, hidden {}, {}): the kernels of split bucket num_splits={} (T={}) are not loaded, and "
-                 "the call is inside CUDA-graph capture, where nothing may be compiled or loaded: prewarm the "
-                 "model (hcwarm.prewarm / kernel_warmup) or make one eager call with T={} before capturing",
-                 to_string(backend_), dims_.hidden, norm ? "fused norm" : "no norm", splits, a.num_tokens,
-                 a.num_tokens);
-  }
-  const backends::HcPreKernels& k = kernels_for(splits, norm);
+  const auto found = kernels_.find(kernels_id(splits, norm, a.input));
+  const backends::HcPreKernels& k =
+      found != kernels_.end() ? *found->second : kernels_on_miss(splits, norm, a.input, capturing, a.num_tokens);
   const size_t need = device_backend_->workspace_bytes(a.num_tokens, splits);
   if (launch.workspace != nullptr) {
     HCWARM_CHECK_ARG(launch.workspace_bytes >= need, "hc_pre: the workspace holds {} bytes, T={} needs {}",

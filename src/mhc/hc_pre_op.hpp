@@ -12,11 +12,16 @@
 //   Cuda:      NVRTC kernels for the device's arch (Specialized) or the nvcc
 //              fatbin embedded in libhcwarm (Generic); asynchronous on the
 //              CudaDevice's stream.
+// Tiered execution (Specialized, on by default where the provider tiers): a call
+// whose bucket is not loaded runs the generic kernels at once while the
+// specialization compiles in the background; the first call after it lands
+// binds it, and from then on the bucket costs one map lookup, as before.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +33,7 @@
 #include "core/tensor.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
+#include "jit/module_provider.hpp"
 #include "mhc/mhc_types.hpp"
 #include "mhc/reference.hpp"
 
@@ -50,8 +56,8 @@ enum class Variant { Specialized, Generic };
 Variant parse_variant(std::string_view name);  // "specialized" | "generic"
 const char* to_string(Variant v);
 
-// Where Specialized kernels come from: normally JitRuntime::get.
-using ModuleSource = std::function<std::shared_ptr<const jit::LoadedModule>(const jit::KernelSpec&)>;
+// Specialized kernels from a function instead of a JIT runtime (tests); never tiered.
+using ModuleSource = jit::FunctionModuleProvider::Fn;
 
 // How the CUDA specialized kernels are built: part of every CUDA key.
 struct CudaKernelOptions {
@@ -63,11 +69,13 @@ struct CudaKernelOptions {
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
 // asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
+// input Embed adds the param input=embed (and never the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda = {});
+                                   const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
 // Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket.
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
-                                                  bool fused_norm, const CudaKernelOptions& cuda = {});
+                                                  bool fused_norm, const CudaKernelOptions& cuda = {},
+                                                  HcPreInput input = HcPreInput::Residual);
 
 class HcPreOp {
  public:
@@ -83,6 +91,9 @@ class HcPreOp {
           Variant variant = Variant::Specialized);
   HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, ModuleSource modules, Device& device,
           Variant variant = Variant::Specialized);
+  // Any provider (the op owns it).
+  HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms,
+          std::unique_ptr<jit::ModuleProvider> modules, Device& device, Variant variant = Variant::Specialized);
   ~HcPreOp();
   HcPreOp(const HcPreOp&) = delete;
   HcPreOp& operator=(const HcPreOp&) = delete;
@@ -96,9 +107,10 @@ class HcPreOp {
   bool uses_fast_path() const;
   int num_splits(int64_t num_tokens) const;
   // The JIT spec of one split bucket (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
-  jit::KernelSpec kernel_spec(int num_splits, bool fused_norm) const;
+  jit::KernelSpec kernel_spec(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
   // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
-  std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm) const;
+  std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm,
+                                             HcPreInput input = HcPreInput::Residual) const;
   // One token count per reachable split count, the largest of its bucket (docs/MATH.md, section 4).
   std::vector<int64_t> representatives(int64_t max_num_tokens) const;
 
@@ -118,11 +130,20 @@ class HcPreOp {
   // allocating later (for callers that pass no workspace).
   void reserve_workspace(int64_t max_num_tokens);
   // Whether the kernels a call on T tokens needs are loaded into this op (a
-  // call in graph capture then succeeds).
-  bool loaded(int64_t num_tokens, bool fused_norm);
-  // Fetches (compiling or loading as needed) and sets up the kernels of one
-  // split count now, as the first call of that bucket would (warmup).
-  void load(int num_splits, bool fused_norm);
+  // call in graph capture then succeeds): its bucket's, or with tiering the generic ones.
+  bool loaded(int64_t num_tokens, bool fused_norm, HcPreInput input = HcPreInput::Residual);
+  // Whether the bucket of T runs its own specialized kernels now (not the generic ones).
+  bool specialized_loaded(int64_t num_tokens, bool fused_norm, HcPreInput input = HcPreInput::Residual);
+  // Fetches (compiling or loading as needed, waiting) and sets up the kernels of
+  // one split count now (warmup); with tiering also the generic ones, which a
+  // capture then falls back on for buckets not loaded.
+  void load(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual);
+
+  // Tiered execution (default on; the provider must tier too: HCWARM_TIERED, not
+  // strict, JIT allowed). Off: a miss compiles in the calling thread.
+  void set_tiered(bool on) { tiered_ = on; }
+  // Whether a miss of this op is served by the generic kernels while it compiles.
+  bool tiered() const;
 
   // Options, set before the first call (not while calls are in flight).
   // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
@@ -147,8 +168,14 @@ class HcPreOp {
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
-  KernelsId kernels_id(int num_splits, bool fused_norm) const;
-  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm);
+  KernelsId kernels_id(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
+  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual);
+  // A call whose bucket is not in kernels_: tiered (generic now, specialized
+  // scheduled) or blocking; in capture only what is loaded, else NotWarmed.
+  const backends::HcPreKernels& kernels_on_miss(int num_splits, bool fused_norm, HcPreInput input, bool capturing,
+                                                int64_t num_tokens);
+  // The generic kernels read the input kind at run time: one set per norm flag.
+  const backends::HcPreKernels& generic_kernels(bool fused_norm);
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
   void run_reference(const HcPreArgs& args);
@@ -158,18 +185,24 @@ class HcPreOp {
   MhcDims dims_;
   MhcConstants constants_;
   int num_sms_;
-  ModuleSource modules_;
+  std::unique_ptr<jit::ModuleProvider> owned_modules_;
+  jit::ModuleProvider* modules_ = nullptr;
   Device* device_;
   Variant variant_;
   CudaGemm gemm_ = CudaGemm::MmaSmem;
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
+  bool tiered_ = true;
 
   std::shared_ptr<ThreadPool> pool_;  // Cpu backend: its own, or one shared with the caller
   std::unique_ptr<backends::HcPreBackend> device_backend_;
 
   std::mutex mu_;
   std::map<KernelsId, std::unique_ptr<backends::HcPreKernels>> kernels_;
+  // Tiered: the generic kernels per norm flag, and the buckets compiling in the background.
+  std::map<bool, std::unique_ptr<backends::HcPreKernels>> generic_;
+  std::map<KernelsId, std::shared_ptr<const jit::PendingModule>> pending_;
+  std::set<KernelsId> stays_generic_;  // buckets whose specialization failed: generic kernels in kernels_
   DeviceBuffer workspace_;
 };
 

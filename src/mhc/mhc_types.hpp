@@ -24,11 +24,16 @@ struct MhcConstants {
   float post_mult = 2.0f;
 };
 
+// What hc_pre reads: the hc residual streams, or the first layer's token
+// embedding standing for hc identical streams (docs/MATH.md, section 6).
+enum class HcPreInput { Residual, Embed };
+const char* to_string(HcPreInput input);  // "residual" | "embed"
+
 // Pointers into the memory of the device that runs the step. norm_weight may be
 // null (no fused norm). Outputs are written for every token.
 struct HcPreArgs {
   int64_t num_tokens = 0;
-  const bf16* residual = nullptr;     // (T, hc, D)
+  const bf16* residual = nullptr;     // (T, hc, D); with input Embed, the embedding (T, D)
   const float* fn = nullptr;          // (mix, hc*D)
   const float* scale = nullptr;       // (3,)
   const float* base = nullptr;        // (mix,)
@@ -36,6 +41,7 @@ struct HcPreArgs {
   bf16* y = nullptr;                  // (T, D)
   float* post = nullptr;              // (T, hc)
   float* comb = nullptr;              // (T, hc, hc)
+  HcPreInput input = HcPreInput::Residual;
 };
 
 using hcwarm::LaunchContext;  // core/launch_context.hpp: the caller's stream and workspace

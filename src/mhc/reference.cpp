@@ -155,4 +155,72 @@ HostTensor<bf16> hc_post_reference(const HostTensor<bf16>& out, const HostTensor
   return result;
 }
 
+void check_hc_head_shapes(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                          const HostTensor<float>& scale, const HostTensor<float>& base) {
+  HCWARM_CHECK_ARG(residual.rank() == 3, "hc_head: residual must have shape (T, hc, D), got {}",
+                   shape_string(residual.shape()));
+  const int64_t hc = residual.dim(1);
+  const int64_t d = residual.dim(2);
+  HCWARM_CHECK_ARG(hc >= 1 && d >= 1, "hc_head: residual must have hc >= 1 and D >= 1, got {}",
+                   shape_string(residual.shape()));
+  HCWARM_CHECK_ARG(fn.shape() == Shape({hc, hc * d}), "hc_head: fn must have shape {} for residual {}, got {}",
+                   shape_string({hc, hc * d}), shape_string(residual.shape()), shape_string(fn.shape()));
+  HCWARM_CHECK_ARG(scale.shape() == Shape({1}), "hc_head: scale must have shape (1,), got {}",
+                   shape_string(scale.shape()));
+  HCWARM_CHECK_ARG(base.shape() == Shape({hc}), "hc_head: base must have shape {}, got {}", shape_string({hc}),
+                   shape_string(base.shape()));
+}
+
+HostTensor<bf16> hc_head_reference(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                                   const HostTensor<float>& scale, const HostTensor<float>& base,
+                                   const MhcConstants& k) {
+  check_hc_head_shapes(residual, fn, scale, base);
+  const int64_t t_count = residual.dim(0);
+  const int hc = static_cast<int>(residual.dim(1));
+  const int64_t d = residual.dim(2);
+  const int64_t kk = hc * d;
+  HostTensor<bf16> y({t_count, d});
+  std::vector<double> x(static_cast<size_t>(kk));
+  std::vector<double> pre(static_cast<size_t>(hc));
+  for (int64_t t = 0; t < t_count; ++t) {
+    const bf16* row = residual.data() + t * kk;
+    double sumsq = 0;
+    for (int64_t i = 0; i < kk; ++i) {
+      x[i] = row[i].to_float();
+      sumsq += x[i] * x[i];
+    }
+    const double r = 1.0 / std::sqrt(sumsq / static_cast<double>(kk) + k.rms_eps);
+    for (int i = 0; i < hc; ++i) {
+      const float* w = fn.data() + i * kk;
+      double acc = 0;
+      for (int64_t e = 0; e < kk; ++e) acc += static_cast<double>(w[e]) * x[e];
+      pre[i] = sigmoid(acc * r * scale[0] + base[i]) + k.hc_eps;
+    }
+    for (int64_t j = 0; j < d; ++j) {
+      double acc = 0;
+      for (int i = 0; i < hc; ++i) acc += pre[i] * x[i * d + j];
+      y[t * d + j] = bf16::from_float(static_cast<float>(acc));
+    }
+  }
+  return y;
+}
+
+HostTensor<bf16> broadcast_streams(const HostTensor<bf16>& embed, int hc) {
+  HCWARM_CHECK_ARG(embed.rank() == 2, "embed must have shape (T, D), got {}", shape_string(embed.shape()));
+  HCWARM_CHECK_ARG(hc >= 1, "hc_mult must be >= 1, got {}", hc);
+  const int64_t t_count = embed.dim(0);
+  const int64_t d = embed.dim(1);
+  HostTensor<bf16> out({t_count, hc, d});
+  for (int64_t t = 0; t < t_count; ++t) {
+    for (int i = 0; i < hc; ++i) std::copy_n(embed.data() + t * d, d, out.data() + (t * hc + i) * d);
+  }
+  return out;
+}
+
+HcPreResult hc_pre_embed_reference(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
+                                   const HostTensor<float>& scale, const HostTensor<float>& base,
+                                   const HostTensor<bf16>* norm_weight, const MhcConstants& constants) {
+  return hc_pre_reference(broadcast_streams(embed, hc), fn, scale, base, norm_weight, constants);
+}
+
 }  // namespace hcwarm::mhc

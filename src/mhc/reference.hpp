@@ -1,5 +1,5 @@
 #pragma once
-// The double-precision CPU reference of hc_pre and hc_post (docs/MATH.md, sections 2-3):
+// The double-precision CPU reference of hc_pre, hc_post and the head (docs/MATH.md, sections 2, 3, 6):
 // the oracle every fast kernel is tested against. Slow on purpose: clarity over speed.
 #include <optional>
 
@@ -28,6 +28,21 @@ HcPreResult hc_pre_reference(const HostTensor<bf16>& residual, const HostTensor<
 // new_residual[t, j, :] = post[t, j] * out[t, :] + sum_i comb[t, i, j] * residual[t, i, :]
 HostTensor<bf16> hc_post_reference(const HostTensor<bf16>& out, const HostTensor<bf16>& residual,
                                    const HostTensor<float>& post, const HostTensor<float>& comb);
+
+// The head (docs/MATH.md, section 6): residual (T, hc, D) -> y (T, D) bf16 with
+// fn (hc, hc*D), scale (1,) and base (hc,); no Sinkhorn, no post gates.
+void check_hc_head_shapes(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                          const HostTensor<float>& scale, const HostTensor<float>& base);
+HostTensor<bf16> hc_head_reference(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
+                                   const HostTensor<float>& scale, const HostTensor<float>& base,
+                                   const MhcConstants& constants);
+
+// The first layer's streams: hc copies of the embedding (T, D) as (T, hc, D).
+HostTensor<bf16> broadcast_streams(const HostTensor<bf16>& embed, int hc);
+// hc_pre of the first layer, from the embedding: hc_pre_reference on its hc copies.
+HcPreResult hc_pre_embed_reference(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
+                                   const HostTensor<float>& scale, const HostTensor<float>& base,
+                                   const HostTensor<bf16>* norm_weight, const MhcConstants& constants);
 
 // The Sinkhorn projection of one hc x hc logit matrix (row-major), in place.
 void sinkhorn_reference(double* c, int hc, int iters, double eps);

@@ -1,6 +1,7 @@
 #include "runtime/kernel_plan.hpp"
 
 #include "backends/cuda/swiglu_cuda.hpp"
+#include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "model/deepseek_v4.hpp"
 
@@ -20,6 +21,20 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
                                          /*fused_norm=*/true, in.cuda);
       },
       /*mhc_prewarm=*/true);
+  // The first layer's hc_pre reads the token embedding (input=embed): its own key per bucket.
+  r.add(
+      "mhc_pre_embed",
+      [in, dims]() -> std::vector<jit::KernelSpec> {
+        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
+        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
+                                         /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Embed);
+      },
+      /*mhc_prewarm=*/true);
+  r.add("mhc_head", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
+    if (!cuda) return {};
+    return {mhc::HcHeadOp::cuda_spec(dims, arch)};
+  });
   r.add("mhc_post", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
     if (!cuda) return {};
     return {mhc::HcPostOp::cuda_spec(dims, arch)};

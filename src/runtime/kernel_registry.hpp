@@ -28,6 +28,13 @@ class KernelRegistry {
     return out;
   }
 
+  // Drops a family from the plan (tests: a warmup that misses one); false if absent.
+  bool remove(const std::string& family) {
+    const auto n = families_.size();
+    std::erase_if(families_, [&](const Family& f) { return f.name == family; });
+    return families_.size() != n;
+  }
+
   std::vector<std::string> families() const {
     std::vector<std::string> names;
     for (const Family& f : families_) names.push_back(f.name);

@@ -55,6 +55,8 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   const auto* cuda_dev = dynamic_cast<const cuda::CudaDevice*>(device_.get());
   hc_post_ = std::make_unique<mhc::HcPostOp>(mc.mhc_dims(), *device_, jit_.get(),
                                              cuda_dev ? cuda_dev->arch() : std::string(), pool_);
+  hc_head_ = std::make_unique<mhc::HcHeadOp>(mc.mhc_dims(), mc.mhc_constants(), *device_, jit_.get(),
+                                             cuda_dev ? cuda_dev->arch() : std::string(), pool_);
 
   // The shipped sublayer on both paths: a dense SwiGLU MLP (attention and MoE are the host engine's).
   const uint64_t seed = config_.build.seed;
@@ -87,6 +89,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   plan.cuda = hc_pre_->cuda_options();
   plan.mlp_width = config_.mlp_width;
   registry_ = make_kernel_registry(plan);
+  for (const std::string& f : config_.drop_families) registry_.remove(f);
   const int64_t max_tokens = server_.max_num_tokens();
 
   // The batch's residual, N(0, 1) bf16 written once (one 64-token block drawn
@@ -106,6 +109,8 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     }
   }
   scratch_ = DeviceBuffer(*device_, model_->workspace_bytes(max_tokens));
+  // Touched now, so that the first forward of a larger batch does not fault in its pages.
+  device_->fill_zero(scratch_.get(), scratch_.bytes());
   device_->synchronize();
 }
 
@@ -126,6 +131,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
     static_cast<jit::BuildCounts&>(r) = b;
     HCWARM_CHECK_ARG(b.failed == 0, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
                      b.errors.empty() ? std::string() : b.errors.front());
+    load_into_ops(specs);
   }
   r.framework_seconds = seconds_since(t0);
 
@@ -153,6 +159,26 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   log::info("kernel warmup: {:.3f}s, {} keys ({}), mHC token counts {}", r.seconds, r.keys, jit::format_sources(r),
                r.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.token_counts, ", ")));
   return r;
+}
+
+void ModelRunner::load_into_ops(const std::vector<jit::KernelSpec>& specs) {
+  // Each planned kernel into the op that runs it, so that a first call (or a
+  // CUDA-graph capture) of any bucket finds it bound.
+  for (const jit::KernelSpec& s : specs) {
+    if (s.family == "mhc_pre") {
+      hc_pre_->load(std::stoi(std::string(s.param("num_splits"))), s.param("norm") == "1",
+                    s.param("input") == "embed" ? mhc::HcPreInput::Embed : mhc::HcPreInput::Residual);
+    } else if (s.family == "mhc_post") {
+      hc_post_->load();
+    } else if (s.family == "mhc_head") {
+      hc_head_->load();
+    }
+  }
+}
+
+CoverageReport ModelRunner::check_coverage() {
+  return check_kernel_coverage({*hc_pre_, *hc_post_, *hc_head_}, *device_, jit_.get(), max_num_tokens(),
+                               /*fused_norm=*/true);
 }
 
 double ModelRunner::forward(int64_t num_tokens) {

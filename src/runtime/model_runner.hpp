@@ -13,6 +13,7 @@
 #include "core/thread_pool.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
+#include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "model/causal_lm.hpp"
@@ -20,6 +21,7 @@
 #include "model/model_config.hpp"
 #include "model/runner_view.hpp"
 #include "model/server_args.hpp"
+#include "runtime/coverage_check.hpp"
 #include "runtime/kernel_registry.hpp"
 
 namespace hcwarm::runtime {
@@ -34,6 +36,8 @@ struct RunnerConfig {
   model::ModelBuildOptions build;
   int mlp_width = 256;  // the shipped SwiGLU MLP sublayer's intermediate width
   int cpu_threads = 0;  // CPU backend threads (0: hardware threads)
+  // Tests only: kernel families left out of the plan (a warmup that misses them).
+  std::vector<std::string> drop_families;
 };
 
 // The counts (keys, compiled, ...) are the framework warmup's build's.
@@ -56,6 +60,10 @@ class ModelRunner final : public model::RunnerView {
   // (other registered families still warm); the runtime is marked ready all the same.
   WarmupReport kernel_warmup(bool prewarm = true);
 
+  // After kernel_warmup: every mHC op at one token count of every split bucket
+  // with compiling switched off; names each kernel warmup missed (coverage_check.hpp).
+  CoverageReport check_coverage();
+
   // Runs every layer on num_tokens tokens (1 <= T <= max_num_tokens), waits for
   // the device, returns the seconds it took.
   double forward(int64_t num_tokens);
@@ -64,12 +72,25 @@ class ModelRunner final : public model::RunnerView {
   const EnvConfig& env() const override { return config_.env; }
   Device& device() override { return *device_; }
 
-  // Compiles counted since the runtime was marked ready (0 without a JIT).
+  // Compiles counted since the runtime was marked ready, in calls or in the
+  // background worker (0 without a JIT).
   int64_t compiles_after_ready() const { return jit_ ? jit_->stats().compiles_after_ready : 0; }
+  // The JIT runtime's counters (zeros without a JIT).
+  jit::CompileStats compile_stats() const { return jit_ ? jit_->stats() : jit::CompileStats{}; }
+  // Whether a kernel miss is served by the generic kernels while it compiles in the background.
+  bool tiered() const { return hc_pre_->tiered(); }
+  // Waits until the JIT runtime's background worker is idle (nothing without a JIT).
+  void drain_background() {
+    if (jit_) jit_->drain_background();
+  }
 
   const RunnerConfig& config() const { return config_; }
+  // Binds each planned kernel into its op (warmup's last framework step).
+  void load_into_ops(const std::vector<jit::KernelSpec>& specs);
   jit::JitRuntime& jit() { return *jit_; }
   mhc::HcPreOp& hc_pre() { return *hc_pre_; }
+  mhc::HcPostOp& hc_post() { return *hc_post_; }
+  mhc::HcHeadOp& hc_head() { return *hc_head_; }
   model::CausalLM& model() { return *model_; }
   const KernelRegistry& registry() const { return registry_; }
   int64_t max_num_tokens() const { return server_.max_num_tokens(); }
@@ -82,6 +103,7 @@ class ModelRunner final : public model::RunnerView {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<mhc::HcPreOp> hc_pre_;
   std::unique_ptr<mhc::HcPostOp> hc_post_;
+  std::unique_ptr<mhc::HcHeadOp> hc_head_;
   std::unique_ptr<model::CausalLM> model_;
   KernelRegistry registry_;
   DeviceBuffer residual_;  // (max_num_tokens, hc, D): the batch's residual stream

@@ -185,6 +185,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
       for (const int s : splits) {
         pre.load(s, norm);
         run_one_token(pre, *device_, s, norm);
+        if (norm) pre.load(s, norm, mhc::HcPreInput::Embed);  // the first layer's hc_pre (planned with the norm)
       }
     }
     pre.reserve_workspace(r.max_num_tokens);

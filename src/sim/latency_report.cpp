@@ -34,14 +34,15 @@ std::optional<double> median_without(const std::vector<double>& v, double value)
 
 }  // namespace
 
-std::string Stall::describe() const {
+std::string SlowForward::describe() const {
   std::string ref = reference_splits == num_splits
                         ? fmt::format("the median {:.3f} ms of its bucket", reference_ms)
                         : fmt::format("the median {:.3f} ms of the nearest bucket ({} splits)", reference_ms,
                                       reference_splits);
-  return fmt::format("forward {}: {} tokens, {} splits, {:.1f} ms ({:.0f}x {}), {} compile{}", index, num_tokens,
+  std::string waited = compile_wait_s > 0 ? fmt::format(", {:.3f} s waiting for compiles", compile_wait_s) : "";
+  return fmt::format("forward {}: {} tokens, {} splits, {:.1f} ms ({:.0f}x {}), {} compile{}{}", index, num_tokens,
                      num_splits, ms, reference_ms > 0 ? ms / reference_ms : 0.0, ref, compiles_during,
-                     compiles_during == 1 ? "" : "s");
+                     compiles_during == 1 ? "" : "s", waited);
 }
 
 double percentile(std::vector<double> values, double q) {
@@ -53,8 +54,8 @@ double percentile(std::vector<double> values, double q) {
   return values[lo] + (h - static_cast<double>(lo)) * (values[lo + 1] - values[lo]);
 }
 
-LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall_factor) {
-  HCWARM_CHECK_ARG(stall_factor > 0, "stall factor must be > 0, got {}", stall_factor);
+LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_factor) {
+  HCWARM_CHECK_ARG(slow_factor > 0, "slow-forward factor must be > 0, got {}", slow_factor);
   LatencySummary s;
   s.forwards = static_cast<int64_t>(records.size());
   if (records.empty()) return s;
@@ -70,6 +71,9 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall
     s.total_s += r.seconds;
     s.compiles_during_forwards += r.compiles_during;
     s.forwards_with_compiles += r.compiles_during > 0;
+    s.forwards_waited_for_compile += r.waited_for_compile > 0;
+    s.compile_wait_s += r.compile_wait_s;
+    s.served_by_generic += r.served_by_generic;
   }
   for (auto& [splits, v] : by_bucket) std::sort(v.begin(), v.end());
   std::map<int, double> median_tokens;
@@ -111,44 +115,50 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall
     if (typical_tokens > 0 && static_cast<double>(r.num_tokens) > typical_tokens) {
       *ref *= static_cast<double>(r.num_tokens) / typical_tokens;
     }
-    if (*ref > 0 && r_ms > stall_factor * *ref) {
-      s.stalls.push_back({r.index, r.num_tokens, r.num_splits, r_ms, *ref, ref_splits, r.compiles_during});
+    if (*ref > 0 && r_ms > slow_factor * *ref && r_ms - *ref > kMinSlowMs) {
+      s.slow_forwards.push_back(
+          {r.index, r.num_tokens, r.num_splits, r_ms, *ref, ref_splits, r.compiles_during, r.compile_wait_s});
     }
   }
-  std::sort(s.stalls.begin(), s.stalls.end(), [](const Stall& a, const Stall& b) { return a.index < b.index; });
+  std::sort(s.slow_forwards.begin(), s.slow_forwards.end(),
+            [](const SlowForward& a, const SlowForward& b) { return a.index < b.index; });
   return s;
 }
 
 nlohmann::json to_json(const LatencySummary& s) {
-  nlohmann::json stalls = nlohmann::json::array();
-  for (const auto& st : s.stalls) {
-    stalls.push_back({{"index", st.index},
-                      {"num_tokens", st.num_tokens},
-                      {"num_splits", st.num_splits},
-                      {"ms", st.ms},
-                      {"reference_ms", st.reference_ms},
-                      {"reference_splits", st.reference_splits},
-                      {"compiles", st.compiles_during},
-                      {"description", st.describe()}});
+  nlohmann::json slow = nlohmann::json::array();
+  for (const auto& st : s.slow_forwards) {
+    slow.push_back({{"index", st.index},
+                    {"num_tokens", st.num_tokens},
+                    {"num_splits", st.num_splits},
+                    {"ms", st.ms},
+                    {"reference_ms", st.reference_ms},
+                    {"reference_splits", st.reference_splits},
+                    {"compiles", st.compiles_during},
+                    {"compile_wait_s", st.compile_wait_s},
+                    {"description", st.describe()}});
   }
   return {{"forwards", s.forwards},
           {"compiles_after_ready", s.compiles_during_forwards},
           {"forwards_with_compiles", s.forwards_with_compiles},
+          {"waited_for_compile", s.forwards_waited_for_compile},
+          {"compile_wait_s", s.compile_wait_s},
+          {"served_by_generic", s.served_by_generic},
           {"total_s", s.total_s},
           {"mean_ms", s.mean_ms},
           {"p50_ms", s.p50_ms},
           {"p99_ms", s.p99_ms},
           {"p999_ms", s.p999_ms},
           {"max_ms", s.max_ms},
-          {"num_stalls", s.stalls.size()},
-          {"stalls", stalls}};
+          {"slow_forwards", s.slow_forwards.size()},
+          {"slow_forward_details", slow}};
 }
 
-nlohmann::json report_json(const RunReport& run, bool include_records, double stall_factor) {
-  nlohmann::json j = to_json(summarize(run.records, stall_factor));
+nlohmann::json report_json(const RunReport& run, bool include_records, double slow_factor) {
+  nlohmann::json j = to_json(summarize(run.records, slow_factor));
   j["name"] = run.name;
   j["warmup_seconds"] = run.warmup_seconds;
-  j["stall_factor"] = stall_factor;
+  j["slow_factor"] = slow_factor;
   if (run.extra.is_object()) {
     for (const auto& [k, v] : run.extra.items()) j[k] = v;
   }
@@ -156,7 +166,9 @@ nlohmann::json report_json(const RunReport& run, bool include_records, double st
     // Columns, not an array of objects: a third of the size for long runs.
     nlohmann::json cols = {{"index", nlohmann::json::array()},      {"time_s", nlohmann::json::array()},
                            {"num_tokens", nlohmann::json::array()}, {"num_splits", nlohmann::json::array()},
-                           {"seconds", nlohmann::json::array()},    {"compiles", nlohmann::json::array()}};
+                           {"seconds", nlohmann::json::array()},    {"compiles", nlohmann::json::array()},
+                           {"waited", nlohmann::json::array()},     {"wait_s", nlohmann::json::array()},
+                           {"generic", nlohmann::json::array()}};
     for (const auto& r : run.records) {
       cols["index"].push_back(r.index);
       cols["time_s"].push_back(r.time_s);
@@ -164,6 +176,9 @@ nlohmann::json report_json(const RunReport& run, bool include_records, double st
       cols["num_splits"].push_back(r.num_splits);
       cols["seconds"].push_back(r.seconds);
       cols["compiles"].push_back(r.compiles_during);
+      cols["waited"].push_back(r.waited_for_compile);
+      cols["wait_s"].push_back(r.compile_wait_s);
+      cols["generic"].push_back(r.served_by_generic);
     }
     j["records"] = std::move(cols);
   }
@@ -181,42 +196,61 @@ RunReport run_report_from_json(const nlohmann::json& j, const std::string& sourc
   for (const char* col : {"time_s", "num_tokens", "num_splits", "seconds", "compiles"}) {
     HCWARM_CHECK_ARG(c.contains(col) && c[col].size() == n, "{}: records column {} is missing or short", source, col);
   }
+  // Reports from before the wait columns existed read as forwards that never waited.
+  const bool waits = c.contains("waited");
+  for (const char* col : {"waited", "wait_s", "generic"}) {
+    HCWARM_CHECK_ARG(!waits || (c.contains(col) && c[col].size() == n), "{}: records column {} is missing or short",
+                     source, col);
+  }
   run.records.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    run.records.push_back({c["index"][i].get<int64_t>(), c["time_s"][i].get<double>(), c["num_tokens"][i].get<int64_t>(),
-                           c["num_splits"][i].get<int>(), c["seconds"][i].get<double>(),
-                           c["compiles"][i].get<int64_t>()});
+    ForwardRecord r{c["index"][i].get<int64_t>(), c["time_s"][i].get<double>(), c["num_tokens"][i].get<int64_t>(),
+                    c["num_splits"][i].get<int>(), c["seconds"][i].get<double>(), c["compiles"][i].get<int64_t>()};
+    if (waits) {
+      r.waited_for_compile = c["waited"][i].get<int64_t>();
+      r.compile_wait_s = c["wait_s"][i].get<double>();
+      r.served_by_generic = c["generic"][i].get<int64_t>();
+    }
+    run.records.push_back(r);
   }
   static const char* kDerived[] = {"name", "warmup_seconds", "records", "forwards", "compiles_after_ready",
-                                   "forwards_with_compiles", "total_s", "mean_ms", "p50_ms", "p99_ms", "p999_ms",
-                                   "max_ms", "num_stalls", "stalls", "stall_factor"};
+                                   "forwards_with_compiles", "waited_for_compile", "compile_wait_s",
+                                   "served_by_generic", "total_s", "mean_ms", "p50_ms", "p99_ms", "p999_ms",
+                                   "max_ms", "slow_forwards", "slow_forward_details", "slow_factor",
+                                   // the names of schema 1, derived too
+                                   "num_stalls", "stalls", "stall_factor", "schema_version"};
   for (const auto& [k, v] : j.items()) {
     if (std::find(std::begin(kDerived), std::end(kDerived), k) == std::end(kDerived)) run.extra[k] = v;
   }
   return run;
 }
 
-std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title, double stall_factor) {
+std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title, double slow_factor) {
   svg::LineChart lines;
   lines.title = title + ": forward latency over time";
   lines.x_label = "simulated time (s)";
   lines.y_label = "forward latency (ms)";
-  lines.mark_legend = fmt::format("stall (> {:g}x bucket median)", stall_factor);
+  lines.mark_legend = "waited for a compile";
   svg::BarChart bars;
   bars.title = "start-up warmup";
   bars.y_label = "warmup (s)";
   for (const auto& run : runs) {
-    const LatencySummary s = summarize(run.records, stall_factor);
+    const LatencySummary s = summarize(run.records, slow_factor);
     svg::LineSeries series;
-    series.name = fmt::format("{}: p99 {:.3g} ms, max {:.3g} ms, {} stall{}", run.name, s.p99_ms, s.max_ms,
-                              s.stalls.size(), s.stalls.size() == 1 ? "" : "s");
+    series.name = fmt::format("{}: p99 {:.3g} ms, max {:.3g} ms, {} waited for a compile ({:.3g} s), {} slow", run.name,
+                              s.p99_ms, s.max_ms, s.forwards_waited_for_compile, s.compile_wait_s,
+                              s.slow_forwards.size());
     series.points.reserve(run.records.size());
-    std::map<int64_t, const ForwardRecord*> by_index;
     for (const auto& r : run.records) {
       series.points.push_back({r.time_s, r.seconds * 1e3});
-      by_index[r.index] = &r;
+      if (r.waited_for_compile > 0) {
+        series.marks.push_back({{r.time_s, r.seconds * 1e3},
+                                fmt::format("forward {}: {} tokens, {} splits, {:.1f} ms; {} call{} waited {:.3f} s "
+                                            "for compiles",
+                                            r.index, r.num_tokens, r.num_splits, r.seconds * 1e3, r.waited_for_compile,
+                                            r.waited_for_compile == 1 ? "" : "s", r.compile_wait_s)});
+      }
     }
-    for (const auto& st : s.stalls) series.marks.push_back({{by_index[st.index]->time_s, st.ms}, st.describe()});
     lines.series.push_back(std::move(series));
     bars.bars.push_back({run.name, run.warmup_seconds, fmt::format("{:.3g} s", run.warmup_seconds)});
   }

@@ -1,6 +1,12 @@
 #pragma once
-// Per-forward latency records of a replay, their summary (percentiles and
-// stalls), JSON, and the SVG report that puts several configurations side by side.
+// Per-forward latency records of a replay, their summary (percentiles, forwards
+// that waited for a compile, slow forwards), JSON, and the SVG report that puts
+// several configurations side by side.
+//
+// Two different measures: a forward "waited for a compile" when the JIT
+// runtime's own counters say a call inside it blocked on a compile (exact); a
+// "slow forward" is a timing heuristic (slower than 10x its bucket's median),
+// which scheduling noise can trip without any compile.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,11 +21,14 @@ struct ForwardRecord {
   int64_t num_tokens = 0;
   int num_splits = 0;           // the mHC split bucket of num_tokens
   double seconds = 0.0;         // measured duration
-  int64_t compiles_during = 0;  // JIT compiles that ran inside this forward
+  int64_t compiles_during = 0;  // JIT compiles after ready that ran inside this forward, in its calls
+  int64_t waited_for_compile = 0;  // calls inside it that blocked on a compile (own, another thread's or process's)
+  double compile_wait_s = 0.0;     // their total wait
+  int64_t served_by_generic = 0;   // calls served by a generic kernel while their specialization was pending
 };
 
-// A forward slower than stall_factor x the median of its split bucket.
-struct Stall {
+// A forward slower than slow_factor x the median of its split bucket (a timing heuristic).
+struct SlowForward {
   int64_t index = 0;
   int64_t num_tokens = 0;
   int num_splits = 0;
@@ -27,7 +36,9 @@ struct Stall {
   double reference_ms = 0.0;    // the median it was compared with
   int reference_splits = 0;     // the bucket that median came from (see summarize)
   int64_t compiles_during = 0;
-  std::string describe() const; // "forward 12: 130 tokens, 44 splits, 2710.3 ms (31x the bucket median 0.9 ms), 1 compile"
+  double compile_wait_s = 0.0;
+  // "forward 12: 130 tokens, 44 splits, 2710.3 ms (31x the median 0.900 ms of its bucket), 1 compile, 2.701 s waiting for compiles"
+  std::string describe() const;
 };
 
 struct LatencySummary {
@@ -40,21 +51,29 @@ struct LatencySummary {
   double max_ms = 0.0;
   int64_t compiles_during_forwards = 0;  // sum over records: compiles after the runtime was ready
   int64_t forwards_with_compiles = 0;
-  std::vector<Stall> stalls;             // by forward index
+  int64_t forwards_waited_for_compile = 0;  // forwards in which some call waited for a compile
+  double compile_wait_s = 0.0;              // the total of those waits
+  int64_t served_by_generic = 0;            // calls served generically while their specialization was pending
+  std::vector<SlowForward> slow_forwards;   // by forward index
 };
 
 // q in [0, 1]; linear interpolation between closest ranks (numpy's default). 0 for no values.
 double percentile(std::vector<double> values, double q);
 
-// Stalls: each forward is compared with the median of the *other* forwards of
+// Slow forwards: each forward is compared with the median of the *other* forwards of
 // its split bucket, so a bucket's one slow first forward cannot hide itself by
 // raising its own median. A forward alone in its bucket is compared with the
 // nearest bucket by split count that has forwards (fewer splits first, i.e. the
 // larger, slower token counts: the cautious choice); with no other forward at
-// all it is never a stall. A forward with more tokens than the median forward
+// all it is never slow. A forward with more tokens than the median forward
 // of its reference bucket is compared with that median scaled by the ratio of
 // token counts (never scaled down): cost grows with tokens, a compile does not.
-LatencySummary summarize(const std::vector<ForwardRecord>& records, double stall_factor = 10.0);
+// A forward is slow only if it is also more than kMinSlowMs over that reference:
+// a 0.3 ms forward that takes 3 ms lost a scheduler time slice (a pool thread
+// preempted by another process on a 2-core machine), not a compile, which
+// costs at least a hundred milliseconds.
+inline constexpr double kMinSlowMs = 1.0;
+LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_factor = 10.0);
 
 // One configuration's replay, as reports and charts show it.
 struct RunReport {
@@ -65,21 +84,24 @@ struct RunReport {
 };
 
 // {"name", "warmup_seconds", "forwards", "compiles_after_ready", "forwards_with_compiles",
-//  "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "total_s", "num_stalls",
-//  "stalls": [{"index","num_tokens","num_splits","ms","reference_ms","reference_splits","compiles"}...],
-//  extra's fields merged in, and "records" (arrays by column) when include_records}.
+//  "waited_for_compile" (forwards), "compile_wait_s", "served_by_generic" (calls),
+//  "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "total_s", "slow_factor", "slow_forwards" (count),
+//  "slow_forward_details": [{"index","num_tokens","num_splits","ms","reference_ms","reference_splits","compiles",
+//  "compile_wait_s","description"}...], extra's fields merged in, and "records" (arrays by column) when
+//  include_records}.
 nlohmann::json to_json(const LatencySummary& s);
-nlohmann::json report_json(const RunReport& run, bool include_records = false, double stall_factor = 10.0);
+nlohmann::json report_json(const RunReport& run, bool include_records = false, double slow_factor = 10.0);
 
 // The inverse of report_json(run, /*include_records=*/true): name, warmup
 // seconds, the per-forward records, and every other field as `extra`.
 // ErrorKind::InvalidArgument naming `source` when the records are missing or malformed.
 RunReport run_report_from_json(const nlohmann::json& j, const std::string& source);
 
-// The chart of a replay report: latency over time (log y) with stalls marked,
-// one series per run, above a bar chart of each run's warmup seconds.
+// The chart of a replay report: latency over time (log y) with the forwards that
+// waited for a compile marked, one series per run, above a bar chart of each
+// run's warmup seconds.
 std::string render_report_svg(const std::vector<RunReport>& runs, const std::string& title,
-                              double stall_factor = 10.0);
+                              double slow_factor = 10.0);
 
 // Writes text to a file (parent directories created); ErrorKind::Io on failure.
 void write_text_file(const std::string& path, const std::string& text);

@@ -32,16 +32,22 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
   report.name = name;
   report.warmup_seconds = warmup.ran ? warmup.seconds : 0.0;
   auto last_progress = std::chrono::steady_clock::now();
+  // Compiles in the calls' own path (the background worker's are counted apart).
+  auto foreground = [](const jit::CompileStats& s) { return s.compiles_after_ready - s.background_after_ready; };
   const ReplayResult result = scheduler.run([&](const Batch& batch) {
-    const int64_t compiles_before = runner.compiles_after_ready();
+    const jit::CompileStats before = runner.compile_stats();
     const double seconds = runner.forward(batch.num_tokens);
+    const jit::CompileStats after = runner.compile_stats();
     ForwardRecord rec;
     rec.index = batch.index;
     rec.time_s = batch.time_s;
     rec.num_tokens = batch.num_tokens;
     rec.num_splits = runner.hc_pre().num_splits(batch.num_tokens);
     rec.seconds = seconds;
-    rec.compiles_during = runner.compiles_after_ready() - compiles_before;
+    rec.compiles_during = foreground(after) - foreground(before);
+    rec.waited_for_compile = after.waited_for_compile - before.waited_for_compile;
+    rec.compile_wait_s = after.compile_wait_s - before.compile_wait_s;
+    rec.served_by_generic = after.served_by_generic - before.served_by_generic;
     report.records.push_back(rec);
     if (options.progress && std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(5)) {
       last_progress = std::chrono::steady_clock::now();
@@ -55,6 +61,12 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
   report.extra["prefill_tokens"] = result.prefill_tokens;
   report.extra["decode_tokens"] = result.decode_tokens;
   report.extra["simulated_seconds"] = result.end_time_s;
+  // What the background worker still compiles belongs to this run's report; serving is over.
+  runner.drain_background();
+  const jit::CompileStats end = runner.compile_stats();
+  report.extra["tiered"] = runner.tiered();
+  report.extra["background_compiled"] = end.background_compiled;
+  report.extra["background_failed"] = end.background_failed;
   return report;
 }
 

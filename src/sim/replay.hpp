@@ -1,7 +1,10 @@
 #pragma once
 // Replays requests through the scheduler and a model runner: every step's
-// token count goes through runtime::ModelRunner::forward, timed, with the JIT compiles
-// that happened inside it.
+// token count goes through runtime::ModelRunner::forward, timed, with what the
+// JIT runtime's counters say happened inside it (compiles in its calls, calls
+// that waited for a compile and how long, calls served by a generic kernel).
+// At the end it waits for the background worker, whose compiles the report
+// counts (extra "background_compiled", "background_failed").
 #include <optional>
 #include <string>
 #include <vector>

@@ -11,7 +11,7 @@ namespace {
 
 const char* const kVariables[] = {
     "HCWARM_CACHE_DIR",   "HCWARM_CACHE_MAX_MB",   "HCWARM_CACHE_TRUST",       "HCWARM_STRICT_WARMUP",
-    "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",               "HCWARM_LOCK_TIMEOUT_S",
+    "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",  "HCWARM_TIERED",               "HCWARM_LOCK_TIMEOUT_S",
     "HCWARM_COMPILE_TIMEOUT_S", "HCWARM_JOBS",     "HCWARM_CXX",               "HCWARM_NUM_SMS",
     "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME",
     "HCWARM_LOCAL_WORLD_SIZE"};
@@ -57,7 +57,7 @@ TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   EXPECT_TRUE(c["writable"].get<bool>());
   ASSERT_EQ(c["namespaces"].size(), 1u) << c.dump(2);
   EXPECT_EQ(c["namespaces"][0]["version"], HCWARM_VERSION);
-  EXPECT_EQ(c["namespaces"][0]["entries"], 3);
+  EXPECT_EQ(c["namespaces"][0]["entries"], 6);
   EXPECT_EQ(c["namespaces"][0]["compiler"], "host");  // this machine's host compiler built them
   for (const char* v : kVariables) EXPECT_TRUE(j["config"].contains(v)) << v;
   EXPECT_EQ(j["config"]["HCWARM_JOBS"]["value"], "3");

@@ -50,16 +50,19 @@ TEST(CliJson, EveryJsonOutputCarriesSchemaVersion) {
   // replay: stdout and its .json report; the report is also what bench serve --render-only reads.
   const auto serve = dir / "serve";
   const auto report = serve / "config1.json";
-  expect_versioned_run("replay", cat({"replay", "--json", "--layers", "1", "--trace", "synthetic:n=4", "--report",
-                                      report.string()},
-                                     model));
-  expect_versioned("replay --report", test::read_file(report));
-  for (const char* n : {"config2.json", "config3.json", "config4.json"}) {
+  // Replay outputs are at schema 2: "stalls" became "slow_forwards" beside "waited_for_compile".
+  expect_versioned_run("replay",
+                       cat({"replay", "--json", "--layers", "1", "--trace", "synthetic:n=4", "--report",
+                            report.string()},
+                           model),
+                       /*expected=*/2);
+  expect_versioned("replay --report", test::read_file(report), 2);
+  for (const char* n : {"config2.json", "config3.json", "config4.json", "config5.json"}) {
     std::filesystem::copy_file(report, serve / n);
   }
   const auto rendered = run_cli({"bench", "serve", "--render-only", "--out", serve.string()}, {test::kNoGpu});
   ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
-  expect_versioned("bench serve serve.json", test::read_file(serve / "serve.json"));
+  expect_versioned("bench serve serve.json", test::read_file(serve / "serve.json"), 2);
 
   expect_versioned_run("bench op", {"bench", "op", "--backend", "cpu", "--hidden", "256", "--tokens", "1",
                                     "--min-seconds", "0.001", "--variant", "specialized", "--json"},
@@ -75,8 +78,8 @@ TEST(CliJson, DemoJsonCarriesSchemaVersion) {
                              tiny_model_args(dir, /*with_cache_dir=*/false)),
                          {test::kNoGpu});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_versioned("demo", r.out);
-  expect_versioned("demo.json", test::read_file(dir / "out" / "demo.json"));
+  expect_versioned("demo", r.out, 2);
+  expect_versioned("demo.json", test::read_file(dir / "out" / "demo.json"), 2);
 }
 
 }  // namespace

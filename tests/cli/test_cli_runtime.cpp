@@ -23,12 +23,12 @@ TEST(CliWarm, ReportsKeysAndLoadsFromDiskOnRestart) {
   for (const char* k : {"keys", "compiled", "loaded_from_disk", "seconds", "token_counts"}) {
     EXPECT_TRUE(a.contains(k)) << k;
   }
-  EXPECT_EQ(a["keys"], 3);
-  EXPECT_EQ(a["compiled"], 3);
+  EXPECT_EQ(a["keys"], 6);  // three buckets, each for residual streams and the first layer's embedding
+  EXPECT_EQ(a["compiled"], 6);
   EXPECT_EQ(a["token_counts"], nlohmann::json({320, 256, 128}));
   const auto second = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, tiny_model_args(dir))).out);
   EXPECT_EQ(second["compiled"], 0);
-  EXPECT_EQ(second["loaded_from_disk"], 3);
+  EXPECT_EQ(second["loaded_from_disk"], 6);
 }
 
 TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
@@ -39,28 +39,50 @@ TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
                                tiny_model_args(dir)));
     ASSERT_EQ(r.exit_code, 0) << trace << ": " << r.err;
     const auto j = nlohmann::json::parse(r.out);
-    for (const char* k : {"forwards", "compiles_after_ready", "stalls", "warmup_seconds", "p50_ms", "p99_ms", "max_ms"}) {
+    for (const char* k : {"forwards", "compiles_after_ready", "waited_for_compile", "compile_wait_s",
+                          "served_by_generic", "slow_forwards", "warmup_seconds", "p50_ms", "p99_ms", "max_ms"}) {
       EXPECT_TRUE(j.contains(k)) << trace << " lacks " << k;
     }
     EXPECT_GT(j["forwards"].get<int>(), 40);
     EXPECT_EQ(j["compiles_after_ready"], 0) << trace;
+    EXPECT_EQ(j["waited_for_compile"], 0) << trace;
     EXPECT_NE(test::read_file(dir / "report.svg").find("<svg"), std::string::npos);
   }
 }
 
-TEST(CliReplay, NoPrewarmCountsServingCompiles) {
+TEST(CliReplay, NoPrewarmNotTieredCountsServingCompilesAndTheirWaits) {
+  TempDir dir;
+  const auto r = run_cli(cat({"replay", "--json", "--layers", "1", "--no-prewarm", "--trace", kTraces + "sample.jsonl"},
+                             tiny_model_args(dir)),
+                         {"HCWARM_TIERED=0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // Each bucket the batches meet (at most the 3 planned; fewer when slow compiles
+  // let requests batch together) compiles once, at its first forward, which waits for it.
+  const int64_t cold = j["compiles_after_ready"].get<int64_t>();
+  EXPECT_GE(cold, 1);
+  EXPECT_LE(cold, 3);
+  EXPECT_EQ(j["forwards_with_compiles"].get<int64_t>(), cold);
+  EXPECT_EQ(j["waited_for_compile"].get<int64_t>(), cold);
+  EXPECT_GT(j["compile_wait_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["served_by_generic"], 0);
+  EXPECT_EQ(j["tiered"], false);
+  EXPECT_EQ(j["warmup_seconds"], 0.0);
+}
+
+TEST(CliReplay, NoPrewarmTieredNeverWaits) {
   TempDir dir;
   const auto r = run_cli(cat({"replay", "--json", "--layers", "1", "--no-prewarm", "--trace", kTraces + "sample.jsonl"},
                              tiny_model_args(dir)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  // Each bucket the batches meet (at most the 3 planned; fewer when slow compiles
-  // let requests batch together) compiles once, at its first forward.
-  const int64_t cold = j["compiles_after_ready"].get<int64_t>();
-  EXPECT_GE(cold, 1);
-  EXPECT_LE(cold, 3);
-  EXPECT_EQ(j["forwards_with_compiles"].get<int64_t>(), cold);
-  EXPECT_EQ(j["warmup_seconds"], 0.0);
+  EXPECT_EQ(j["tiered"], true);
+  EXPECT_EQ(j["waited_for_compile"], 0);
+  EXPECT_EQ(j["compile_wait_s"], 0.0);
+  EXPECT_EQ(j["compiles_after_ready"], 0);       // none in a call's path
+  EXPECT_GT(j["served_by_generic"].get<int64_t>(), 0);  // the first calls of a bucket ran generically
+  EXPECT_GE(j["background_compiled"].get<int64_t>(), 1);
+  EXPECT_EQ(j["background_failed"], 0);
 }
 
 TEST(CliReplay, MalformedTracesNameTheirLines) {
@@ -77,7 +99,7 @@ TEST(CliReplay, MalformedTracesNameTheirLines) {
   EXPECT_EQ(run_cli(cat({"replay", "--trace", (dir / "missing.csv").string()}, tiny_model_args(dir))).exit_code, 2);
 }
 
-TEST(CliDemo, RunsThreeStartUpsSideBySideAndWritesUnderOut) {
+TEST(CliDemo, RunsFourStartUpsSideBySideAndWritesUnderOut) {
   TempDir dir;
   const auto out = dir / "demo-out";
   // The demo keeps its own caches: no --cache-dir.
@@ -86,12 +108,20 @@ TEST(CliDemo, RunsThreeStartUpsSideBySideAndWritesUnderOut) {
   const auto r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["runs"].size(), 3u);
-  EXPECT_GT(j["runs"][0]["compiles_after_ready"].get<int>(), 0);  // no prewarm: compiles while serving
-  EXPECT_EQ(j["runs"][1]["compiles_after_ready"], 0);
-  EXPECT_EQ(j["runs"][2]["compiles_after_ready"], 0);
-  EXPECT_EQ(j["runs"][2]["warmup"]["compiled"], 0);  // the restart loads from the disk cache
-  EXPECT_GT(j["runs"][2]["warmup"]["loaded_from_disk"].get<int>(), 0);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  // No prewarm, not tiered: compiles while serving, and the forwards wait for them.
+  EXPECT_GT(j["runs"][0]["compiles_after_ready"].get<int>(), 0);
+  EXPECT_EQ(j["runs"][0]["waited_for_compile"], j["runs"][0]["forwards_with_compiles"]);
+  // No prewarm, tiered: generic kernels serve, nothing waits.
+  EXPECT_EQ(j["runs"][1]["waited_for_compile"], 0);
+  EXPECT_GT(j["runs"][1]["served_by_generic"].get<int>(), 0);
+  for (int i = 2; i < 4; ++i) {
+    EXPECT_EQ(j["runs"][i]["compiles_after_ready"], 0);
+    EXPECT_EQ(j["runs"][i]["waited_for_compile"], 0);
+    EXPECT_EQ(j["runs"][i]["served_by_generic"], 0);
+  }
+  EXPECT_EQ(j["runs"][3]["warmup"]["compiled"], 0);  // the restart loads from the disk cache
+  EXPECT_GT(j["runs"][3]["warmup"]["loaded_from_disk"].get<int>(), 0);
   // The chart and the data of every forward land under --out, and both outputs say where.
   EXPECT_NE(test::read_file(out / "demo.svg").find("<svg"), std::string::npos);
   EXPECT_TRUE(nlohmann::json::parse(test::read_file(out / "demo.json")).contains("runs"));
@@ -119,17 +149,17 @@ TEST(CliCacheBuild, AheadOfTimeCacheServesWarmupWithZeroCompiles) {
   const auto build = run_cli(cat({"cache", "build", "--json"}, args));
   ASSERT_EQ(build.exit_code, 0) << build.err;
   const auto b = nlohmann::json::parse(build.out);
-  EXPECT_EQ(b["keys"], 3);
-  EXPECT_EQ(b["compiled"], 3);
+  EXPECT_EQ(b["keys"], 6);
+  EXPECT_EQ(b["compiled"], 6);
   EXPECT_EQ(b["failed"], 0);
   // A later start-up on that cache compiles nothing.
   const auto warm = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, args)).out);
   EXPECT_EQ(warm["compiled"], 0);
-  EXPECT_EQ(warm["loaded_from_disk"], 3);
+  EXPECT_EQ(warm["loaded_from_disk"], 6);
   // Building again finds everything cached.
   const auto again = nlohmann::json::parse(run_cli(cat({"cache", "build", "--json"}, args)).out);
   EXPECT_EQ(again["compiled"], 0);
-  EXPECT_EQ(again["already_cached"], 3);
+  EXPECT_EQ(again["already_cached"], 6);
 }
 
 TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
@@ -141,8 +171,8 @@ TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
   if (r.exit_code != 0 && r.err.find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC here: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["keys"], 5);  // three mhc_pre buckets, mhc_post, swiglu_mlp
-  EXPECT_EQ(j["compiled"], 5);
+  EXPECT_EQ(j["keys"], 9);  // three mhc_pre buckets, three embedding ones, mhc_head, mhc_post, swiglu_mlp
+  EXPECT_EQ(j["compiled"], 9);
   const auto verify = run_cli({"cache", "verify", "--cache-dir", (dir / "cache").string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
@@ -253,7 +283,7 @@ TEST(CliBenchOp, BucketsRejectsZeroAndTokensTogether) {
   EXPECT_EQ(run_cli({"bench", "op", "--backend", "cpu", "--buckets", "64", "--tokens", "3"}).exit_code, 2);
 }
 
-TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
+TEST(CliBenchServe, FiveFreshProcessesOneJsonOneChart) {
   TempDir dir;
   auto args = tiny_model_args(dir, /*with_cache_dir=*/false);  // bench serve keeps its caches under --out
   const auto r = run_cli(cat({"bench", "serve", "--layers", "1", "--trace", "synthetic:n=12", "--out",
@@ -262,7 +292,7 @@ TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(test::read_file(dir / "serve" / "serve.json"));
   const auto& c = j["configurations"];
-  ASSERT_EQ(c.size(), 4u);
+  ASSERT_EQ(c.size(), 5u);
   // Without prewarm each bucket the batches meet compiles at its first forward; how
   // many they meet (of the 3 planned) depends on how long the compiles stall the
   // simulated clock, so the count is checked against the forwards that compiled.
@@ -270,11 +300,18 @@ TEST(CliBenchServe, FourFreshProcessesOneJsonOneChart) {
   EXPECT_GE(cold, 1);
   EXPECT_LE(cold, 3);
   EXPECT_EQ(c[0]["forwards_with_compiles"].get<int64_t>(), cold);
-  for (int i = 1; i < 4; ++i) EXPECT_EQ(c[i]["compiles_after_ready"], 0) << c[i]["name"];
-  EXPECT_EQ(c[1]["warmup"]["compiled"], 3);        // prewarm on an empty cache
-  EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 3);  // the restart
+  EXPECT_EQ(c[0]["waited_for_compile"].get<int64_t>(), cold);
+  for (int i = 1; i < 5; ++i) {
+    EXPECT_EQ(c[i]["compiles_after_ready"], 0) << c[i]["name"];
+    EXPECT_EQ(c[i]["waited_for_compile"], 0) << c[i]["name"];
+  }
+  // 5: no prewarm but tiered: the generic kernels served while the buckets compiled in the background.
+  EXPECT_GT(c[4]["served_by_generic"].get<int64_t>(), 0);
+  EXPECT_GE(c[4]["background_compiled"].get<int64_t>(), 1);
+  EXPECT_EQ(c[1]["warmup"]["compiled"], 6);        // prewarm on an empty cache (residual and embedding buckets)
+  EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 6);  // the restart
   EXPECT_EQ(c[3]["warmup"]["compiled"], 0);        // the cache built ahead of time, copied
-  EXPECT_EQ(c[3]["warmup"]["loaded_from_disk"], 3);
+  EXPECT_EQ(c[3]["warmup"]["loaded_from_disk"], 6);
   EXPECT_NE(test::read_file(dir / "serve" / "serve.svg").find("<svg"), std::string::npos);
 }
 

@@ -43,8 +43,8 @@ TEST(ModelRunner, AfterWarmupNoTokenCountCompiles) {
   ModelRunner runner(tiny_runner(cache));
   const WarmupReport w = runner.kernel_warmup();
   EXPECT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
-  EXPECT_EQ(w.keys, 3);
-  EXPECT_EQ(w.compiled, 3);
+  EXPECT_EQ(w.keys, 6);  // 3 buckets, each for the residual and the first layer's embedding
+  EXPECT_EQ(w.compiled, 6);
   EXPECT_TRUE(runner.jit().ready());
   EXPECT_TRUE(runner.jit().events().empty());  // warmup's events were reset
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);
@@ -52,9 +52,12 @@ TEST(ModelRunner, AfterWarmupNoTokenCountCompiles) {
   EXPECT_EQ(runner.jit().stats().compiled, 0);
 }
 
-TEST(ModelRunner, WithoutPrewarmFirstForwardOfEachBucketCompilesDuringServing) {
+TEST(ModelRunner, WithoutPrewarmOrTieringFirstForwardOfEachBucketCompilesDuringServing) {
   test::TempDir cache;
-  ModelRunner runner(tiny_runner(cache));
+  RunnerConfig c = tiny_runner(cache);
+  c.jit.tiered = false;
+  ModelRunner runner(c);
+  EXPECT_FALSE(runner.tiered());
   const WarmupReport w = runner.kernel_warmup(/*prewarm=*/false);
   EXPECT_FALSE(w.ran);
   EXPECT_EQ(w.keys, 0);
@@ -70,6 +73,10 @@ TEST(ModelRunner, WithoutPrewarmFirstForwardOfEachBucketCompilesDuringServing) {
   for (const ForwardRecord& r : report.records) {
     const bool first = first_seen.insert(r.num_splits).second;
     EXPECT_EQ(r.compiles_during, first ? 1 : 0) << "forward " << r.index << " (" << r.num_tokens << " tokens)";
+    // The forward that compiled waited for it, and only that one.
+    EXPECT_EQ(r.waited_for_compile, first ? 1 : 0) << "forward " << r.index;
+    if (first) EXPECT_GT(r.compile_wait_s, 0.0) << "forward " << r.index;
+    EXPECT_EQ(r.served_by_generic, 0);
     total += r.compiles_during;
   }
   // How many buckets the batches meet depends on how long each compile stalls
@@ -91,9 +98,86 @@ TEST(ModelRunner, StrictModeMakesAServingCompileAnError) {
   test::TempDir cache;
   RunnerConfig c = tiny_runner(cache);
   c.jit.strict_warmup = true;
+  ASSERT_TRUE(c.jit.tiered);  // tiering does not apply in strict mode
   ModelRunner runner(c);
+  EXPECT_FALSE(runner.tiered());
   runner.kernel_warmup(/*prewarm=*/false);
-  EXPECT_THROW(runner.forward(5), Error);
+  try {
+    runner.forward(5);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("HCWARM_STRICT_WARMUP=1"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(runner.compile_stats().served_by_generic, 0);
+}
+
+TEST(ModelRunner, NoJitModeKeepsItsNotWarmedErrorWithTieringOn) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.jit.allow_compile = false;
+  ASSERT_TRUE(c.jit.tiered);
+  ModelRunner runner(c);
+  EXPECT_FALSE(runner.tiered());
+  runner.kernel_warmup(/*prewarm=*/false);
+  try {
+    runner.forward(5);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.message();
+    EXPECT_NE(e.message().find("HCWARM_JIT=off"), std::string::npos) << e.message();
+  }
+}
+
+// Prewarm off, tiering on: every T in [1, M] and a mixed trace run without a
+// single call waiting for a compile; the worker compiles each bucket once, and
+// after it drains every bucket runs its specialized kernels.
+TEST(ModelRunner, TieredWithoutPrewarmNoForwardWaitsForACompile) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache));
+  ASSERT_TRUE(runner.tiered());
+  runner.kernel_warmup(/*prewarm=*/false);
+  for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);
+  test::write_file(cache / "trace.jsonl",
+                   "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 3}\n"
+                   "{\"arrival_s\": 0.001, \"prompt_tokens\": 200, \"output_tokens\": 4}\n"
+                   "{\"arrival_s\": 0.002, \"prompt_tokens\": 300, \"output_tokens\": 2}\n"
+                   "{\"arrival_s\": 0.5, \"prompt_tokens\": 100, \"output_tokens\": 5}\n");
+  const RunReport report = replay(runner, read_trace(cache / "trace.jsonl"), {}, "tiered", {});
+  const LatencySummary s = summarize(report.records);
+  EXPECT_EQ(s.forwards_waited_for_compile, 0);
+  EXPECT_EQ(s.compile_wait_s, 0.0);
+  EXPECT_EQ(s.compiles_during_forwards, 0);
+  const jit::CompileStats st = runner.compile_stats();  // replay drained the worker
+  EXPECT_EQ(st.waited_for_compile, 0);
+  EXPECT_GT(st.served_by_generic, 0);
+  EXPECT_EQ(st.background_compiled, 3);  // each of the three buckets once
+  EXPECT_EQ(st.compiled, 3);
+  EXPECT_EQ(st.background_failed, 0);
+  EXPECT_EQ(report.extra["background_compiled"], 3);
+  // The next call of each bucket swaps in its specialization; from then on no generic call.
+  for (const int64_t t : {320, 256, 128}) runner.forward(t);
+  for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) {
+    ASSERT_TRUE(runner.hc_pre().specialized_loaded(t, /*fused_norm=*/true)) << "T=" << t;
+  }
+  const int64_t generic_before = runner.compile_stats().served_by_generic;
+  for (int64_t t = 1; t <= runner.max_num_tokens(); t += 7) runner.forward(t);
+  EXPECT_EQ(runner.compile_stats().served_by_generic, generic_before);
+  EXPECT_EQ(runner.compile_stats().compiled, 3);
+}
+
+// The demo's workload shape (synthetic trace, chunked prefill) after prewarm: the
+// runtime's counters say no call waited (the timing heuristic is the demo's check).
+TEST(ModelRunner, PrewarmedReplayOfTheDemoWorkloadNeverWaits) {
+  test::TempDir cache;
+  ModelRunner runner(tiny_runner(cache));
+  const WarmupReport w = runner.kernel_warmup();
+  const RunReport report = replay(runner, load_trace("synthetic:n=40"), {}, "prewarm", w);
+  const LatencySummary s = summarize(report.records);
+  EXPECT_GT(s.forwards, 40);
+  EXPECT_EQ(s.forwards_waited_for_compile, 0);
+  EXPECT_EQ(s.served_by_generic, 0);
+  EXPECT_EQ(s.compiles_during_forwards, 0);
+  EXPECT_EQ(runner.compile_stats().background_compiled, 0);
 }
 
 TEST(ModelRunner, NextNModelWarmsThroughItsDecoderLayer) {

@@ -4,7 +4,7 @@
 
 namespace hcwarm::cpu {
 
-void CpuHcPostBackend::launch(const backends::HcPostParams& p, const LaunchContext&) {
+void CpuHcPostBackend::launch(const backends::HcPostParams& p, const LaunchContext&, bool) {
   const int hc = p.hc_mult;
   const int64_t d = p.hidden;
   auto body = [&](int64_t t0, int64_t t1) {

@@ -12,7 +12,7 @@ class CpuHcPostBackend final : public backends::HcPostBackend {
   explicit CpuHcPostBackend(std::shared_ptr<ThreadPool> pool) : pool_(std::move(pool)) {}  // null: this thread
   bool needs_module() const override { return false; }
   void bind(std::shared_ptr<const jit::LoadedModule>) override {}
-  void launch(const backends::HcPostParams& p, const LaunchContext& launch) override;
+  void launch(const backends::HcPostParams& p, const LaunchContext& launch, bool generic) override;
 
  private:
   std::shared_ptr<ThreadPool> pool_;

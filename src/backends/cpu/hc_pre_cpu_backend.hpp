@@ -16,6 +16,7 @@ class CpuHcPreBackend final : public backends::HcPreBackend {
   std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
                                                const jit::KernelSpec& spec, int num_splits) override;
   std::unique_ptr<backends::HcPreKernels> bind_generic(bool fused_norm) override;
+  bool has_generic() const override { return hc_mult_ == 4; }
   size_t workspace_bytes(int64_t num_tokens, int num_splits) const override;
   void launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, const LaunchContext& launch,
               int stages) override;

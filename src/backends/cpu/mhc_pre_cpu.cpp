@@ -9,13 +9,13 @@ namespace hcwarm::cpu {
 namespace {
 
 int generic_partial(const hcwarm_mhc_pre_params* p, long long b, long long e) {
-  return hcwarm_kernels::cpu::mhc_pre_partial<0, 4, 0>(p, b, e);
+  return hcwarm_kernels::cpu::mhc_pre_partial<0, 4, 0, HCWARM_MHC_INPUT_RUNTIME>(p, b, e);
 }
 int generic_finish_plain(const hcwarm_mhc_pre_params* p, long long b, long long e) {
-  return hcwarm_kernels::cpu::mhc_pre_finish<0, 4, 0, false>(p, b, e);
+  return hcwarm_kernels::cpu::mhc_pre_finish<0, 4, 0, false, HCWARM_MHC_INPUT_RUNTIME>(p, b, e);
 }
 int generic_finish_norm(const hcwarm_mhc_pre_params* p, long long b, long long e) {
-  return hcwarm_kernels::cpu::mhc_pre_finish<0, 4, 0, true>(p, b, e);
+  return hcwarm_kernels::cpu::mhc_pre_finish<0, 4, 0, true, HCWARM_MHC_INPUT_RUNTIME>(p, b, e);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 
 // The translation unit of one specialization: a few lines instantiating the
 // templates of kernels/cpu/mhc_pre.hpp and exporting them under the names above.
-std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm);
+// embed: the kernels read the first layer's (T, D) embedding as hc identical streams.
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm, bool embed = false);
 
 using MhcPreHostFn = int (*)(const hcwarm_mhc_pre_params*, long long, long long);
 struct MhcPreHostKernels {
@@ -23,7 +24,7 @@ struct MhcPreHostKernels {
   MhcPreHostFn finish = nullptr;
 };
 
-// The generic kernels (split count and hidden size read at run time), compiled
+// The generic kernels (split count, hidden size and input read at run time), compiled
 // into libhcwarm. hc_mult 4 only; other values throw ErrorKind::Unavailable.
 MhcPreHostKernels mhc_pre_generic_host_kernels(int hc_mult, bool fused_norm);
 

@@ -6,18 +6,19 @@
 
 namespace hcwarm::cpu {
 
-std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm) {
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm, bool embed) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   return fmt::format(
-      "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3}\n"
+      "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3} input={7}\n"
       "#include \"cpu/mhc_pre.hpp\"\n"
       "extern \"C\" int {4}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
-      "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}>(p, b, e);\n}}\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}, {8}>(p, b, e);\n}}\n"
       "extern \"C\" int {5}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
-      "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}>(p, b, e);\n}}\n"
+      "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}, {8}>(p, b, e);\n}}\n"
       "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
-      num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol);
+      num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol,
+      embed ? "embed" : "residual", embed ? "HCWARM_MHC_INPUT_EMBED" : "HCWARM_MHC_INPUT_RESIDUAL");
 }
 
 }  // namespace hcwarm::cpu

@@ -72,6 +72,8 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   return k;
 }
 
+bool CudaHcPreBackend::has_generic() const { return hc_mult_ == 4 && !mhc_pre_generic_fatbin().empty(); }
+
 size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
   if (num_tokens <= 0) return 0;
   size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
@@ -89,7 +91,9 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
   MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
-  const bool one_pass = p.num_splits == 1 && stages == 3 && k.one_pass != nullptr;
+  // The one-pass kernel reads residual streams only (the embedding takes the two kernels).
+  const bool one_pass =
+      p.num_splits == 1 && stages == 3 && k.one_pass != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
   if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
   p.num_parts = one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda_num_parts(p.num_splits);
   HCWARM_CHECK_CU(device_.driver(),

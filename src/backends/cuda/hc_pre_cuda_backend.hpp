@@ -19,6 +19,7 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
   std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
                                                const jit::KernelSpec& spec, int num_splits) override;
   std::unique_ptr<backends::HcPreKernels> bind_generic(bool fused_norm) override;
+  bool has_generic() const override;
   size_t workspace_bytes(int64_t num_tokens, int num_splits) const override;
   const char* unsupported_argument(const hcwarm_mhc_pre_params& p) const override;
   bool capturing(const LaunchContext& launch) const override;

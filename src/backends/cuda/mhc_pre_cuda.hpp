@@ -29,8 +29,10 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm);
 // (and, with one_pass, num_splits == 1 only, mhc_pre_chunk.cuh) under the names
 // above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
 // them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
+// embed: the kernels read the first layer's (T, D) embedding as hc identical
+// streams (not with one_pass: InvalidArgument).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
-                                bool one_pass = false, bool fast_finish = false);
+                                bool one_pass = false, bool fast_finish = false, bool embed = false);
 
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;

@@ -1,20 +1,20 @@
-// The generic CUDA mHC pre kernels: split count and hidden size are run-time
-// arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
+// The generic CUDA mHC pre kernels: split count, hidden size and input
+// (residual streams or the first layer's embedding) are run-time arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
 // a fatbin embedded in libhcwarm; loaded with cuModuleLoadData.
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_chunk.cuh"
 
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_partial_generic(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, 2>(p);
+  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, 2, HCWARM_MHC_INPUT_RUNTIME>(p);
 }
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, false>(p);
+  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, false, false, HCWARM_MHC_INPUT_RUNTIME>(p);
 }
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic_norm(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, true>(p);
+  hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, true, false, HCWARM_MHC_INPUT_RUNTIME>(p);
 }
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CHUNK_THREADS(HCWARM_MHC_CHUNK_MAX_HIDDEN), 1)
     hcwarm_mhc_pre_one_pass_generic(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {

@@ -20,7 +20,7 @@
 // Partials cost num_parts * 128 bytes per token (at most 24 KB, against 57 KB of
 // residual for hidden 7168), read once by the finish kernel.
 
-#define HCWARM_MHC_PRE_ABI 3
+#define HCWARM_MHC_PRE_ABI 4
 #define HCWARM_MHC_PARTIAL_STRIDE 32
 #define HCWARM_MHC_TOKENS_PER_TILE 64
 #define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
@@ -94,6 +94,15 @@
   (HCWARM_MHC_CHUNK_RING * HCWARM_MHC_CHUNK_TOKENS * HCWARM_MHC_CHUNK_PARTS * HCWARM_MHC_CHUNK_RECORD * 4)
 #define HCWARM_MHC_CHUNK_WORKSPACE_BYTES(tokens) (HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) + HCWARM_MHC_CHUNK_RECORD_BYTES)
 
+// What `residual` points at (the params' `input`): the (T, hc, D) streams, or
+// the first layer's (T, D) embedding standing for hc identical streams
+// (docs/MATH.md, section 6), read in place of the copies it stands for.
+// Kernels take it as a template parameter; HCWARM_MHC_INPUT_RUNTIME (the
+// generic kernels) reads it from the params.
+#define HCWARM_MHC_INPUT_RESIDUAL 0
+#define HCWARM_MHC_INPUT_EMBED 1
+#define HCWARM_MHC_INPUT_RUNTIME (-1)
+
 // Error codes returned by the host entry points (and by the library's launchers).
 #define HCWARM_MHC_OK 0
 #define HCWARM_MHC_BAD_SHAPE 1       // hc/hidden/num_splits differ from the compiled ones
@@ -102,7 +111,7 @@
 extern "C" {
 struct hcwarm_mhc_pre_params {
   long long num_tokens;
-  const unsigned short* residual;     // (T, hc, D) bf16 bits
+  const unsigned short* residual;     // (T, hc, D) bf16 bits; (T, D) when input is HCWARM_MHC_INPUT_EMBED
   const float* fn;                    // (mix, hc*D)
   const float* scale;                 // (3,)
   const float* base;                  // (mix,)
@@ -120,7 +129,7 @@ struct hcwarm_mhc_pre_params {
   float rms_eps;
   float norm_eps;
   float post_mult;
-  int reserved;
+  int input;                          // HCWARM_MHC_INPUT_RESIDUAL or HCWARM_MHC_INPUT_EMBED
 };
 // A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned): the
 // one-pass kernel's view of the residual as (T rows, hc * hidden columns).

@@ -2,7 +2,9 @@
 // mHC pre on the CPU: the two stages of hc_pre (docs/MATH.md, section 2) as templates.
 // Compiled twice: by the host JIT (generated TU, -O3 -march=<host>, one
 // specialization per split bucket) and into libhcwarm as the "generic" variant
-// (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time).
+// (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time; INPUT =
+// HCWARM_MHC_INPUT_RUNTIME: residual streams or the first layer's embedding,
+// as the params say).
 // Standard library only. The library threads the work: it calls
 //   partial(items [b, e)) with item = token_block * num_splits + split,
 //   then finish(tokens [b, e)), each range on one thread.
@@ -50,9 +52,18 @@ inline void split_range(int64_t k, int s, int num_splits, int64_t* k0, int64_t* 
   if (*k1 > k) *k1 = k;
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN>
+// Whether `residual` is the (T, D) embedding: INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
+template <int INPUT>
+inline bool input_is_embed(const hcwarm_mhc_pre_params* p) {
+  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p->input == HCWARM_MHC_INPUT_EMBED : INPUT == HCWARM_MHC_INPUT_EMBED;
+}
+
+template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 inline int check_params(const hcwarm_mhc_pre_params* p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
+  static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
+                    INPUT == HCWARM_MHC_INPUT_RUNTIME,
+                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, HCWARM_MHC_INPUT_EMBED or HCWARM_MHC_INPUT_RUNTIME");
   static_assert(HC >= 1 && HC <= 8, "HC (hc_mult) must be in [1, 8]");
   static_assert(HIDDEN >= 0 && HIDDEN % 16 == 0, "HIDDEN must be a multiple of 16 (or 0: run time)");
   if (p == nullptr || p->num_tokens < 0) return HCWARM_MHC_BAD_ARGUMENT;
@@ -61,13 +72,17 @@ inline int check_params(const hcwarm_mhc_pre_params* p) {
   if (p->hidden <= 0 || p->hidden % 16 != 0) return HCWARM_MHC_BAD_SHAPE;
   if (NUM_SPLITS != 0 && p->num_splits != NUM_SPLITS) return HCWARM_MHC_BAD_SHAPE;
   if (p->num_splits < 1 || p->num_parts != p->num_splits) return HCWARM_MHC_BAD_SHAPE;
+  if (p->input != HCWARM_MHC_INPUT_RESIDUAL && p->input != HCWARM_MHC_INPUT_EMBED) return HCWARM_MHC_BAD_ARGUMENT;
+  if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p->input != INPUT) return HCWARM_MHC_BAD_SHAPE;
   return HCWARM_MHC_OK;
 }
 
 // Stage (a). Items [item_begin, item_end) of (ceil(T / kTokenBlock) x num_splits).
-template <int NUM_SPLITS, int HC, int HIDDEN>
+// With the embedding as input, column k of token t's row is e[t, k % D].
+template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t item_end) {
-  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN>(p); rc != HCWARM_MHC_OK) return rc;
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
+  const bool embed = input_is_embed<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   static_assert(kMix + 1 <= HCWARM_MHC_PARTIAL_STRIDE, "mix columns + sum of squares must fit a partial row");
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
@@ -93,9 +108,18 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
     for (int64_t kb = k0; kb < k1; kb += kKBlock) {
       const int n = static_cast<int>(k1 - kb < kKBlock ? k1 - kb : kKBlock);  // multiple of kLanes
       for (int tok = 0; tok < nt; ++tok) {
-        const uint16_t* xr = p->residual + (t0 + tok) * K + kb;
         float* xo = xs[tok];
-        for (int k = 0; k < n; ++k) xo[k] = bf16_bits_to_float(xr[k]);
+        if (embed) {
+          const uint16_t* er = p->residual + (t0 + tok) * D;
+          int64_t c = kb % D;
+          for (int k = 0; k < n; ++k) {
+            xo[k] = bf16_bits_to_float(er[c]);
+            if (++c == D) c = 0;
+          }
+        } else {
+          const uint16_t* xr = p->residual + (t0 + tok) * K + kb;
+          for (int k = 0; k < n; ++k) xo[k] = bf16_bits_to_float(xr[k]);
+        }
         float* sl = ss[tok];
         for (int k = 0; k < n; k += kLanes) {
           for (int l = 0; l < kLanes; ++l) sl[l] += xo[k + l] * xo[k + l];
@@ -156,9 +180,10 @@ inline void sinkhorn(double (&c)[HC][HC], int iters, double eps) {
 }
 
 // Stage (b). Tokens [t_begin, t_end).
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_end) {
-  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN>(p); rc != HCWARM_MHC_OK) return rc;
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
+  const bool embed = input_is_embed<INPUT>(p);
   if (FUSED_NORM && p->norm_weight == nullptr) return HCWARM_MHC_BAD_ARGUMENT;
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
@@ -193,7 +218,9 @@ int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_en
       for (int j = 0; j < HC; ++j) p->comb[(t * HC + i) * HC + j] = static_cast<float>(c[i][j]);
     }
 
-    const uint16_t* x = p->residual + t * K;
+    // Stream i of token t: the embedding itself for every i, or residual[t, i].
+    const uint16_t* x = p->residual + t * (embed ? D : K);
+    const int64_t stream_stride = embed ? 0 : D;
     uint16_t* y = p->y + t * D;
     double sumsq = 0;
     // Pass 1 writes bf16(y); with the norm, pass 2 rescales it in place.
@@ -201,7 +228,7 @@ int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_en
       const int n = static_cast<int>(D - j0 < kYBlock ? D - j0 : kYBlock);
       for (int j = 0; j < n; ++j) yb[j] = pre[0] * static_cast<double>(bf16_bits_to_float(x[j0 + j]));
       for (int i = 1; i < HC; ++i) {
-        const uint16_t* xi = x + i * D + j0;
+        const uint16_t* xi = x + i * stream_stride + j0;
         const double w = pre[i];
         for (int j = 0; j < n; ++j) yb[j] += w * static_cast<double>(bf16_bits_to_float(xi[j]));
       }

@@ -18,6 +18,12 @@
 //   takes its mean over the bf16 y. Launched as a programmatic dependent of (a).
 // One-pass (num_splits == 1, sm_90): both stages in one persistent launch that
 //   reads the residual from memory once (mhc_pre_chunk, in cuda/mhc_pre_chunk.cuh).
+// INPUT (last template parameter): HCWARM_MHC_INPUT_EMBED reads the first
+//   layer's (T, D) embedding as hc identical streams (column k of a row is
+//   e[t, k % D]; D % 8 == 0, so a 16-byte vector never straddles two streams),
+//   in the same order as the copies: the results equal those on the copies.
+//   HCWARM_MHC_INPUT_RUNTIME (generic kernels) reads it from the params; the
+//   one-pass kernel takes residual streams only.
 #include "common/mhc_params.hpp"
 #include "cuda/bf16.cuh"
 #include "cuda/ptx/cp_async.cuh"
@@ -56,9 +62,21 @@ __device__ __forceinline__ void k_part_range(long long K, int P, int part, long 
   if (k1 > K) k1 = K;
 }
 
+// Whether `residual` is the (T, D) embedding: INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
+template <int INPUT>
+__device__ __forceinline__ bool input_is_embed(const hcwarm_mhc_pre_params& p) {
+  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p.input == HCWARM_MHC_INPUT_EMBED : INPUT == HCWARM_MHC_INPUT_EMBED;
+}
+// Token t's row and the offset of its column k: residual[t] (K wide), or the embedding row (D wide, every stream).
+__device__ __forceinline__ const unsigned short* input_row(const hcwarm_mhc_pre_params& p, long long t, long long K,
+                                                           int D, bool embed) {
+  return p.residual + t * (embed ? (long long)D : K);
+}
+__device__ __forceinline__ long long input_col(long long k, int D, bool embed) { return embed ? k % D : k; }
+
 // The two token rows of thread (g, q) in the 16-token block starting at t0:
-// r0 = t0 + g and r1 = r0 + 8, whether each is below T, and their residual
-// pointers at column 8q (row 0 when out of range, so addresses stay valid).
+// r0 = t0 + g and r1 = r0 + 8, whether each is below T, and their input rows
+// (row 0 when out of range, so addresses stay valid).
 struct WarpRows {
   long long r0, r1;
   bool v0, v1;
@@ -66,14 +84,14 @@ struct WarpRows {
   const unsigned short* x1;
 };
 __device__ __forceinline__ WarpRows warp_rows(const hcwarm_mhc_pre_params& p, long long t0, int g, int q, long long K,
-                                              long long T) {
+                                              long long T, int D, bool embed) {
   WarpRows w;
   w.r0 = t0 + g;
   w.r1 = t0 + g + 8;
   w.v0 = w.r0 < T;
   w.v1 = w.r1 < T;
-  w.x0 = p.residual + (w.v0 ? w.r0 : 0) * K + 8 * q;
-  w.x1 = p.residual + (w.v1 ? w.r1 : 0) * K + 8 * q;
+  w.x0 = input_row(p, w.v0 ? w.r0 : 0, K, D, embed);
+  w.x1 = input_row(p, w.v1 ? w.r1 : 0, K, D, embed);
   return w;
 }
 
@@ -120,9 +138,15 @@ __device__ __forceinline__ void mma_step_smem(float (&acc)[3][4], U4 xa, U4 xb, 
   }
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN, bool ONE_PASS = false>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool ONE_PASS = false, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
+  static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
+                    INPUT == HCWARM_MHC_INPUT_RUNTIME,
+                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, HCWARM_MHC_INPUT_EMBED or HCWARM_MHC_INPUT_RUNTIME");
+  static_assert(!ONE_PASS || INPUT == HCWARM_MHC_INPUT_RESIDUAL, "the one-pass kernel reads residual streams only");
+  if (p.input != HCWARM_MHC_INPUT_RESIDUAL && p.input != HCWARM_MHC_INPUT_EMBED) return false;
+  if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p.input != INPUT) return false;
   static_assert(HC == 4, "the CUDA mHC pre kernels are written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
   static_assert(HIDDEN >= 0 && HIDDEN % 8 == 0, "HIDDEN must be a multiple of 8 (or 0: run time)");
   static_assert(HIDDEN <= 8192, "HIDDEN must be <= 8192 (y of one token is held in registers)");
@@ -143,9 +167,10 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
 // permuted identically for A and B (logical column 2q+e <-> k + 8q + e, logical
 // column 8+2q+e <-> k + 8q + 2 + e, second mma: + 4), which leaves the dot
 // products unchanged.
-template <int NUM_SPLITS, int HC, int HIDDEN, bool GEMM_MMA>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool GEMM_MMA, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params& p) {
-  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;  // the launcher checked; never write garbage
+  if (!shape_ok<NUM_SPLITS, HC, HIDDEN, false, INPUT>(p)) return;  // the launcher checked; never write garbage
+  const bool embed = input_is_embed<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
   const int P = S * HCWARM_MHC_CUDA_SUBSPLITS(S);
@@ -163,7 +188,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 
   long long k0, k1;
   k_part_range(K, P, part, k0, k1);
-  const WarpRows rows = warp_rows(p, t0, g, q, K, T);
+  const WarpRows rows = warp_rows(p, t0, g, q, K, T, D, embed);
   const bool v0 = rows.v0, v1 = rows.v1;
   const unsigned short* x0 = rows.x0;
   const unsigned short* x1 = rows.x1;
@@ -188,8 +213,9 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       const bool in = k < k1;
-      xa[u] = (in && v0) ? ldg_u4(x0 + k) : zero;
-      xb[u] = (in && v1) ? ldg_u4(x1 + k) : zero;
+      const long long c = input_col(k + 8 * q, D, embed);
+      xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
+      xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -282,8 +308,9 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
 // Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
-template <int HC, int HIDDEN, int WARPS, int STAGES = 2>
+template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
+  const bool embed = input_is_embed<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   constexpr int kChunk = 128;
   constexpr int kSteps = kChunk / 32;
@@ -331,7 +358,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     for (int u = 0; u < 8; ++u) {
       const int rr = 2 * u + (lane >> 4);
       const bool ok = active && t0 + rr < T && k < k1;
-      const unsigned short* src = ok ? p.residual + (t0 + rr) * K + k : p.residual;
+      const unsigned short* src = ok ? input_row(p, t0 + rr, K, D, embed) + input_col(k, D, embed) : p.residual;
       cp_async16(xw + stage * kStageBytes + rr * kRowBytes + ((c ^ ((rr & 1) << 2)) << 4), src, ok);
     }
     cp_async_commit();
@@ -430,26 +457,26 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   }
 }
 
-template <int NUM_SPLITS, int HC, int HIDDEN>
+template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
-  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
+  if (!shape_ok<NUM_SPLITS, HC, HIDDEN, false, INPUT>(p)) return;
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
   constexpr int kWarps = NUM_SPLITS != 0 ? HCWARM_MHC_CUDA_PARTIAL_WARPS(NUM_SPLITS) : 4;
-  partial_smem_impl<HC, HIDDEN, kWarps>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 // GEMM: 0 = FFMA (FP32 cores), 1 = mma.sync with fn fragments loaded per warp,
 // 2 = mma.sync with fn staged once per block in shared memory.
-template <int NUM_SPLITS, int HC, int HIDDEN, int GEMM>
+template <int NUM_SPLITS, int HC, int HIDDEN, int GEMM, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
   static_assert(GEMM >= 0 && GEMM <= 2, "GEMM must be 0 (ffma), 1 (mma) or 2 (mma_smem)");
   // The finish kernel may be scheduled now: it prefetches the residual rows
   // and waits (griddepcontrol.wait) for this grid before reading the partials.
   griddep_launch_dependents();
   if constexpr (GEMM == 2) {
-    mhc_pre_partial_smem<NUM_SPLITS, HC, HIDDEN>(p);
+    mhc_pre_partial_smem<NUM_SPLITS, HC, HIDDEN, INPUT>(p);
   } else {
-    mhc_pre_partial_regs<NUM_SPLITS, HC, HIDDEN, GEMM == 1>(p);
+    mhc_pre_partial_regs<NUM_SPLITS, HC, HIDDEN, GEMM == 1, INPUT>(p);
   }
 }
 
@@ -637,8 +664,10 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 }
 
 // Stage (b): one block of 128 threads per token t over P parts.
-template <int HC, int HIDDEN, int PARTS, int STREAM_X, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, int PARTS, int STREAM_X, bool FUSED_NORM, bool FAST,
+          int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
+  const bool embed = input_is_embed<INPUT>(p);
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
@@ -680,12 +709,13 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       pv[i] = (lane <= kMix && pi < PARTS) ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
     }
   };
-  const unsigned short* x = p.residual + t * K;
+  const unsigned short* x = input_row(p, t, K, D, embed);
+  // With the embedding every stream is the same row: one load, hc copies.
   auto load_x = [&](int v, U4 (&xv)[HC]) {
     const int idx = tid + v * kThreads;
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
-      if (idx < nvec) xv[i] = ldg_u4(x + (long long)i * D + idx * 8);
+      if (idx < nvec) xv[i] = (embed && i > 0) ? xv[0] : ldg_u4(x + (embed ? 0LL : (long long)i * D) + idx * 8);
     }
   };
   U4 xr[kStreamX ? kStreamX : kVpt][HC];
@@ -763,9 +793,10 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 }
 
 // FAST: branch-free reciprocals in the scalar part (see rcp_fast).
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false,
+          int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
-  if (!shape_ok<NUM_SPLITS, HC, HIDDEN>(p)) return;
+  if (!shape_ok<NUM_SPLITS, HC, HIDDEN, false, INPUT>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
   constexpr int kParts = NUM_SPLITS != 0 ? NUM_SPLITS * HCWARM_MHC_CUDA_SUBSPLITS(NUM_SPLITS) : 0;
@@ -774,7 +805,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
   constexpr int kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(NUM_SPLITS) ? 1 : 0;
-  finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  finish_impl<HC, HIDDEN, kParts, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
 }  // namespace cuda

@@ -1,0 +1,172 @@
+// The mHC head: the CPU op against the double-precision reference, its
+// argument checks, and the CUDA kernel's source under NVRTC (no GPU needed).
+#include <gtest/gtest.h>
+
+#include "backends/cuda/hc_head_cuda.hpp"
+#include "core/embedded_kernels.hpp"
+#include "core/thread_pool.hpp"
+#include "head_check.hpp"
+#include "jit/compiler.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/hc_head_op.hpp"
+
+namespace hcwarm::test {
+namespace {
+
+void expect_invalid(const std::function<void()>& call, const std::string& needle) {
+  try {
+    call();
+    FAIL() << "no error for " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.message();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.message();
+  }
+}
+
+TEST(HcHeadReference, EqualsTheFormulaOnAHandCase) {
+  // One token, hc 2, D 16: fn = 0 leaves pre[i] = sigmoid(base[i]) + eps.
+  HcHeadInputs in{HostTensor<bf16>({1, 2, 16}), HostTensor<float>({2, 32}), HostTensor<float>({1}),
+                  HostTensor<float>({2})};
+  for (int j = 0; j < 16; ++j) {
+    in.residual[j] = bf16::from_float(1.0f + j);
+    in.residual[16 + j] = bf16::from_float(-0.5f * j);
+  }
+  in.scale[0] = 3.0f;
+  in.base[0] = 0.0f;
+  in.base[1] = 2.0f;
+  const auto y = mhc::hc_head_reference(in.residual, in.fn, in.scale, in.base, {});
+  const double p0 = 0.5 + 1e-6, p1 = 1.0 / (1.0 + std::exp(-2.0)) + 1e-6;
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j].bits, bf16::from_float(static_cast<float>(p0 * (1.0 + j) + p1 * (-0.5 * j))).bits) << j;
+  }
+  // A mix term moves the gate: fn row 0 = 1 on stream 0's first column.
+  in.fn[0] = 1.0f;
+  const auto y2 = mhc::hc_head_reference(in.residual, in.fn, in.scale, in.base, {});
+  double ss = 0;
+  for (int i = 0; i < 32; ++i) ss += std::pow(in.residual[i].to_float(), 2);
+  const double r = 1.0 / std::sqrt(ss / 32 + 1e-6);
+  const double q0 = 1.0 / (1.0 + std::exp(-(1.0 * r * 3.0))) + 1e-6;
+  EXPECT_EQ(y2[1].bits, bf16::from_float(static_cast<float>(q0 * 2.0 + p1 * -0.5)).bits);
+}
+
+TEST(HcHeadReference, ShapeMismatchesNameTheTensor) {
+  auto in = random_hc_head_inputs(2, 4, 64, 3);
+  HostTensor<float> bad_fn({24, 256});
+  expect_invalid([&] { mhc::hc_head_reference(in.residual, bad_fn, in.scale, in.base, {}); }, "fn must have shape");
+  HostTensor<float> bad_scale({3});
+  expect_invalid([&] { mhc::hc_head_reference(in.residual, in.fn, bad_scale, in.base, {}); }, "scale");
+  HostTensor<float> bad_base({5});
+  expect_invalid([&] { mhc::hc_head_reference(in.residual, in.fn, in.scale, bad_base, {}); }, "base");
+  HostTensor<bf16> flat({2, 256});
+  expect_invalid([&] { mhc::hc_head_reference(flat, in.fn, in.scale, in.base, {}); }, "residual");
+}
+
+TEST(HcHeadCpu, MatchesTheReference) {
+  CpuDevice dev;
+  auto pool = std::make_shared<ThreadPool>(2);
+  for (const int hidden : {64, 1024, 4096}) {
+    for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{17}}) {
+      mhc::HcHeadOp op({4, hidden}, {}, dev, nullptr, "", pool);
+      const auto in = random_hc_head_inputs(T, 4, hidden, 40 + T + hidden);
+      const auto y = mhc::run_hc_head_host(op, dev, in.residual, in.fn, in.scale, in.base);
+      const auto c = compare_head(y, in);
+      expect_head_close(c, "hidden " + std::to_string(hidden) + " T " + std::to_string(T));
+      EXPECT_EQ(c.values, T * hidden);
+    }
+  }
+  // Other hc_mult values run too (hc 1 and 2), on the caller's thread (no pool).
+  for (const int hc : {1, 2}) {
+    mhc::HcHeadOp op({hc, 128}, {}, dev, nullptr, "", nullptr);
+    const auto in = random_hc_head_inputs(5, hc, 128, 7 + hc);
+    expect_head_close(compare_head(mhc::run_hc_head_host(op, dev, in.residual, in.fn, in.scale, in.base), in),
+                      "hc " + std::to_string(hc));
+  }
+}
+
+TEST(HcHeadCpu, ZeroTokensWriteNothing) {
+  CpuDevice dev;
+  mhc::HcHeadOp op({4, 64}, {}, dev, nullptr, "", nullptr);
+  bf16 sentinel = bf16::from_float(7.0f);
+  op.run({0, nullptr, nullptr, nullptr, nullptr, &sentinel});
+  EXPECT_EQ(sentinel.bits, bf16::from_float(7.0f).bits);
+  EXPECT_TRUE(op.loaded());
+  EXPECT_TRUE(op.planned_specs().empty()) << "the CPU head runs in the library: no JIT keys";
+}
+
+TEST(HcHeadCpu, BadInputIsRefusedBeforeAnythingIsWritten) {
+  CpuDevice dev;
+  mhc::HcHeadOp op({4, 64}, {}, dev, nullptr, "", nullptr);
+  const auto in = random_hc_head_inputs(2, 4, 64, 11);
+  std::vector<bf16> y(2 * 64, bf16::from_float(5.0f));
+  mhc::HcHeadArgs a{2, in.residual.data(), in.fn.data(), in.scale.data(), in.base.data(), y.data()};
+  for (auto field : {&mhc::HcHeadArgs::fn, &mhc::HcHeadArgs::scale, &mhc::HcHeadArgs::base}) {
+    mhc::HcHeadArgs b = a;
+    b.*field = nullptr;
+    expect_invalid([&] { op.run(b); }, "null");
+  }
+  mhc::HcHeadArgs b = a;
+  b.residual = nullptr;
+  expect_invalid([&] { op.run(b); }, "null");
+  b = a;
+  b.y = nullptr;
+  expect_invalid([&] { op.run(b); }, "null");
+  b = a;
+  b.num_tokens = -1;
+  expect_invalid([&] { op.run(b); }, "num_tokens");
+  for (const auto& v : y) EXPECT_EQ(v.bits, bf16::from_float(5.0f).bits);
+  // Shapes through the host helper: the op's dims must match.
+  const auto wide = random_hc_head_inputs(2, 4, 128, 12);
+  expect_invalid([&] { mhc::run_hc_head_host(op, dev, wide.residual, wide.fn, wide.scale, wide.base); },
+                 "does not match");
+  expect_invalid([&] { mhc::run_hc_head_host(op, dev, in.residual, wide.fn, in.scale, in.base); }, "fn");
+  // Dims the kernels cannot take.
+  expect_invalid([&] { mhc::HcHeadOp({4, 40}, {}, dev, nullptr, "", nullptr); }, "hidden % 16");
+  expect_invalid([&] { mhc::HcHeadOp({9, 64}, {}, dev, nullptr, "", nullptr); }, "bad dims");
+}
+
+TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
+  const auto a = mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_90a");
+  EXPECT_EQ(a.family, "mhc_head");
+  EXPECT_EQ(a.param("hidden"), "7168");
+  EXPECT_EQ(a.param("hc"), "4");
+  EXPECT_NE(a.source.find("mhc_head<4, 7168"), std::string::npos) << a.source;
+  jit::JitOptions o;
+  o.cache_dir = std::nullopt;
+  jit::JitRuntime rt(o);
+  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 4096}, "sm_90a")));
+  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_100a")));
+}
+
+std::unique_ptr<jit::NvrtcCompiler> head_nvrtc_or_null(std::string* why) {
+  try {
+    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
+  } catch (const Error& e) {
+    *why = e.message();
+    return nullptr;
+  }
+}
+
+// The CUDA head compiles under NVRTC with only the embedded headers (no GPU
+// needed), and a shape the template refuses fails with its static_assert message.
+TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
+  std::string why;
+  const auto nvrtc = head_nvrtc_or_null(&why);
+  if (!nvrtc) GTEST_SKIP() << why;
+  TempDir work;
+  for (const int hidden : {4096, 7168}) {
+    const auto out = nvrtc->compile(cuda::mhc_head_cuda_source(4, hidden), kernels::embedded_files(), work.path());
+    const std::string bytes(reinterpret_cast<const char*>(out.binary.data()), out.binary.size());
+    EXPECT_EQ(bytes.substr(0, 4), "\x7f" "ELF");
+    EXPECT_NE(bytes.find(cuda::kCudaHeadSymbol), std::string::npos);
+  }
+  try {
+    nvrtc->compile(cuda::mhc_head_cuda_source(4, 100), kernels::embedded_files(), work.path());
+    FAIL() << "hidden 100 compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Compile);
+    EXPECT_NE(e.log().find("multiple of 8"), std::string::npos) << e.log();
+  }
+}
+
+}  // namespace
+}  // namespace hcwarm::test

@@ -1,0 +1,150 @@
+// The CUDA mHC head against the double-precision reference, its alignment
+// check, and CUDA-graph capture: a captured call replays as the eager one, and
+// a capture that would need the unloaded kernel is refused with NotWarmed.
+// Label `gpu`; every test skips cleanly without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "../backends/head_check.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "core/env_config.hpp"
+#include "jit/jit_runtime.hpp"
+
+namespace hcwarm::test {
+namespace {
+
+struct Rig {
+  std::unique_ptr<cuda::CudaDevice> device;
+  std::unique_ptr<jit::JitRuntime> jit;
+};
+
+Rig make_rig() {
+  Rig r;
+  const auto env = EnvConfig::from_environment();
+  if (!cuda::cuda_device_present(env.cuda_library)) return r;
+  r.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
+  jit::JitOptions o;
+  o.cache_dir = std::nullopt;
+  o.nvrtc_library = env.nvrtc_library;
+  r.jit = std::make_unique<jit::JitRuntime>(o);
+  r.jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*r.device));
+  return r;
+}
+
+struct HeadBuffers {
+  DeviceBuffer residual, fn, scale, base, y;
+};
+
+HeadBuffers upload(Device& dev, const HcHeadInputs& in) {
+  auto up = [&](const void* src, size_t bytes) {
+    DeviceBuffer b(dev, std::max<size_t>(bytes, 16));
+    dev.copy_from_host(b.get(), src, bytes);
+    return b;
+  };
+  HeadBuffers b{up(in.residual.data(), in.residual.numel() * sizeof(bf16)), up(in.fn.data(), in.fn.numel() * 4),
+                up(in.scale.data(), 4), up(in.base.data(), in.base.numel() * 4),
+                DeviceBuffer(dev, static_cast<size_t>(in.residual.dim(0) * in.residual.dim(2)) * sizeof(bf16))};
+  return b;
+}
+
+mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
+  return {T, b.residual.as<bf16>(), b.fn.as<float>(), b.scale.as<float>(), b.base.as<float>(), b.y.as<bf16>()};
+}
+
+TEST(HcHeadCuda, MatchesTheReference) {
+  Rig rig = make_rig();
+  if (!rig.device) GTEST_SKIP() << "no CUDA device";
+  for (const int hidden : {4096, 7168}) {
+    mhc::HcHeadOp op({4, hidden}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
+    for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{130}}) {
+      const auto in = random_hc_head_inputs(T, 4, hidden, 90 + T);
+      const auto y = mhc::run_hc_head_host(op, *rig.device, in.residual, in.fn, in.scale, in.base);
+      const auto c = compare_head(y, in);
+      expect_head_close(c, "hidden " + std::to_string(hidden) + " T " + std::to_string(T));
+      EXPECT_EQ(c.values, T * hidden);
+    }
+  }
+}
+
+TEST(HcHeadCuda, MisalignedPointersAreRefused) {
+  Rig rig = make_rig();
+  if (!rig.device) GTEST_SKIP() << "no CUDA device";
+  mhc::HcHeadOp op({4, 4096}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
+  const auto in = random_hc_head_inputs(2, 4, 4096, 5);
+  HeadBuffers b = upload(*rig.device, in);
+  auto a = args_of(b, 2);
+  a.residual = reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(a.residual) + 2);
+  try {
+    op.run(a);
+    FAIL() << "a misaligned residual ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("residual"), std::string::npos) << e.message();
+  }
+}
+
+TEST(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
+  Rig rig = make_rig();
+  if (!rig.device) GTEST_SKIP() << "no CUDA device";
+  auto& dev = *rig.device;
+  const auto& d = dev.driver();
+  cuda::CUstream stream = nullptr;
+  {
+    const cuda::ScopedContext scoped(dev);
+    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
+  }
+  const int64_t T = 37;
+  const auto in = random_hc_head_inputs(T, 4, 4096, 21);
+  HeadBuffers b = upload(dev, in);
+
+  // Not loaded yet: inside capture the call refuses, and the capture stays valid.
+  mhc::HcHeadOp cold({4, 4096}, {}, dev, rig.jit.get(), dev.arch(), nullptr);
+  {
+    const cuda::ScopedContext scoped(dev);
+    ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
+    try {
+      cold.run(args_of(b, T), {stream, nullptr, 0});
+      ADD_FAILURE() << "an unloaded head kernel ran inside capture";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.what();
+      EXPECT_NE(e.message().find("mhc_head"), std::string::npos) << e.message();
+    }
+    cuda::CUgraph graph = nullptr;
+    EXPECT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the refusal broke the capture";
+    if (graph != nullptr) d.cuGraphDestroy(graph);
+  }
+
+  // Loaded: eager on the caller's stream, then captured and replayed.
+  cold.load();
+  cold.run(args_of(b, T), {stream, nullptr, 0});
+  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  std::vector<bf16> eager(static_cast<size_t>(T * 4096)), replayed(eager.size());
+  dev.copy_to_host(eager.data(), b.y.get(), eager.size() * sizeof(bf16));
+  dev.fill_zero(b.y.get(), b.y.bytes());
+  dev.synchronize();
+  const cuda::ScopedContext scoped(dev);
+  ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
+  cold.run(args_of(b, T), {stream, nullptr, 0});
+  cuda::CUgraph graph = nullptr;
+  ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS);
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  dev.copy_to_host(replayed.data(), b.y.get(), replayed.size() * sizeof(bf16));
+  EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(bf16)), 0);
+  expect_head_close(compare_head([&] {
+                      HostTensor<bf16> y({T, 4096});
+                      std::copy(replayed.begin(), replayed.end(), y.data());
+                      return y;
+                    }(),
+                                 in),
+                    "replayed");
+  d.cuStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace hcwarm::test

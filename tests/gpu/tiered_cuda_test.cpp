@@ -1,0 +1,160 @@
+// Tiered execution on CUDA (label `gpu`; skips without a device): hc_pre and
+// hc_post serve a bucket's first call with the generic kernels of the embedded
+// nvcc fatbins while NVRTC compiles in the background, then swap in the JIT
+// kernels; a capture of a bucket that is not loaded captures the generic kernels.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "../backends/mhc_check.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/hc_post_cuda.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/env_config.hpp"
+#include "jit/jit_runtime.hpp"
+#include "mhc/hc_post_op.hpp"
+
+namespace hcwarm::test {
+namespace {
+
+struct Gpu {
+  std::unique_ptr<cuda::CudaDevice> device;
+  std::unique_ptr<jit::JitRuntime> jit;
+};
+
+// Null device when there is none (the test skips).
+Gpu make_gpu() {
+  Gpu g;
+  const auto env = EnvConfig::from_environment();
+  if (!cuda::cuda_device_present(env.cuda_library)) return g;
+  g.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
+  jit::JitOptions o;
+  o.cache_dir = std::nullopt;
+  o.nvrtc_library = env.nvrtc_library;
+  g.jit = std::make_unique<jit::JitRuntime>(o);
+  g.jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*g.device));
+  return g;
+}
+
+TEST(TieredCuda, HcPreGenericFirstThenSpecializedBothMatchTheReference) {
+  Gpu g = make_gpu();
+  if (!g.device) GTEST_SKIP() << "no CUDA device";
+  if (cuda::mhc_pre_generic_fatbin().empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
+  mhc::HcPreOp op(mhc::Backend::Cuda, mhc::MhcDims{4, 4096}, {}, 132, g.jit.get(), *g.device);
+  ASSERT_TRUE(op.tiered());
+  for (const int64_t T : {int64_t{1}, int64_t{130}, int64_t{9001}}) {
+    const auto in = random_hc_pre_inputs(T, 4, 4096, 17 * T, 1.0f);
+    const auto generic = run_op(op, *g.device, in, true);
+    expect_close(check_against_reference(generic, in, true), fmt::format("generic T={}", T));
+    g.jit->drain_background();
+    const auto specialized = run_op(op, *g.device, in, true);
+    EXPECT_TRUE(op.specialized_loaded(T, true)) << "T=" << T;
+    expect_close(check_against_reference(specialized, in, true), fmt::format("specialized T={}", T));
+  }
+  const jit::CompileStats s = g.jit->stats();
+  EXPECT_EQ(s.waited_for_compile, 0);
+  EXPECT_EQ(s.served_by_generic, 3);
+  EXPECT_EQ(s.background_compiled, 3);
+}
+
+TEST(TieredCuda, HcPostGenericAgreesWithTheJitKernel) {
+  Gpu g = make_gpu();
+  if (!g.device) GTEST_SKIP() << "no CUDA device";
+  if (cuda::mhc_post_generic_fatbin().empty()) GTEST_SKIP() << "built without nvcc: no generic kernel";
+  const mhc::MhcDims d{4, 4096};
+  mhc::HcPostOp op(d, *g.device, g.jit.get(), g.device->arch(), nullptr);
+  ASSERT_TRUE(op.tiered());
+  const int64_t T = 37;
+  const auto in = random_hc_pre_inputs(T, 4, 4096, 5, 1.0f);
+  std::vector<bf16> out(static_cast<size_t>(T * d.hidden));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = in.residual[static_cast<int64_t>(i)];
+  std::vector<float> post(static_cast<size_t>(T * 4)), comb(static_cast<size_t>(T * 16));
+  for (size_t i = 0; i < post.size(); ++i) post[i] = 0.25f + 0.01f * static_cast<float>(i % 7);
+  for (size_t i = 0; i < comb.size(); ++i) comb[i] = 0.1f * static_cast<float>(i % 5);
+  auto upload = [&](const void* src, size_t bytes) {
+    DeviceBuffer b(*g.device, bytes);
+    g.device->copy_from_host(b.get(), src, bytes);
+    return b;
+  };
+  const size_t rbytes = static_cast<size_t>(in.residual.numel()) * sizeof(bf16);
+  DeviceBuffer o = upload(out.data(), out.size() * sizeof(bf16));
+  DeviceBuffer r = upload(in.residual.data(), rbytes);
+  DeviceBuffer p = upload(post.data(), post.size() * sizeof(float));
+  DeviceBuffer c = upload(comb.data(), comb.size() * sizeof(float));
+  auto run = [&] {
+    DeviceBuffer res_out(*g.device, rbytes);
+    op.run(T, o.as<bf16>(), r.as<bf16>(), p.as<float>(), c.as<float>(), res_out.as<bf16>());
+    g.device->synchronize();
+    std::vector<bf16> h(static_cast<size_t>(in.residual.numel()));
+    g.device->copy_to_host(h.data(), res_out.get(), rbytes);
+    return h;
+  };
+  const auto generic = run();
+  EXPECT_FALSE(op.specialized_loaded());
+  g.jit->drain_background();
+  const auto jitted = run();
+  EXPECT_TRUE(op.specialized_loaded());
+  int64_t worst = 0, equal = 0;
+  for (size_t i = 0; i < generic.size(); ++i) {
+    worst = std::max(worst, bf16_ulp_distance(generic[i], jitted[i]));
+    equal += generic[i] == jitted[i];
+  }
+  EXPECT_LE(worst, 1);
+  std::printf("[tiered] hc_post generic vs JIT: %lld of %zu bit-equal\n", static_cast<long long>(equal),
+              generic.size());
+  EXPECT_EQ(g.jit->stats().served_by_generic, 1);
+}
+
+TEST(TieredCuda, CaptureOfAnUnloadedBucketCapturesTheGenericKernels) {
+  Gpu g = make_gpu();
+  if (!g.device) GTEST_SKIP() << "no CUDA device";
+  if (cuda::mhc_pre_generic_fatbin().empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
+  mhc::HcPreOp op(mhc::Backend::Cuda, mhc::MhcDims{4, 4096}, {}, 132, g.jit.get(), *g.device);
+  op.load(op.num_splits(1), true);  // warmup of one bucket: also loads the generic kernels
+  op.reserve_workspace(512);
+  const int64_t T = 300;  // another bucket, never loaded
+  ASSERT_FALSE(op.specialized_loaded(T, true));
+  ASSERT_TRUE(op.loaded(T, true));
+  const auto in = random_hc_pre_inputs(T, 4, 4096, 3, 1.0f);
+  auto& dev = *g.device;
+  const auto& d = dev.driver();
+  auto upload = [&](const void* src, size_t bytes) {
+    DeviceBuffer b(dev, bytes);
+    dev.copy_from_host(b.get(), src, bytes);
+    return b;
+  };
+  DeviceBuffer res = upload(in.residual.data(), in.residual.numel() * sizeof(bf16));
+  DeviceBuffer fn = upload(in.fn.data(), in.fn.numel() * sizeof(float));
+  DeviceBuffer scale = upload(in.scale.data(), in.scale.numel() * sizeof(float));
+  DeviceBuffer base = upload(in.base.data(), in.base.numel() * sizeof(float));
+  DeviceBuffer w = upload(in.norm_weight.data(), in.norm_weight.numel() * sizeof(bf16));
+  DeviceBuffer y(dev, static_cast<size_t>(T * 4096) * sizeof(bf16)), post(dev, static_cast<size_t>(T * 4) * 4),
+      comb(dev, static_cast<size_t>(T * 16) * 4);
+  const mhc::HcPreArgs a{T, res.as<bf16>(), fn.as<float>(), scale.as<float>(), base.as<float>(), w.as<bf16>(),
+                         y.as<bf16>(), post.as<float>(), comb.as<float>()};
+  const cuda::ScopedContext scoped(dev);
+  cuda::CUstream stream = nullptr;
+  ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
+  EXPECT_NO_THROW(op.run(a, {stream}));
+  cuda::CUgraph graph = nullptr;
+  ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the generic call broke the capture";
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  d.cuStreamDestroy(stream);
+  mhc::HcPreResult got{HostTensor<bf16>({T, 4096}), HostTensor<float>({T, 4}), HostTensor<float>({T, 4, 4}), true};
+  dev.copy_to_host(got.y.data(), y.get(), got.y.numel() * sizeof(bf16));
+  dev.copy_to_host(got.post.data(), post.get(), got.post.numel() * sizeof(float));
+  dev.copy_to_host(got.comb.data(), comb.get(), got.comb.numel() * sizeof(float));
+  expect_close(check_against_reference(got, in, true), "captured generic T=300");
+  EXPECT_EQ(g.jit->stats().served_by_generic, 1);
+  EXPECT_EQ(g.jit->stats().compiled, 1);  // only the warmed bucket: nothing was scheduled inside capture
+}
+
+}  // namespace
+}  // namespace hcwarm::test
