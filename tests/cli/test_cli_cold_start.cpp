@@ -30,15 +30,22 @@ TEST(CliColdStart, FourProcessesCompileEachKeyOnceAndAllLoadEveryKey) {
 
   const auto& g = j["group"];
   EXPECT_EQ(g["processes"], 4);
-  EXPECT_EQ(g["planned_keys"], 3);  // the tiny model's three split buckets
-  EXPECT_EQ(g["compiled_total"], 3);
+  // One process alone compiles every planned key: the count the four must share.
+  const auto& one = j["one_process"];
+  const int keys = one["planned_keys"].get<int>();
+  EXPECT_GE(keys, 3);  // at least one kernel per split bucket of the tiny model
+  EXPECT_EQ(one["processes"], 1);
+  EXPECT_EQ(one["compiled_total"], keys);
+  EXPECT_EQ(one["per_process"].size(), 1u);
+  EXPECT_EQ(g["planned_keys"], keys);
+  EXPECT_EQ(g["compiled_total"], keys);
   EXPECT_EQ(g["all_loaded"], true);
   ASSERT_EQ(g["per_process"].size(), 4u);
   std::set<int64_t> pids;
   for (const auto& p : g["per_process"]) {
-    EXPECT_EQ(p["keys"], 3);
+    EXPECT_EQ(p["keys"], keys);
     EXPECT_EQ(p["failed"], 0);
-    EXPECT_EQ(p["compiled"].get<int>() + p["loaded_from_disk"].get<int>() + p["memory_hits"].get<int>(), 3) << p;
+    EXPECT_EQ(p["compiled"].get<int>() + p["loaded_from_disk"].get<int>() + p["memory_hits"].get<int>(), keys) << p;
     EXPECT_GE(p["ready_s"].get<double>(), 0.0);
     pids.insert(p["pid"].get<int64_t>());
   }
@@ -46,12 +53,7 @@ TEST(CliColdStart, FourProcessesCompileEachKeyOnceAndAllLoadEveryKey) {
   // One cache between the four, holding each key once.
   EXPECT_EQ(fs::path(g["cache_dir"].get<std::string>()), caches / "processes-4");
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", (caches / "processes-4").string()}).out);
-  EXPECT_EQ(ls["entries"].size(), 3u);
-
-  const auto& one = j["one_process"];
-  EXPECT_EQ(one["processes"], 1);
-  EXPECT_EQ(one["compiled_total"], 3);
-  EXPECT_EQ(one["per_process"].size(), 1u);
+  EXPECT_EQ(ls["entries"].size(), static_cast<size_t>(keys));
   EXPECT_GT(j["wall_ratio"].get<double>(), 0.0);
 }
 
