@@ -57,20 +57,20 @@ TEST_F(CliCacheBundle, CheckExportImportCheck) {
   // The built cache has every planned key.
   const auto ok = run_cli(cat({"cache", "check", "--cache-dir", built().string()}, model()));
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
-  EXPECT_NE(ok.out.find("3 keys planned, 3 present and valid"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("6 keys planned, 6 present and valid"), std::string::npos) << ok.out;
 
-  // An empty cache misses all three, each named with its kernel and key.
+  // An empty cache misses all six, each named with its kernel and key.
   fs::create_directories(other);
   const auto miss = run_cli(cat({"cache", "check", "--cache-dir", other.string()}, model()));
   EXPECT_EQ(miss.exit_code, 1) << miss.out << miss.err;
-  EXPECT_EQ(count(miss.out, "MISSING mhc_pre["), 3u) << miss.out;
+  EXPECT_EQ(count(miss.out, "MISSING mhc_pre["), 6u) << miss.out;
   const auto mj = run_cli(cat({"cache", "check", "--cache-dir", other.string(), "--json"}, model()));
   EXPECT_EQ(mj.exit_code, 1);
   const auto j = nlohmann::json::parse(mj.out);
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["ok"], false);
-  EXPECT_EQ(j["keys"], 3);
-  ASSERT_EQ(j["problems"].size(), 3u);
+  EXPECT_EQ(j["keys"], 6);
+  ASSERT_EQ(j["problems"].size(), 6u);
   for (const auto& p : j["problems"]) {
     EXPECT_EQ(p["status"], "missing");
     EXPECT_EQ(p["key"].get<std::string>().size(), 64u);
@@ -82,13 +82,13 @@ TEST_F(CliCacheBundle, CheckExportImportCheck) {
   ASSERT_EQ(ex.exit_code, 0) << ex.out << ex.err;
   const auto ej = nlohmann::json::parse(ex.out);
   EXPECT_EQ(ej["schema_version"], 1);
-  EXPECT_EQ(ej["entries"], 3);
-  EXPECT_EQ(ej["planned_keys"], 3);
+  EXPECT_EQ(ej["entries"], 6);
+  EXPECT_EQ(ej["planned_keys"], 6);
   EXPECT_EQ(ej["bytes"].get<uint64_t>(), fs::file_size(bundle));
 
   const auto im = run_cli({"cache", "import", bundle.string(), "--cache-dir", other.string()});
   EXPECT_EQ(im.exit_code, 0) << im.out << im.err;
-  EXPECT_NE(im.out.find("imported 3 of 3 entries"), std::string::npos) << im.out;
+  EXPECT_NE(im.out.find("imported 6 of 6 entries"), std::string::npos) << im.out;
   EXPECT_EQ(run_cli(cat({"cache", "check", "--cache-dir", other.string()}, model())).exit_code, 0);
   EXPECT_EQ(run_cli({"cache", "verify", "--cache-dir", other.string()}).exit_code, 0);
 
@@ -98,14 +98,14 @@ TEST_F(CliCacheBundle, CheckExportImportCheck) {
   const auto aj = nlohmann::json::parse(again.out);
   EXPECT_EQ(aj["schema_version"], 1);
   EXPECT_EQ(aj["imported"], 0);
-  EXPECT_EQ(aj["already_present"], 3);
+  EXPECT_EQ(aj["already_present"], 6);
 
   // A server with HCWARM_JIT=off starts from the imported cache alone.
   const auto warm = run_cli(cat({"warm", "--json", "--cache-dir", other.string()}, model()), {"HCWARM_JIT=off"});
   ASSERT_EQ(warm.exit_code, 0) << warm.out << warm.err;
   const auto wj = nlohmann::json::parse(warm.out);
   EXPECT_EQ(wj["compiled"], 0);
-  EXPECT_EQ(wj["loaded_from_disk"], 3);
+  EXPECT_EQ(wj["loaded_from_disk"], 6);
 }
 
 TEST_F(CliCacheBundle, ExportAllTakesEveryValidEntryAndNamesTheBadOnes) {
@@ -140,7 +140,7 @@ TEST_F(CliCacheBundle, ABrokenBundleIsRefusedAndTheCacheIsUnchanged) {
   // dst holds two of the three entries: it must stay exactly as it is.
   ASSERT_EQ(run_cli({"cache", "import", bundle.string(), "--cache-dir", dst.string()}).exit_code, 0);
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", dst.string()}).out);
-  ASSERT_EQ(ls["entries"].size(), 3u);
+  ASSERT_EQ(ls["entries"].size(), 6u);
   fs::remove_all(ls["entries"][0]["dir"].get<std::string>());
   const auto before = snapshot(dst);
   struct Case {
@@ -176,13 +176,13 @@ TEST_F(CliCacheBundle, ExportOfAConfigurationNeedsEveryPlannedKey) {
   const fs::path bundle = tmp_ / "tiny.hcwb", partial = tmp_ / "partial";
   fs::copy(built(), partial, fs::copy_options::recursive);
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", partial.string()}).out);
-  ASSERT_EQ(ls["entries"].size(), 3u);
+  ASSERT_EQ(ls["entries"].size(), 6u);
   fs::remove_all(ls["entries"][1]["dir"].get<std::string>());
   const std::string gone = ls["entries"][1]["key"];
 
   const auto ex = run_cli(cat({"cache", "export", "--cache-dir", partial.string(), "--out", bundle.string()}, model()));
   EXPECT_EQ(ex.exit_code, 1) << ex.out << ex.err;
-  EXPECT_NE(ex.err.find("1 of the 3 planned keys"), std::string::npos) << ex.err;
+  EXPECT_NE(ex.err.find("1 of the 6 planned keys"), std::string::npos) << ex.err;
   EXPECT_NE(ex.err.find(gone), std::string::npos) << ex.err;
   EXPECT_FALSE(fs::exists(bundle));
 
@@ -205,7 +205,7 @@ TEST_F(CliCacheBundle, CheckCountsOnlyWhatTheRuntimeWouldLoad) {
   fs::permissions(copy, fs::perms::group_write | fs::perms::others_write, fs::perm_options::add);
   const auto r = run_cli(cat({"cache", "check", "--cache-dir", copy.string()}, model()));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(count(r.out, "BAD mhc_pre["), 3u) << r.out;
+  EXPECT_EQ(count(r.out, "BAD mhc_pre["), 6u) << r.out;
   EXPECT_NE(r.out.find("writable by group or others"), std::string::npos) << r.out;
 }
 

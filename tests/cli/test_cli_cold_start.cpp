@@ -30,15 +30,15 @@ TEST(CliColdStart, FourProcessesCompileEachKeyOnceAndAllLoadEveryKey) {
 
   const auto& g = j["group"];
   EXPECT_EQ(g["processes"], 4);
-  EXPECT_EQ(g["planned_keys"], 3);  // the tiny model's three split buckets
-  EXPECT_EQ(g["compiled_total"], 3);
+  EXPECT_EQ(g["planned_keys"], 6);  // the tiny model's three split buckets, residual and embedding input
+  EXPECT_EQ(g["compiled_total"], 6);
   EXPECT_EQ(g["all_loaded"], true);
   ASSERT_EQ(g["per_process"].size(), 4u);
   std::set<int64_t> pids;
   for (const auto& p : g["per_process"]) {
-    EXPECT_EQ(p["keys"], 3);
+    EXPECT_EQ(p["keys"], 6);
     EXPECT_EQ(p["failed"], 0);
-    EXPECT_EQ(p["compiled"].get<int>() + p["loaded_from_disk"].get<int>() + p["memory_hits"].get<int>(), 3) << p;
+    EXPECT_EQ(p["compiled"].get<int>() + p["loaded_from_disk"].get<int>() + p["memory_hits"].get<int>(), 6) << p;
     EXPECT_GE(p["ready_s"].get<double>(), 0.0);
     pids.insert(p["pid"].get<int64_t>());
   }
@@ -46,11 +46,11 @@ TEST(CliColdStart, FourProcessesCompileEachKeyOnceAndAllLoadEveryKey) {
   // One cache between the four, holding each key once.
   EXPECT_EQ(fs::path(g["cache_dir"].get<std::string>()), caches / "processes-4");
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", (caches / "processes-4").string()}).out);
-  EXPECT_EQ(ls["entries"].size(), 3u);
+  EXPECT_EQ(ls["entries"].size(), 6u);
 
   const auto& one = j["one_process"];
   EXPECT_EQ(one["processes"], 1);
-  EXPECT_EQ(one["compiled_total"], 3);
+  EXPECT_EQ(one["compiled_total"], 6);
   EXPECT_EQ(one["per_process"].size(), 1u);
   EXPECT_GT(j["wall_ratio"].get<double>(), 0.0);
 }
