@@ -7,6 +7,8 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
+# Other steps: check (warm --check), serve (bench serve), coldstart (bench cold-start,
+# COLD_PROCESSES=8), multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -55,6 +57,35 @@ case " $STEPS " in *" engine "*)
   timeout 200 "$PY" examples/torch_engine/engine.py --model dsv4-pro --check-capture-error \
     --json "$OUT/engine_pro.json" >>"$OUT/engine.txt" 2>&1
   echo "engine pro rc=$?"; tail -30 "$OUT/engine.txt" ;;
+esac
+case " $STEPS " in *" check "*)
+  log "warm --check"
+  for m in dsv4-flash dsv4-pro; do
+    timeout 120 build/src/hcwarm warm --check --backend cuda --model "$m" --chunked-prefill-size 16384 \
+      --cache-dir "$OUT/check-cache" >"$OUT/check_$m.txt" 2>&1
+    echo "warm --check $m rc=$?"; tail -8 "$OUT/check_$m.txt"
+  done ;;
+esac
+case " $STEPS " in *" serve "*)
+  log "bench serve"
+  rm -rf /tmp/hcwarm-serve
+  timeout 400 build/src/hcwarm bench serve --backend cuda --max-requests "${SERVE_REQUESTS:-400}" --out /tmp/hcwarm-serve \
+    >"$OUT/bench_serve.txt" 2>&1
+  echo "bench serve rc=$?"; cp /tmp/hcwarm-serve/serve.json "$OUT/bench_serve.json" 2>/dev/null
+  grep -v "^\[" "$OUT/bench_serve.txt" | tail -30 ;;
+esac
+case " $STEPS " in *" coldstart "*)
+  log "bench cold-start"
+  rm -rf /tmp/hcwarm-cold
+  timeout 300 build/src/hcwarm bench cold-start --backend cuda --model dsv4-pro --chunked-prefill-size 16384 \
+    --processes "${COLD_PROCESSES:-8}" --cache-dir /tmp/hcwarm-cold --out "$OUT/cold_start.json" >"$OUT/cold_start.txt" 2>&1
+  echo "bench cold-start rc=$?"; tail -25 "$OUT/cold_start.txt" ;;
+esac
+case " $STEPS " in *" multigpu "*)
+  log "multi_gpu_check"
+  timeout 300 "$PY" scripts/multi_gpu_check.py --ranks "${RANKS:-2}" --model dsv4-pro --json-out "$OUT/multi_gpu.json" \
+    >"$OUT/multi_gpu.txt" 2>&1
+  echo "multi_gpu_check rc=$?"; tail -25 "$OUT/multi_gpu.txt" ;;
 esac
 case " $STEPS " in *" bench "*|*" benchop "*)
   log "bench op"
