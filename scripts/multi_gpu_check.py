@@ -81,7 +81,7 @@ def random_inputs(torch, t, d, hc, seed, device):
     return [v.to(device) for v in (residual, fn, scale, base, w, x)]
 
 
-def serve_checks(torch, hcwarm, rank, device, hidden, decode_tokens):
+def serve_checks(torch, hcwarm, rank, device, hidden, decode_tokens, max_num_tokens):
     """Numerics on a side stream, graph capture and replay, device and context checks."""
     from numerics import compare, compare_post
 
@@ -102,7 +102,7 @@ def serve_checks(torch, hcwarm, rank, device, hidden, decode_tokens):
     hc = 4
     out = {}
     stream = torch.cuda.Stream(device)
-    for t in (1, 37, 1024):
+    for t in sorted({1, min(37, max_num_tokens), min(1024, max_num_tokens)}):  # buckets the prewarm covered
         residual, fn, scale, base, w, x = random_inputs(torch, t, hidden, hc, 100 + t, device)
         with torch.cuda.stream(stream):
             y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, w)
@@ -178,7 +178,8 @@ def rank_main(rank, args, phase, world, backend, result_dir):
                       seconds=round(warm.seconds, 4), ready_s=round(ready, 4))
         if phase == "cold":
             hidden = hcwarm.model_config(args.model)["hidden_size"]
-            checks, failures = serve_checks(torch, hcwarm, rank, device, hidden, args.decode_tokens)
+            checks, failures = serve_checks(torch, hcwarm, rank, device, hidden, args.decode_tokens,
+                                            warm.max_num_tokens)
             report["serve"] = checks
             report["failures"] += failures
         dist.barrier(group)
