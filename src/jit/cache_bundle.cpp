@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "jit/fs_util.hpp"
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
@@ -20,14 +21,6 @@ constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;  // ~1 KiB per entry at
 constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 20;
 constexpr size_t kMaxFilesPerEntry = 64;
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // A directory name the cache layout can hold: no separators, not "." or "..".
 bool simple_name(std::string_view n) {
@@ -127,7 +120,7 @@ std::string write_bundle(const Bundle& bundle, const BundleLimits& limits) {
   nlohmann::ordered_json header;
   header["format"] = kBundleFormat;
   header["hcwarm_version"] = bundle.hcwarm_version.empty() ? std::string(HCWARM_VERSION) : bundle.hcwarm_version;
-  header["created"] = bundle.created.empty() ? utc_now() : bundle.created;
+  header["created"] = bundle.created.empty() ? fsu::utc_now() : bundle.created;
   header["entries"] = nlohmann::ordered_json::array();
   uint64_t payload = 0;
   std::set<std::pair<std::string, std::string>> seen;

@@ -41,14 +41,6 @@ bool simple_name(const std::string& n) {
   return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos && n != kManifest;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // Verifies the entry in dir. Returns the reason it is bad, or nullopt; on success
 // fills manifest and, when `want` names one of its files, that file's bytes.
@@ -420,7 +412,7 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
   manifest.key = std::string(key);
   manifest.ns = std::string(ns);
   manifest.hcwarm_version = HCWARM_VERSION;
-  manifest.created = utc_now();
+  manifest.created = fsu::utc_now();
   manifest.files.clear();
   for (const auto& [name, bytes] : files) {
     HCWARM_ASSERT(simple_name(name), "bad cache file name {}", quoted_excerpt(name));

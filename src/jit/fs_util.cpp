@@ -45,12 +45,7 @@ constexpr double kLogWaitAfterSeconds = 5;
 void write_holder(int fd) {
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  const std::string text = fmt::format("pid {} on {} since {}\n", ::getpid(), host, when);
+  const std::string text = fmt::format("pid {} on {} since {}\n", ::getpid(), host, utc_now());
   if (::ftruncate(fd, 0) == 0) {
     [[maybe_unused]] const ssize_t n = ::pwrite(fd, text.data(), text.size(), 0);
   }
@@ -255,6 +250,15 @@ ScratchDir::ScratchDir(const fs::path& parent, const std::string& prefix) {
 }
 
 ScratchDir::~ScratchDir() { remove_tree(path_); }
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 std::string random_suffix() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32)};

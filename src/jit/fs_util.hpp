@@ -79,5 +79,7 @@ class ScratchDir {
 
 // 16 random hex characters (for unique staging names).
 std::string random_suffix();
+// The current time in UTC, ISO-8601 to the second ("2026-12-01T19:30:00Z").
+std::string utc_now();
 
 }  // namespace hcwarm::jit::fsu
