@@ -33,7 +33,9 @@ Backend default_backend(const std::string& cuda_library) {
 Variant parse_variant(std::string_view name) { return parse_enum(kVariantNames, name, "variant"); }
 const char* to_string(Variant v) { return enum_name(kVariantNames, v); }
 
-const char* to_string(HcPreInput input) { return input == HcPreInput::Embed ? "embed" : "residual"; }
+const char* to_string(HcPreInput input) {
+  return input == HcPreInput::Embed ? "embed" : input == HcPreInput::Post ? "post" : "residual";
+}
 
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
@@ -372,7 +374,13 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  p.input = a.input == HcPreInput::Embed ? HCWARM_MHC_INPUT_EMBED : HCWARM_MHC_INPUT_RESIDUAL;
+  p.input = a.input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
+            : a.input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
+                                          : HCWARM_MHC_INPUT_RESIDUAL;
+  p.post_x = reinterpret_cast<const unsigned short*>(a.x);
+  p.prev_post = a.prev_post;
+  p.prev_comb = a.prev_comb;
+  p.residual_out = reinterpret_cast<unsigned short*>(a.new_residual);
   if (const char* bad = device_backend_->unsupported_argument(p)) {
     HCWARM_THROW(ErrorKind::InvalidArgument,
                  "hc_pre ({}): {} is not 16-byte aligned (the kernels move 16 bytes at a time)", to_string(backend_),

@@ -24,10 +24,12 @@ struct MhcConstants {
   float post_mult = 2.0f;
 };
 
-// What hc_pre reads: the hc residual streams, or the first layer's token
-// embedding standing for hc identical streams (docs/MATH.md, section 6).
-enum class HcPreInput { Residual, Embed };
-const char* to_string(HcPreInput input);  // "residual" | "embed"
+// What hc_pre reads: the hc residual streams, the first layer's token
+// embedding standing for hc identical streams, or (Post: the fused sublayer
+// boundary, hc_post_pre) the previous residual updated by the post step of the
+// previous sublayer first (docs/MATH.md, section 6).
+enum class HcPreInput { Residual, Embed, Post };
+const char* to_string(HcPreInput input);  // "residual" | "embed" | "post"
 
 // Pointers into the memory of the device that runs the step. norm_weight may be
 // null (no fused norm). Outputs are written for every token.
@@ -42,6 +44,13 @@ struct HcPreArgs {
   float* post = nullptr;              // (T, hc)
   float* comb = nullptr;              // (T, hc, hc)
   HcPreInput input = HcPreInput::Residual;
+  // Input Post (hc_post_pre): residual is the previous residual (T, hc, D); the
+  // call first writes new_residual = post step(x, residual, prev_post, prev_comb)
+  // (bf16) and runs the pre step on it. new_residual may alias residual.
+  const bf16* x = nullptr;            // (T, D): the previous sublayer's output
+  const float* prev_post = nullptr;   // (T, hc)
+  const float* prev_comb = nullptr;   // (T, hc, hc)
+  bf16* new_residual = nullptr;       // (T, hc, D)
 };
 
 using hcwarm::LaunchContext;  // core/launch_context.hpp: the caller's stream and workspace

@@ -20,7 +20,7 @@
 // Partials cost num_parts * 128 bytes per token (at most 24 KB, against 57 KB of
 // residual for hidden 7168), read once by the finish kernel.
 
-#define HCWARM_MHC_PRE_ABI 4
+#define HCWARM_MHC_PRE_ABI 5
 #define HCWARM_MHC_PARTIAL_STRIDE 32
 #define HCWARM_MHC_TOKENS_PER_TILE 64
 #define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
@@ -96,11 +96,16 @@
 
 // What `residual` points at (the params' `input`): the (T, hc, D) streams, or
 // the first layer's (T, D) embedding standing for hc identical streams
-// (docs/MATH.md, section 6), read in place of the copies it stands for.
+// (docs/MATH.md, section 6), read in place of the copies it stands for, or
+// (POST, the fused sublayer boundary) the previous residual, which the kernels
+// first update with the previous sublayer's output `post_x` through
+// `prev_post` / `prev_comb` (the post step), storing the bf16 result in
+// `residual_out`; the pre step then runs on those stored values.
 // Kernels take it as a template parameter; HCWARM_MHC_INPUT_RUNTIME (the
 // generic kernels) reads it from the params.
 #define HCWARM_MHC_INPUT_RESIDUAL 0
 #define HCWARM_MHC_INPUT_EMBED 1
+#define HCWARM_MHC_INPUT_POST 2
 #define HCWARM_MHC_INPUT_RUNTIME (-1)
 
 // Error codes returned by the host entry points (and by the library's launchers).
@@ -129,7 +134,13 @@ struct hcwarm_mhc_pre_params {
   float rms_eps;
   float norm_eps;
   float post_mult;
-  int input;                          // HCWARM_MHC_INPUT_RESIDUAL or HCWARM_MHC_INPUT_EMBED
+  int input;                          // HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST
+  // Input POST only (null otherwise). residual_out may alias residual: every
+  // element is read and then written by the same thread.
+  const unsigned short* post_x;       // (T, D) bf16 bits: the previous sublayer's output
+  const float* prev_post;             // (T, hc): post of the previous pre step
+  const float* prev_comb;             // (T, hc, hc): comb of the previous pre step
+  unsigned short* residual_out;       // (T, hc, D) bf16 bits: the new residual
 };
 // A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned): the
 // one-pass kernel's view of the residual as (T rows, hc * hidden columns).
