@@ -84,6 +84,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
   }
   if (hardware_threads <= 0) hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
   c.compile_jobs = compile_budget(c.jobs, c.local_world_size, hardware_threads);
+  c.host_compile_slots = c.jobs > 0 ? 0 : std::max(1, hardware_threads);
   if (const auto* v = get("HCWARM_CXX"); v != nullptr && !v->empty()) c.host_cxx = *v;
   if (const auto* v = get("HCWARM_NUM_SMS")) c.num_sms = static_cast<int>(parse_int("HCWARM_NUM_SMS", *v, 1, 100000));
   if (const auto* v = get("HCWARM_LOG_LEVEL")) {

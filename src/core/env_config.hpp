@@ -47,6 +47,10 @@ struct EnvConfig {
   // Compile threads this process runs at once (JIT builds and NVRTC parts together):
   // jobs when given, else hardware threads / local_world_size, at least 1.
   int compile_jobs = 1;
+  // Compile threads all processes of the host that share a kernel cache run at
+  // once (its lock-file slots, jit/host_compile_slots.hpp): the hardware threads,
+  // or 0 (no host-wide slots) when HCWARM_JOBS fixes the count per process.
+  int host_compile_slots = 0;
   // HCWARM_CXX: host compiler for the CPU backend's JIT (default c++).
   std::string host_cxx = "c++";
   // HCWARM_NUM_SMS: multiprocessor count to plan for when no GPU is present (default 132, an H200).

@@ -1,33 +1,97 @@
 #include "core/thread_budget.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "core/error.hpp"
 
 namespace hcwarm {
+namespace {
+// How long a waiter sleeps between looks at a full gate: slots free up when a
+// compile ends (tens of milliseconds at least), and the gate cannot notify.
+constexpr auto kGatePollMin = std::chrono::milliseconds(1);
+constexpr auto kGatePollMax = std::chrono::milliseconds(20);
+}  // namespace
 
 ThreadBudget::ThreadBudget(int capacity) : capacity_(capacity) {
   HCWARM_ASSERT(capacity >= 0, "thread budget of {}", capacity);
 }
 
 ThreadBudget::Lease ThreadBudget::acquire(int at_least, int at_most) {
+  std::unique_lock lock(mu_);
   HCWARM_ASSERT(at_least >= 1 && at_least <= capacity_ && at_most >= at_least,
                 "cannot take {}..{} of a thread budget of {}", at_least, at_most, capacity_);
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return capacity_ - used_ >= at_least; });
-  const int n = std::min(at_most, capacity_ - used_);
-  used_ += n;
-  peak_ = std::max(peak_, used_);
-  return Lease(this, n);
+  auto poll = kGatePollMin;
+  for (;;) {
+    cv_.wait(lock, [&] { return capacity_ - used_ >= at_least; });
+    const int n = std::min(at_most, capacity_ - used_);
+    used_ += n;  // held here while the gate is asked, outside the lock
+    const std::shared_ptr<SlotGate> gate = gate_;
+    if (!gate) {
+      peak_ = std::max(peak_, used_);
+      return Lease(this, n, 0);
+    }
+    lock.unlock();
+    const int got = gate->try_take(n);
+    if (got < at_least) gate->give_back(got);
+    lock.lock();
+    if (got >= at_least) {
+      used_ -= n - got;
+      peak_ = std::max(peak_, used_);
+      if (n > got) cv_.notify_all();
+      return Lease(this, got, got);
+    }
+    used_ -= n;
+    cv_.notify_all();
+    lock.unlock();
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, kGatePollMax);
+    lock.lock();
+  }
 }
 
 ThreadBudget::Lease ThreadBudget::try_acquire(int n) {
   if (n <= 0) return {};
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (capacity_ - used_ < n) return {};
   used_ += n;
+  const std::shared_ptr<SlotGate> gate = gate_;
+  if (!gate) {
+    peak_ = std::max(peak_, used_);
+    return Lease(this, n, 0);
+  }
+  lock.unlock();
+  const int got = gate->try_take(n);
+  if (got < n) gate->give_back(got);
+  lock.lock();
+  if (got < n) {
+    used_ -= n;
+    lock.unlock();
+    cv_.notify_all();
+    return {};
+  }
   peak_ = std::max(peak_, used_);
-  return Lease(this, n);
+  return Lease(this, n, n);
+}
+
+void ThreadBudget::attach_gate(std::shared_ptr<SlotGate> gate, int capacity) {
+  {
+    std::lock_guard lock(mu_);
+    gate_ = std::move(gate);
+    capacity_ = std::max(capacity_, capacity);
+  }
+  cv_.notify_all();
+}
+
+bool ThreadBudget::gated() const {
+  std::lock_guard lock(mu_);
+  return gate_ != nullptr;
+}
+
+int ThreadBudget::capacity() const {
+  std::lock_guard lock(mu_);
+  return capacity_;
 }
 
 int ThreadBudget::in_use() const {
@@ -40,11 +104,14 @@ int ThreadBudget::peak() const {
   return peak_;
 }
 
-void ThreadBudget::give_back(int n) {
+void ThreadBudget::give_back(int n, int gated) {
+  std::shared_ptr<SlotGate> gate;
   {
     std::lock_guard lock(mu_);
     used_ -= n;
+    gate = gate_;
   }
+  if (gated > 0 && gate) gate->give_back(gated);
   cv_.notify_all();
 }
 
@@ -52,7 +119,9 @@ ThreadBudget::Lease::Lease(Lease&& o) noexcept {
   std::lock_guard lock(o.mu_);
   budget_ = o.budget_;
   count_ = o.count_;
+  gated_ = o.gated_;
   o.count_ = 0;
+  o.gated_ = 0;
 }
 
 ThreadBudget::Lease& ThreadBudget::Lease::operator=(Lease&& o) noexcept {
@@ -61,7 +130,9 @@ ThreadBudget::Lease& ThreadBudget::Lease::operator=(Lease&& o) noexcept {
     std::scoped_lock lock(mu_, o.mu_);
     budget_ = o.budget_;
     count_ = o.count_;
+    gated_ = o.gated_;
     o.count_ = 0;
+    o.gated_ = 0;
   }
   return *this;
 }
@@ -75,8 +146,11 @@ void ThreadBudget::Lease::release(int n) {
   std::lock_guard lock(mu_);
   n = std::min(n, count_);
   if (n <= 0 || budget_ == nullptr) return;
+  // Ungated slots (taken before the gate was attached) go first.
+  const int gated = std::max(0, n - (count_ - gated_));
   count_ -= n;
-  budget_->give_back(n);
+  gated_ -= gated;
+  budget_->give_back(n, gated);
 }
 
 }  // namespace hcwarm

@@ -3,10 +3,22 @@
 // everything that starts compile threads (a JIT build's workers, the parallel
 // parts of one NVRTC compile), so that together they never exceed it.
 // A Lease holds slots and gives them back when released or destroyed.
+// A gate (optional) is a second count that every slot must also hold: the
+// host-wide slots that the processes of one host share (jit/host_compile_slots.hpp).
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 namespace hcwarm {
+
+class SlotGate {
+ public:
+  virtual ~SlotGate() = default;
+  // Takes up to n slots now, never waiting; returns how many it took.
+  virtual int try_take(int n) = 0;
+  // Gives back n of the slots taken (at most what is held).
+  virtual void give_back(int n) = 0;
+};
 
 class ThreadBudget {
  public:
@@ -26,28 +38,35 @@ class ThreadBudget {
 
    private:
     friend class ThreadBudget;
-    Lease(ThreadBudget* b, int n) : budget_(b), count_(n) {}
+    Lease(ThreadBudget* b, int n, int gated) : budget_(b), count_(n), gated_(gated) {}
     ThreadBudget* budget_ = nullptr;
     mutable std::mutex mu_;
     int count_ = 0;
+    int gated_ = 0;  // of count_, the slots that also hold a gate slot
   };
 
   // Waits until at least `at_least` slots are free (1 <= at_least <= capacity),
-  // then takes up to `at_most` of them.
+  // here and in the gate, then takes up to `at_most` of them.
   Lease acquire(int at_least, int at_most);
   // All n slots now, or none (count() == 0); never waits.
   Lease try_acquire(int n);
 
-  int capacity() const { return capacity_; }
+  // From now on every slot taken also takes one of the gate's, and the capacity
+  // becomes at least `capacity`: the gate bounds the threads, not this count.
+  void attach_gate(std::shared_ptr<SlotGate> gate, int capacity);
+  bool gated() const;
+
+  int capacity() const;
   int in_use() const;
   int peak() const;  // the most slots held at once so far
 
  private:
-  void give_back(int n);
+  void give_back(int n, int gated);
 
-  const int capacity_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  int capacity_;
+  std::shared_ptr<SlotGate> gate_;
   int used_ = 0;
   int peak_ = 0;
 };

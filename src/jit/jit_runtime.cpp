@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "jit/header_deps.hpp"
+#include "jit/host_compile_slots.hpp"
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
@@ -65,6 +66,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
   o.jobs = env.compile_jobs;
+  o.host_compile_slots = env.host_compile_slots;
   o.tiered = env.tiered;
   o.lock_timeout_s = env.lock_timeout_s;
   o.compile_timeout_s = env.compile_timeout_s;
@@ -236,6 +238,16 @@ bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
     } catch (const Error& e) {
       disable_disk(e.message());
       return false;
+    }
+    if (disk_enabled_ && disk_writable_ && opts_.host_compile_slots > 0) {
+      // The version directory exists and is trusted now (prepare checked it).
+      std::call_once(host_slots_attached_, [&] {
+        if (budget_->gated()) return;  // a shared budget another runtime gated first
+        budget_->attach_gate(std::make_shared<HostCompileSlots>(disk_->version_dir(), opts_.host_compile_slots),
+                             opts_.host_compile_slots);
+        log::debug("jit: compile threads share {} host slots in {}", opts_.host_compile_slots,
+                   disk_->version_dir().string());
+      });
     }
   }
   return disk_enabled_;
@@ -801,6 +813,8 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
       }
     });
   };
+  // The disk first: it attaches the host-wide compile slots before the first lease.
+  for (const auto& it : items) disk_ready_for(*it.r.cs);
   if (!order.empty()) run_pass();
   if (!deferred.empty()) {
     log::debug("jit build: {} keys were being built by another process; taking them now", deferred.size());

@@ -55,6 +55,10 @@ struct JitOptions {
   // The count those threads are taken from; null: one of `jobs` for this runtime.
   // Runtimes of one process may share one.
   std::shared_ptr<ThreadBudget> compile_budget;
+  // > 0: with a writable disk cache, every compile thread also holds one of this
+  // many slots shared by all processes on the cache (jit/host_compile_slots.hpp),
+  // and the process may then run up to this many; 0: `jobs` alone bounds them.
+  int host_compile_slots = 0;
   // HCWARM_TIERED: a request that misses is served by a generic kernel while the
   // specialization compiles in the background (not with strict_warmup or !allow_compile).
   bool tiered = true;
@@ -246,6 +250,7 @@ class JitRuntime final : public ModuleProvider {
   std::once_flag disk_warned_;
   std::atomic<bool> disk_writable_{true};  // false: loads only (the prepare probe failed)
   std::once_flag disk_ro_warned_;
+  std::once_flag host_slots_attached_;
 
   // resolve() memo: spec text -> key. Headers and compilers are fixed for the
   // runtime's life, so the key is a function of the spec alone; get() on a loaded

@@ -1,0 +1,49 @@
+#include "jit/host_compile_slots.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/error.hpp"
+
+namespace hcwarm::jit {
+
+HostCompileSlots::HostCompileSlots(std::filesystem::path dir, int count)
+    : dir_(std::move(dir)), count_(count), next_(static_cast<int>(::getpid() % std::max(1, count))),
+      mine_(static_cast<size_t>(std::max(0, count)), false) {
+  HCWARM_CHECK_ARG(count >= 1, "host compile slots: count must be >= 1, got {}", count);
+}
+
+std::string HostCompileSlots::slot_file_name(int i) { return fmt::format("compile-slot-{}.lock", i); }
+
+int HostCompileSlots::try_take(int n) {
+  std::lock_guard lock(mu_);
+  int got = 0;
+  for (int tried = 0; tried < count_ && got < n; ++tried) {
+    const int i = (next_ + tried) % count_;
+    if (mine_[static_cast<size_t>(i)]) continue;
+    fsu::FileLock l = fsu::FileLock::try_acquire(dir_ / slot_file_name(i));
+    if (!l.owns()) continue;
+    mine_[static_cast<size_t>(i)] = true;
+    held_.push_back(std::move(l));
+    held_index_.push_back(i);
+    ++got;
+  }
+  next_ = (next_ + 1) % count_;
+  return got;
+}
+
+void HostCompileSlots::give_back(int n) {
+  std::lock_guard lock(mu_);
+  for (; n > 0 && !held_.empty(); --n) {
+    mine_[static_cast<size_t>(held_index_.back())] = false;
+    held_index_.pop_back();
+    held_.pop_back();  // its destructor unlocks
+  }
+}
+
+int HostCompileSlots::held() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(held_.size());
+}
+
+}  // namespace hcwarm::jit
