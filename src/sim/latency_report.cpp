@@ -75,7 +75,14 @@ LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_
     s.compile_wait_s += r.compile_wait_s;
     s.served_by_generic += r.served_by_generic;
   }
-  for (auto& [splits, v] : by_bucket) std::sort(v.begin(), v.end());
+  for (auto& [splits, v] : by_bucket) {
+    std::sort(v.begin(), v.end());
+    if (static_cast<int64_t>(v.size()) < kTailMinForwards) continue;
+    const BucketTail t{splits, static_cast<int64_t>(v.size()), percentile(v, 0.99), v.back()};
+    if (s.worst_bucket_tail.forwards == 0 || t.max_over_p99() > s.worst_bucket_tail.max_over_p99()) {
+      s.worst_bucket_tail = t;
+    }
+  }
   std::map<int, double> median_tokens;
   for (auto& [splits, v] : tokens_by_bucket) {
     std::sort(v.begin(), v.end());
@@ -151,7 +158,14 @@ nlohmann::json to_json(const LatencySummary& s) {
           {"p999_ms", s.p999_ms},
           {"max_ms", s.max_ms},
           {"slow_forwards", s.slow_forwards.size()},
-          {"slow_forward_details", slow}};
+          {"slow_forward_details", slow},
+          {"worst_bucket_tail", s.worst_bucket_tail.forwards == 0
+                                    ? nlohmann::json()
+                                    : nlohmann::json{{"num_splits", s.worst_bucket_tail.num_splits},
+                                                     {"forwards", s.worst_bucket_tail.forwards},
+                                                     {"p99_ms", s.worst_bucket_tail.p99_ms},
+                                                     {"max_ms", s.worst_bucket_tail.max_ms},
+                                                     {"max_over_p99", s.worst_bucket_tail.max_over_p99()}}}};
 }
 
 nlohmann::json report_json(const RunReport& run, bool include_records, double slow_factor) {
@@ -217,6 +231,7 @@ RunReport run_report_from_json(const nlohmann::json& j, const std::string& sourc
                                    "forwards_with_compiles", "waited_for_compile", "compile_wait_s",
                                    "served_by_generic", "total_s", "mean_ms", "p50_ms", "p99_ms", "p999_ms",
                                    "max_ms", "slow_forwards", "slow_forward_details", "slow_factor",
+                                   "worst_bucket_tail",
                                    // the names of schema 1, derived too
                                    "num_stalls", "stalls", "stall_factor", "schema_version"};
   for (const auto& [k, v] : j.items()) {

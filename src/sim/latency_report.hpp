@@ -41,6 +41,18 @@ struct SlowForward {
   std::string describe() const;
 };
 
+// The tail of one split bucket: forwards of similar work, so that a max well
+// above its p99 is an outlier (a wait) rather than a larger batch.
+struct BucketTail {
+  int num_splits = 0;
+  int64_t forwards = 0;
+  double p99_ms = 0.0;
+  double max_ms = 0.0;
+  double max_over_p99() const { return p99_ms > 0 ? max_ms / p99_ms : 0.0; }
+};
+// Buckets with fewer forwards have no meaningful p99 and are left out.
+inline constexpr int64_t kTailMinForwards = 100;
+
 struct LatencySummary {
   int64_t forwards = 0;
   double total_s = 0.0;
@@ -55,6 +67,9 @@ struct LatencySummary {
   double compile_wait_s = 0.0;              // the total of those waits
   int64_t served_by_generic = 0;            // calls served generically while their specialization was pending
   std::vector<SlowForward> slow_forwards;   // by forward index
+  // Of the buckets with at least kTailMinForwards forwards, the one whose max is
+  // furthest above its own p99 (forwards == 0: no such bucket).
+  BucketTail worst_bucket_tail;
 };
 
 // q in [0, 1]; linear interpolation between closest ranks (numpy's default). 0 for no values.

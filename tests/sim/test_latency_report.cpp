@@ -37,6 +37,26 @@ TEST(LatencyReportTest, Percentiles) {
   EXPECT_DOUBLE_EQ(percentile({7}, 0.999), 7);
 }
 
+TEST(LatencyReportTest, WorstBucketTailComparesAForwardWithItsOwnBucket) {
+  std::vector<ForwardRecord> r;
+  add(r, 300, 64, 8, 1.0);   // decode: a bucket of 300
+  add(r, 1, 64, 8, 3.0);     // one decode forward 3x the rest: an outlier in its bucket
+  add(r, 150, 2, 4096, 40);  // prefill: slower, but as its own bucket expects
+  add(r, 20, 1, 8192, 90);   // too few forwards for a p99: left out
+  LatencySummary s = summarize(r);
+  EXPECT_EQ(s.worst_bucket_tail.num_splits, 64);
+  EXPECT_EQ(s.worst_bucket_tail.forwards, 301);
+  EXPECT_DOUBLE_EQ(s.worst_bucket_tail.max_ms, 3.0);
+  EXPECT_NEAR(s.worst_bucket_tail.max_over_p99(), 3.0, 1e-9);  // p99 of the bucket is 1 ms
+  EXPECT_DOUBLE_EQ(s.max_ms, 90.0);                           // the overall max is the largest prefill
+  EXPECT_EQ(to_json(s)["worst_bucket_tail"]["num_splits"], 64);
+
+  std::vector<ForwardRecord> few;
+  add(few, 50, 64, 8, 1.0);
+  EXPECT_EQ(summarize(few).worst_bucket_tail.forwards, 0);
+  EXPECT_TRUE(to_json(summarize(few))["worst_bucket_tail"].is_null());
+}
+
 TEST(LatencyReportTest, FindsSlowForwardsPerBucket) {
   std::vector<ForwardRecord> r;
   add(r, 1, 44, 150, 2500.0, 1);  // 0: first forward of bucket 44 compiles
