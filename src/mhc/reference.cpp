@@ -223,4 +223,33 @@ HcPreResult hc_pre_embed_reference(const HostTensor<bf16>& embed, int hc, const 
   return hc_pre_reference(broadcast_streams(embed, hc), fn, scale, base, norm_weight, constants);
 }
 
+void check_hc_post_pre_shapes(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                              const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                              const HostTensor<float>& fn, const HostTensor<float>& scale,
+                              const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
+  check_hc_pre_shapes(residual, fn, scale, base, norm_weight);
+  const int64_t t_count = residual.dim(0);
+  const int64_t hc = residual.dim(1);
+  const int64_t d = residual.dim(2);
+  HCWARM_CHECK_ARG(x.shape() == Shape({t_count, d}), "x must have shape {} for residual {}, got {}",
+                   shape_string({t_count, d}), shape_string(residual.shape()), shape_string(x.shape()));
+  HCWARM_CHECK_ARG(prev_post.shape() == Shape({t_count, hc}), "prev_post must have shape {} for residual {}, got {}",
+                   shape_string({t_count, hc}), shape_string(residual.shape()), shape_string(prev_post.shape()));
+  HCWARM_CHECK_ARG(prev_comb.shape() == Shape({t_count, hc, hc}),
+                   "prev_comb must have shape {} for residual {}, got {}", shape_string({t_count, hc, hc}),
+                   shape_string(residual.shape()), shape_string(prev_comb.shape()));
+}
+
+HcPostPreResult hc_post_pre_reference(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                                      const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                                      const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                      const HostTensor<float>& base, const HostTensor<bf16>* norm_weight,
+                                      const MhcConstants& constants) {
+  check_hc_post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight);
+  // The unfused pair, with both bf16 roundings: the new residual as stored, then the pre step on it.
+  HostTensor<bf16> next = hc_post_reference(x, residual, prev_post, prev_comb);
+  HcPreResult pre = hc_pre_reference(next, fn, scale, base, norm_weight, constants);
+  return {std::move(next), std::move(pre)};
+}
+
 }  // namespace hcwarm::mhc
