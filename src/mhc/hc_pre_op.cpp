@@ -470,48 +470,90 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   device_backend_->launch(k, p, launch, stages);
 }
 
+namespace {
+
+// Host tensors staged on `device` for one call from the host (kept alive until the call's end).
+class Staging {
+ public:
+  explicit Staging(Device& device) : device_(device) {}
+  template <class T>
+  T* upload(const HostTensor<T>& t) {
+    const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(T);
+    buffers_.emplace_back(device_, bytes);
+    device_.copy_from_host(buffers_.back().get(), t.data(), bytes);
+    return buffers_.back().as<T>();
+  }
+  template <class T>
+  T* alloc(const HostTensor<T>& t) {
+    buffers_.emplace_back(device_, static_cast<size_t>(t.numel()) * sizeof(T));
+    return buffers_.back().as<T>();
+  }
+  template <class T>
+  void download(HostTensor<T>& t, const T* src) {
+    device_.copy_to_host(t.data(), src, static_cast<size_t>(t.numel()) * sizeof(T));
+  }
+
+ private:
+  Device& device_;
+  std::vector<DeviceBuffer> buffers_;
+};
+
+// The pre step's weights and outputs around `a` (its input already staged), run and copied back.
+HcPreResult run_staged(HcPreOp& op, Device& device, Staging& st, HcPreArgs a, const HostTensor<float>& fn,
+                       const HostTensor<float>& scale, const HostTensor<float>& base,
+                       const HostTensor<bf16>* norm_weight) {
+  const int64_t T = a.num_tokens;
+  const int64_t hc = op.dims().hc_mult;
+  const int64_t D = op.dims().hidden;
+  HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
+                  norm_weight != nullptr};
+  if (T == 0) return out;
+  a.fn = st.upload(fn);
+  a.scale = st.upload(scale);
+  a.base = st.upload(base);
+  a.norm_weight = norm_weight != nullptr ? st.upload(*norm_weight) : nullptr;
+  a.y = st.alloc(out.y);
+  a.post = st.alloc(out.post);
+  a.comb = st.alloc(out.comb);
+  op.run(a);
+  device.synchronize();
+  st.download(out.y, a.y);
+  st.download(out.post, a.post);
+  st.download(out.comb, a.comb);
+  return out;
+}
+
+void check_op_dims(const HcPreOp& op, const Shape& shape, int64_t hc, int64_t d, const char* what) {
+  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && d == op.dims().hidden,
+                   "{} {} does not match the op's hc_mult {} and hidden {}", what, shape_string(shape),
+                   op.dims().hc_mult, op.dims().hidden);
+}
+
+}  // namespace
+
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
                             const HostTensor<float>& fn, const HostTensor<float>& scale,
                             const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
   check_hc_pre_shapes(residual, fn, scale, base, norm_weight);
-  const int64_t T = residual.dim(0);
-  const int64_t hc = residual.dim(1);
-  const int64_t D = residual.dim(2);
-  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && D == op.dims().hidden,
-                   "residual {} does not match the op's hc_mult {} and hidden {}", shape_string(residual.shape()),
-                   op.dims().hc_mult, op.dims().hidden);
-  HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
-                  norm_weight != nullptr};
-  if (T == 0) return out;
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, bytes);
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer r = upload(residual.data(), residual.numel() * sizeof(bf16));
-  DeviceBuffer f = upload(fn.data(), fn.numel() * sizeof(float));
-  DeviceBuffer s = upload(scale.data(), scale.numel() * sizeof(float));
-  DeviceBuffer b = upload(base.data(), base.numel() * sizeof(float));
-  DeviceBuffer w;
-  if (norm_weight != nullptr) w = upload(norm_weight->data(), norm_weight->numel() * sizeof(bf16));
-  DeviceBuffer y(device, out.y.numel() * sizeof(bf16)), post(device, out.post.numel() * sizeof(float)),
-      comb(device, out.comb.numel() * sizeof(float));
+  check_op_dims(op, residual.shape(), residual.dim(1), residual.dim(2), "residual");
+  Staging st(device);
   HcPreArgs a;
-  a.num_tokens = T;
-  a.residual = r.as<bf16>();
-  a.fn = f.as<float>();
-  a.scale = s.as<float>();
-  a.base = b.as<float>();
-  a.norm_weight = norm_weight != nullptr ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
-  op.run(a);
-  device.synchronize();
-  device.copy_to_host(out.y.data(), y.get(), out.y.numel() * sizeof(bf16));
-  device.copy_to_host(out.post.data(), post.get(), out.post.numel() * sizeof(float));
-  device.copy_to_host(out.comb.data(), comb.get(), out.comb.numel() * sizeof(float));
-  return out;
+  a.num_tokens = residual.dim(0);
+  if (a.num_tokens > 0) a.residual = st.upload(residual);
+  return run_staged(op, device, st, a, fn, scale, base, norm_weight);
+}
+
+HcPreResult run_hc_pre_embed_host(HcPreOp& op, Device& device, const HostTensor<bf16>& embed,
+                                  const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                  const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
+  check_hc_pre_embed_shapes(embed, op.dims().hc_mult, fn, scale, base, norm_weight);
+  check_op_dims(op, embed.shape(), op.dims().hc_mult, embed.dim(1), "embed");
+  Staging st(device);
+  HcPreArgs a;
+  a.num_tokens = embed.dim(0);
+  a.input = HcPreInput::Embed;
+  if (a.num_tokens > 0) a.residual = st.upload(embed);
+  return run_staged(op, device, st, a, fn, scale, base, norm_weight);
 }
 
 HcPostPreResult run_hc_post_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& x,
@@ -520,54 +562,22 @@ HcPostPreResult run_hc_post_pre_host(HcPreOp& op, Device& device, const HostTens
                                      const HostTensor<float>& scale, const HostTensor<float>& base,
                                      const HostTensor<bf16>* norm_weight) {
   check_hc_post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight);
-  const int64_t T = residual.dim(0);
-  const int64_t hc = residual.dim(1);
-  const int64_t D = residual.dim(2);
-  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && D == op.dims().hidden,
-                   "residual {} does not match the op's hc_mult {} and hidden {}", shape_string(residual.shape()),
-                   op.dims().hc_mult, op.dims().hidden);
-  HcPostPreResult out{HostTensor<bf16>(residual.shape()),
-                      {HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
-                       norm_weight != nullptr}};
-  if (T == 0) return out;
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, bytes);
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer xb = upload(x.data(), x.numel() * sizeof(bf16));
-  DeviceBuffer r = upload(residual.data(), residual.numel() * sizeof(bf16));
-  DeviceBuffer pp = upload(prev_post.data(), prev_post.numel() * sizeof(float));
-  DeviceBuffer pc = upload(prev_comb.data(), prev_comb.numel() * sizeof(float));
-  DeviceBuffer f = upload(fn.data(), fn.numel() * sizeof(float));
-  DeviceBuffer s = upload(scale.data(), scale.numel() * sizeof(float));
-  DeviceBuffer b = upload(base.data(), base.numel() * sizeof(float));
-  DeviceBuffer w;
-  if (norm_weight != nullptr) w = upload(norm_weight->data(), norm_weight->numel() * sizeof(bf16));
-  DeviceBuffer nr(device, out.new_residual.numel() * sizeof(bf16)), y(device, out.pre.y.numel() * sizeof(bf16)),
-      post(device, out.pre.post.numel() * sizeof(float)), comb(device, out.pre.comb.numel() * sizeof(float));
+  check_op_dims(op, residual.shape(), residual.dim(1), residual.dim(2), "residual");
+  Staging st(device);
+  HostTensor<bf16> next(residual.shape());
   HcPreArgs a;
-  a.num_tokens = T;
+  a.num_tokens = residual.dim(0);
   a.input = HcPreInput::Post;
-  a.x = xb.as<bf16>();
-  a.residual = r.as<bf16>();
-  a.prev_post = pp.as<float>();
-  a.prev_comb = pc.as<float>();
-  a.new_residual = nr.as<bf16>();
-  a.fn = f.as<float>();
-  a.scale = s.as<float>();
-  a.base = b.as<float>();
-  a.norm_weight = norm_weight != nullptr ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
-  op.run(a);
-  device.synchronize();
-  device.copy_to_host(out.new_residual.data(), nr.get(), out.new_residual.numel() * sizeof(bf16));
-  device.copy_to_host(out.pre.y.data(), y.get(), out.pre.y.numel() * sizeof(bf16));
-  device.copy_to_host(out.pre.post.data(), post.get(), out.pre.post.numel() * sizeof(float));
-  device.copy_to_host(out.pre.comb.data(), comb.get(), out.pre.comb.numel() * sizeof(float));
-  return out;
+  if (a.num_tokens > 0) {
+    a.x = st.upload(x);
+    a.residual = st.upload(residual);
+    a.prev_post = st.upload(prev_post);
+    a.prev_comb = st.upload(prev_comb);
+    a.new_residual = st.alloc(next);
+  }
+  HcPreResult pre = run_staged(op, device, st, a, fn, scale, base, norm_weight);
+  if (a.num_tokens > 0) st.download(next, a.new_residual);
+  return {std::move(next), std::move(pre)};
 }
 
 }  // namespace hcwarm::mhc

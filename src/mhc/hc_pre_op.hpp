@@ -212,6 +212,11 @@ HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>&
                             const HostTensor<float>& fn, const HostTensor<float>& scale,
                             const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
 
+// The first layer's hc_pre on host tensors: the embedding (T, D) as input Embed.
+HcPreResult run_hc_pre_embed_host(HcPreOp& op, Device& device, const HostTensor<bf16>& embed,
+                                  const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                  const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
+
 // The fused sublayer boundary on host tensors (input Post), as run_hc_pre_host:
 // shapes checked first (check_hc_post_pre_shapes), then the new residual and
 // the pre step's outputs.

@@ -21,6 +21,11 @@ void check_hc_pre_shapes(const HostTensor<bf16>& residual, const HostTensor<floa
                          const HostTensor<float>& scale, const HostTensor<float>& base,
                          const HostTensor<bf16>* norm_weight);
 
+// The same for the first layer's embedding (T, D) standing for hc streams.
+void check_hc_pre_embed_shapes(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
+                               const HostTensor<float>& scale, const HostTensor<float>& base,
+                               const HostTensor<bf16>* norm_weight);
+
 HcPreResult hc_pre_reference(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
                              const HostTensor<float>& scale, const HostTensor<float>& base,
                              const HostTensor<bf16>* norm_weight, const MhcConstants& constants);

@@ -132,7 +132,7 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
   const int kind = input_kind<INPUT>(p);
   const bool embed = kind == HCWARM_MHC_INPUT_EMBED;
   const bool post = kind == HCWARM_MHC_INPUT_POST;
-  // A block of xs: `runs` runs of n values; run g holds the columns [col0 + g * D, + n).
+  // A block of xs: `runs` runs of n values; run g holds the columns [g * D + kb, + n) (kb: the block start).
   const int runs = post ? HC : 1;
   const int step = post ? kPostBlock<HC> : kKBlock;
   constexpr int kMix = HC * (2 + HC);
