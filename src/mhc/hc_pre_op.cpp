@@ -37,6 +37,23 @@ const char* to_string(HcPreInput input) {
   return input == HcPreInput::Embed ? "embed" : input == HcPreInput::Post ? "post" : "residual";
 }
 
+HcPreInput parse_hc_pre_input(std::string_view name) {
+  if (name.empty()) return HcPreInput::Residual;
+  for (const HcPreInput i : {HcPreInput::Residual, HcPreInput::Embed, HcPreInput::Post}) {
+    if (name == to_string(i)) return i;
+  }
+  HCWARM_THROW(ErrorKind::InvalidArgument, "unknown hc_pre input '{}' (residual, embed or post)", name);
+}
+
+namespace {
+// The kernels' name of an input kind (kernels/common/mhc_params.hpp).
+int input_code(HcPreInput input) {
+  return input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
+         : input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
+                                     : HCWARM_MHC_INPUT_RESIDUAL;
+}
+}  // namespace
+
 HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_sms, jit::JitRuntime* jit,
                  Device& device, Variant variant)
     : HcPreOp(backend, dims, constants, num_sms, std::unique_ptr<jit::ModuleProvider>(), device, variant) {
@@ -141,8 +158,11 @@ int arch_major(std::string_view arch) {
 }  // namespace
 
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda, HcPreInput input) {
+                                   const CudaKernelOptions& cuda_options, HcPreInput input) {
   const bool embed = input == HcPreInput::Embed;
+  // The one-pass kernel reads residual streams only: the embedding and the boundary take the two kernels.
+  CudaKernelOptions cuda = cuda_options;
+  cuda.one_pass = cuda.one_pass && input == HcPreInput::Residual;
   HCWARM_CHECK_ARG(backend != Backend::Reference, "the reference backend has no kernels");
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   jit::KernelSpec s;
@@ -151,10 +171,10 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
               {"hc", std::to_string(dims.hc_mult)},
               {"hidden", std::to_string(dims.hidden)},
               {"norm", fused_norm ? "1" : "0"}};
-  if (embed) s.params.emplace_back("input", "embed");  // residual keys stay as they were
+  if (input != HcPreInput::Residual) s.params.emplace_back("input", to_string(input));  // residual keys stay as they were
   if (backend == Backend::Cpu) {
     s.target = jit::TargetKind::Host;
-    s.source = cpu::mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm, embed);
+    s.source = cpu::mhc_pre_cpu_source(splits, dims.hc_mult, dims.hidden, fused_norm, input_code(input));
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
@@ -196,10 +216,12 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
 
 HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput input) const {
   // Generic kernels do not depend on the split count (nor read the input kind at compile time).
+  // Specialized ones: one set per input kind, in the bits above the CUDA options.
+  constexpr int kInputShift = 64;
   const bool generic = variant_ == Variant::Generic;
   return {generic ? 0 : splits, fused_norm,
           static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
-              (!generic && input == HcPreInput::Embed ? 64 : 0)};
+              (generic ? 0 : static_cast<int>(input) * kInputShift)};
 }
 
 bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
@@ -311,6 +333,32 @@ void HcPreOp::ensure_workspace(size_t bytes) {
   workspace_ = DeviceBuffer(*device_, std::max<size_t>(bytes, size_t{1} << 16));
 }
 
+namespace {
+
+// Every pointer the input kind needs, each named when null; the new residual
+// either is the residual (in place) or does not overlap it.
+void check_pointers(const HcPreArgs& a, size_t row_bytes) {
+  const std::pair<const void*, const char*> required[] = {
+      {a.residual, a.input == HcPreInput::Embed ? "residual (the embedding)" : "residual"},
+      {a.fn, "fn"}, {a.scale, "scale"}, {a.base, "base"}, {a.y, "y"}, {a.post, "post"}, {a.comb, "comb"}};
+  for (const auto& [ptr, name] : required) {
+    HCWARM_CHECK_ARG(ptr != nullptr, "hc_pre (input={}): {} is null", to_string(a.input), name);
+  }
+  if (a.input != HcPreInput::Post) return;
+  const std::pair<const void*, const char*> post_inputs[] = {
+      {a.x, "x"}, {a.prev_post, "prev_post"}, {a.prev_comb, "prev_comb"}, {a.new_residual, "new_residual"}};
+  for (const auto& [ptr, name] : post_inputs) {
+    HCWARM_CHECK_ARG(ptr != nullptr, "hc_post_pre (input=post): {} is null", name);
+  }
+  const auto in = reinterpret_cast<uintptr_t>(a.residual), out = reinterpret_cast<uintptr_t>(a.new_residual);
+  const uintptr_t bytes = static_cast<uintptr_t>(a.num_tokens) * row_bytes;
+  HCWARM_CHECK_ARG(in == out || in + bytes <= out || out + bytes <= in,
+                   "hc_post_pre (input=post): new_residual overlaps residual without being it (in place needs the "
+                   "same pointer)");
+}
+
+}  // namespace
+
 void HcPreOp::run_reference(const HcPreArgs& a) {
   const int64_t T = a.num_tokens;
   const int hc = dims_.hc_mult;
@@ -324,15 +372,28 @@ void HcPreOp::run_reference(const HcPreArgs& a) {
   }
   HostTensor<float> fn({mix, dims_.k()}), scale({3}), base({mix});
   HostTensor<bf16> w({D});
-  if (a.input == HcPreInput::Residual) {
+  if (a.input != HcPreInput::Embed) {
     device_->copy_to_host(residual.data(), a.residual, residual.numel() * sizeof(bf16));
   }
   device_->copy_to_host(fn.data(), a.fn, fn.numel() * sizeof(float));
   device_->copy_to_host(scale.data(), a.scale, 3 * sizeof(float));
   device_->copy_to_host(base.data(), a.base, mix * sizeof(float));
   if (a.norm_weight != nullptr) device_->copy_to_host(w.data(), a.norm_weight, D * sizeof(bf16));
-  const HcPreResult r =
-      hc_pre_reference(residual, fn, scale, base, a.norm_weight != nullptr ? &w : nullptr, constants_);
+  const HostTensor<bf16>* norm = a.norm_weight != nullptr ? &w : nullptr;
+  HcPreResult r;
+  if (a.input == HcPreInput::Post) {
+    // Every input is on the host before the new residual is written: it may alias the residual.
+    HostTensor<bf16> x({T, D});
+    HostTensor<float> prev_post({T, hc}), prev_comb({T, hc, hc});
+    device_->copy_to_host(x.data(), a.x, x.numel() * sizeof(bf16));
+    device_->copy_to_host(prev_post.data(), a.prev_post, prev_post.numel() * sizeof(float));
+    device_->copy_to_host(prev_comb.data(), a.prev_comb, prev_comb.numel() * sizeof(float));
+    HcPostPreResult pp = hc_post_pre_reference(x, residual, prev_post, prev_comb, fn, scale, base, norm, constants_);
+    device_->copy_from_host(a.new_residual, pp.new_residual.data(), pp.new_residual.numel() * sizeof(bf16));
+    r = std::move(pp.pre);
+  } else {
+    r = hc_pre_reference(residual, fn, scale, base, norm, constants_);
+  }
   device_->copy_from_host(a.y, r.y.data(), r.y.numel() * sizeof(bf16));
   device_->copy_from_host(a.post, r.post.data(), r.post.numel() * sizeof(float));
   device_->copy_from_host(a.comb, r.comb.data(), r.comb.numel() * sizeof(float));
@@ -346,8 +407,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
   if (a.num_tokens == 0) return;
-  HCWARM_CHECK_ARG(a.residual && a.fn && a.scale && a.base && a.y && a.post && a.comb,
-                   "hc_pre: a required pointer is null");
+  check_pointers(a, static_cast<size_t>(dims_.k()) * sizeof(bf16));
   if (launch.workspace != nullptr && reinterpret_cast<uintptr_t>(launch.workspace) % 16 != 0) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "hc_pre: workspace is not 16-byte aligned");
   }
@@ -374,9 +434,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   p.rms_eps = constants_.rms_eps;
   p.norm_eps = constants_.norm_eps;
   p.post_mult = constants_.post_mult;
-  p.input = a.input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
-            : a.input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
-                                          : HCWARM_MHC_INPUT_RESIDUAL;
+  p.input = input_code(a.input);
   p.post_x = reinterpret_cast<const unsigned short*>(a.x);
   p.prev_post = a.prev_post;
   p.prev_comb = a.prev_comb;
@@ -412,48 +470,114 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
   device_backend_->launch(k, p, launch, stages);
 }
 
+namespace {
+
+// Host tensors staged on `device` for one call from the host (kept alive until the call's end).
+class Staging {
+ public:
+  explicit Staging(Device& device) : device_(device) {}
+  template <class T>
+  T* upload(const HostTensor<T>& t) {
+    const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(T);
+    buffers_.emplace_back(device_, bytes);
+    device_.copy_from_host(buffers_.back().get(), t.data(), bytes);
+    return buffers_.back().as<T>();
+  }
+  template <class T>
+  T* alloc(const HostTensor<T>& t) {
+    buffers_.emplace_back(device_, static_cast<size_t>(t.numel()) * sizeof(T));
+    return buffers_.back().as<T>();
+  }
+  template <class T>
+  void download(HostTensor<T>& t, const T* src) {
+    device_.copy_to_host(t.data(), src, static_cast<size_t>(t.numel()) * sizeof(T));
+  }
+
+ private:
+  Device& device_;
+  std::vector<DeviceBuffer> buffers_;
+};
+
+// The pre step's weights and outputs around `a` (its input already staged), run and copied back.
+HcPreResult run_staged(HcPreOp& op, Device& device, Staging& st, HcPreArgs a, const HostTensor<float>& fn,
+                       const HostTensor<float>& scale, const HostTensor<float>& base,
+                       const HostTensor<bf16>* norm_weight) {
+  const int64_t T = a.num_tokens;
+  const int64_t hc = op.dims().hc_mult;
+  const int64_t D = op.dims().hidden;
+  HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
+                  norm_weight != nullptr};
+  if (T == 0) return out;
+  a.fn = st.upload(fn);
+  a.scale = st.upload(scale);
+  a.base = st.upload(base);
+  a.norm_weight = norm_weight != nullptr ? st.upload(*norm_weight) : nullptr;
+  a.y = st.alloc(out.y);
+  a.post = st.alloc(out.post);
+  a.comb = st.alloc(out.comb);
+  op.run(a);
+  device.synchronize();
+  st.download(out.y, a.y);
+  st.download(out.post, a.post);
+  st.download(out.comb, a.comb);
+  return out;
+}
+
+void check_op_dims(const HcPreOp& op, const Shape& shape, int64_t hc, int64_t d, const char* what) {
+  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && d == op.dims().hidden,
+                   "{} {} does not match the op's hc_mult {} and hidden {}", what, shape_string(shape),
+                   op.dims().hc_mult, op.dims().hidden);
+}
+
+}  // namespace
+
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
                             const HostTensor<float>& fn, const HostTensor<float>& scale,
                             const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
   check_hc_pre_shapes(residual, fn, scale, base, norm_weight);
-  const int64_t T = residual.dim(0);
-  const int64_t hc = residual.dim(1);
-  const int64_t D = residual.dim(2);
-  HCWARM_CHECK_ARG(hc == op.dims().hc_mult && D == op.dims().hidden,
-                   "residual {} does not match the op's hc_mult {} and hidden {}", shape_string(residual.shape()),
-                   op.dims().hc_mult, op.dims().hidden);
-  HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}),
-                  norm_weight != nullptr};
-  if (T == 0) return out;
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, bytes);
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer r = upload(residual.data(), residual.numel() * sizeof(bf16));
-  DeviceBuffer f = upload(fn.data(), fn.numel() * sizeof(float));
-  DeviceBuffer s = upload(scale.data(), scale.numel() * sizeof(float));
-  DeviceBuffer b = upload(base.data(), base.numel() * sizeof(float));
-  DeviceBuffer w;
-  if (norm_weight != nullptr) w = upload(norm_weight->data(), norm_weight->numel() * sizeof(bf16));
-  DeviceBuffer y(device, out.y.numel() * sizeof(bf16)), post(device, out.post.numel() * sizeof(float)),
-      comb(device, out.comb.numel() * sizeof(float));
+  check_op_dims(op, residual.shape(), residual.dim(1), residual.dim(2), "residual");
+  Staging st(device);
   HcPreArgs a;
-  a.num_tokens = T;
-  a.residual = r.as<bf16>();
-  a.fn = f.as<float>();
-  a.scale = s.as<float>();
-  a.base = b.as<float>();
-  a.norm_weight = norm_weight != nullptr ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
-  op.run(a);
-  device.synchronize();
-  device.copy_to_host(out.y.data(), y.get(), out.y.numel() * sizeof(bf16));
-  device.copy_to_host(out.post.data(), post.get(), out.post.numel() * sizeof(float));
-  device.copy_to_host(out.comb.data(), comb.get(), out.comb.numel() * sizeof(float));
-  return out;
+  a.num_tokens = residual.dim(0);
+  if (a.num_tokens > 0) a.residual = st.upload(residual);
+  return run_staged(op, device, st, a, fn, scale, base, norm_weight);
+}
+
+HcPreResult run_hc_pre_embed_host(HcPreOp& op, Device& device, const HostTensor<bf16>& embed,
+                                  const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                  const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
+  check_hc_pre_embed_shapes(embed, op.dims().hc_mult, fn, scale, base, norm_weight);
+  check_op_dims(op, embed.shape(), op.dims().hc_mult, embed.dim(1), "embed");
+  Staging st(device);
+  HcPreArgs a;
+  a.num_tokens = embed.dim(0);
+  a.input = HcPreInput::Embed;
+  if (a.num_tokens > 0) a.residual = st.upload(embed);
+  return run_staged(op, device, st, a, fn, scale, base, norm_weight);
+}
+
+HcPostPreResult run_hc_post_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& x,
+                                     const HostTensor<bf16>& residual, const HostTensor<float>& prev_post,
+                                     const HostTensor<float>& prev_comb, const HostTensor<float>& fn,
+                                     const HostTensor<float>& scale, const HostTensor<float>& base,
+                                     const HostTensor<bf16>* norm_weight) {
+  check_hc_post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight);
+  check_op_dims(op, residual.shape(), residual.dim(1), residual.dim(2), "residual");
+  Staging st(device);
+  HostTensor<bf16> next(residual.shape());
+  HcPreArgs a;
+  a.num_tokens = residual.dim(0);
+  a.input = HcPreInput::Post;
+  if (a.num_tokens > 0) {
+    a.x = st.upload(x);
+    a.residual = st.upload(residual);
+    a.prev_post = st.upload(prev_post);
+    a.prev_comb = st.upload(prev_comb);
+    a.new_residual = st.alloc(next);
+  }
+  HcPreResult pre = run_staged(op, device, st, a, fn, scale, base, norm_weight);
+  if (a.num_tokens > 0) st.download(next, a.new_residual);
+  return {std::move(next), std::move(pre)};
 }
 
 }  // namespace hcwarm::mhc

@@ -69,7 +69,7 @@ struct CudaKernelOptions {
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
 // asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
-// input Embed adds the param input=embed (and never the one-pass kernel).
+// input Embed / Post adds the param input=embed / input=post (and never the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
                                    const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
 // Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket.
@@ -211,5 +211,19 @@ class HcPreOp {
 HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
                             const HostTensor<float>& fn, const HostTensor<float>& scale,
                             const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
+
+// The first layer's hc_pre on host tensors: the embedding (T, D) as input Embed.
+HcPreResult run_hc_pre_embed_host(HcPreOp& op, Device& device, const HostTensor<bf16>& embed,
+                                  const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                  const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
+
+// The fused sublayer boundary on host tensors (input Post), as run_hc_pre_host:
+// shapes checked first (check_hc_post_pre_shapes), then the new residual and
+// the pre step's outputs.
+HcPostPreResult run_hc_post_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& x,
+                                     const HostTensor<bf16>& residual, const HostTensor<float>& prev_post,
+                                     const HostTensor<float>& prev_comb, const HostTensor<float>& fn,
+                                     const HostTensor<float>& scale, const HostTensor<float>& base,
+                                     const HostTensor<bf16>* norm_weight);
 
 }  // namespace hcwarm::mhc

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "core/bf16.hpp"
 #include "core/launch_context.hpp"
@@ -30,6 +31,8 @@ struct MhcConstants {
 // previous sublayer first (docs/MATH.md, section 6).
 enum class HcPreInput { Residual, Embed, Post };
 const char* to_string(HcPreInput input);  // "residual" | "embed" | "post"
+// A kernel key's `input` param: "" (residual keys carry none) or one of the names above; else InvalidArgument.
+HcPreInput parse_hc_pre_input(std::string_view name);
 
 // Pointers into the memory of the device that runs the step. norm_weight may be
 // null (no fused norm). Outputs are written for every token.

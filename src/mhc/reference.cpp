@@ -1,6 +1,7 @@
 #include "mhc/reference.hpp"
 
 #include <algorithm>
+#include <string>
 #include <cmath>
 #include <vector>
 
@@ -8,6 +9,28 @@ namespace hcwarm::mhc {
 namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+}  // namespace
+
+namespace {
+
+// fn, scale, base and the norm weight for hc streams of width d; `input` names
+// the tensor they must fit in the messages.
+void check_pre_weights(int64_t hc, int64_t d, const std::string& input, const HostTensor<float>& fn,
+                       const HostTensor<float>& scale, const HostTensor<float>& base,
+                       const HostTensor<bf16>* norm_weight) {
+  const int64_t mix = hc * (2 + hc);
+  HCWARM_CHECK_ARG(fn.shape() == Shape({mix, hc * d}), "fn must have shape {} for {}, got {}",
+                   shape_string({mix, hc * d}), input, shape_string(fn.shape()));
+  HCWARM_CHECK_ARG(scale.shape() == Shape({3}), "scale must have shape (3,), got {}",
+                   shape_string(scale.shape()));
+  HCWARM_CHECK_ARG(base.shape() == Shape({mix}), "base must have shape {}, got {}", shape_string({mix}),
+                   shape_string(base.shape()));
+  if (norm_weight != nullptr) {
+    HCWARM_CHECK_ARG(norm_weight->shape() == Shape({d}), "norm_weight must have shape {}, got {}",
+                     shape_string({d}), shape_string(norm_weight->shape()));
+  }
+}
 
 }  // namespace
 
@@ -20,17 +43,17 @@ void check_hc_pre_shapes(const HostTensor<bf16>& residual, const HostTensor<floa
   const int64_t d = residual.dim(2);
   HCWARM_CHECK_ARG(hc >= 1 && d >= 1, "residual must have hc >= 1 and D >= 1, got {}",
                    shape_string(residual.shape()));
-  const int64_t mix = hc * (2 + hc);
-  HCWARM_CHECK_ARG(fn.shape() == Shape({mix, hc * d}), "fn must have shape {} for residual {}, got {}",
-                   shape_string({mix, hc * d}), shape_string(residual.shape()), shape_string(fn.shape()));
-  HCWARM_CHECK_ARG(scale.shape() == Shape({3}), "scale must have shape (3,), got {}",
-                   shape_string(scale.shape()));
-  HCWARM_CHECK_ARG(base.shape() == Shape({mix}), "base must have shape {}, got {}", shape_string({mix}),
-                   shape_string(base.shape()));
-  if (norm_weight != nullptr) {
-    HCWARM_CHECK_ARG(norm_weight->shape() == Shape({d}), "norm_weight must have shape {}, got {}",
-                     shape_string({d}), shape_string(norm_weight->shape()));
-  }
+  check_pre_weights(hc, d, "residual " + shape_string(residual.shape()), fn, scale, base, norm_weight);
+}
+
+void check_hc_pre_embed_shapes(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
+                               const HostTensor<float>& scale, const HostTensor<float>& base,
+                               const HostTensor<bf16>* norm_weight) {
+  HCWARM_CHECK_ARG(embed.rank() == 2 && embed.dim(1) >= 1, "embed must have shape (T, D) with D >= 1, got {}",
+                   shape_string(embed.shape()));
+  HCWARM_CHECK_ARG(hc >= 1, "hc_mult must be >= 1, got {}", hc);
+  check_pre_weights(hc, embed.dim(1), fmt::format("embed {} with hc_mult {}", shape_string(embed.shape()), hc), fn,
+                    scale, base, norm_weight);
 }
 
 void sinkhorn_reference(double* c, int hc, int iters, double eps) {
@@ -221,6 +244,35 @@ HcPreResult hc_pre_embed_reference(const HostTensor<bf16>& embed, int hc, const 
                                    const HostTensor<float>& scale, const HostTensor<float>& base,
                                    const HostTensor<bf16>* norm_weight, const MhcConstants& constants) {
   return hc_pre_reference(broadcast_streams(embed, hc), fn, scale, base, norm_weight, constants);
+}
+
+void check_hc_post_pre_shapes(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                              const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                              const HostTensor<float>& fn, const HostTensor<float>& scale,
+                              const HostTensor<float>& base, const HostTensor<bf16>* norm_weight) {
+  check_hc_pre_shapes(residual, fn, scale, base, norm_weight);
+  const int64_t t_count = residual.dim(0);
+  const int64_t hc = residual.dim(1);
+  const int64_t d = residual.dim(2);
+  HCWARM_CHECK_ARG(x.shape() == Shape({t_count, d}), "x must have shape {} for residual {}, got {}",
+                   shape_string({t_count, d}), shape_string(residual.shape()), shape_string(x.shape()));
+  HCWARM_CHECK_ARG(prev_post.shape() == Shape({t_count, hc}), "prev_post must have shape {} for residual {}, got {}",
+                   shape_string({t_count, hc}), shape_string(residual.shape()), shape_string(prev_post.shape()));
+  HCWARM_CHECK_ARG(prev_comb.shape() == Shape({t_count, hc, hc}),
+                   "prev_comb must have shape {} for residual {}, got {}", shape_string({t_count, hc, hc}),
+                   shape_string(residual.shape()), shape_string(prev_comb.shape()));
+}
+
+HcPostPreResult hc_post_pre_reference(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                                      const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                                      const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                      const HostTensor<float>& base, const HostTensor<bf16>* norm_weight,
+                                      const MhcConstants& constants) {
+  check_hc_post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight);
+  // The unfused pair, with both bf16 roundings: the new residual as stored, then the pre step on it.
+  HostTensor<bf16> next = hc_post_reference(x, residual, prev_post, prev_comb);
+  HcPreResult pre = hc_pre_reference(next, fn, scale, base, norm_weight, constants);
+  return {std::move(next), std::move(pre)};
 }
 
 }  // namespace hcwarm::mhc

@@ -21,6 +21,11 @@ void check_hc_pre_shapes(const HostTensor<bf16>& residual, const HostTensor<floa
                          const HostTensor<float>& scale, const HostTensor<float>& base,
                          const HostTensor<bf16>* norm_weight);
 
+// The same for the first layer's embedding (T, D) standing for hc streams.
+void check_hc_pre_embed_shapes(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
+                               const HostTensor<float>& scale, const HostTensor<float>& base,
+                               const HostTensor<bf16>* norm_weight);
+
 HcPreResult hc_pre_reference(const HostTensor<bf16>& residual, const HostTensor<float>& fn,
                              const HostTensor<float>& scale, const HostTensor<float>& base,
                              const HostTensor<bf16>* norm_weight, const MhcConstants& constants);
@@ -43,6 +48,28 @@ HostTensor<bf16> broadcast_streams(const HostTensor<bf16>& embed, int hc);
 HcPreResult hc_pre_embed_reference(const HostTensor<bf16>& embed, int hc, const HostTensor<float>& fn,
                                    const HostTensor<float>& scale, const HostTensor<float>& base,
                                    const HostTensor<bf16>* norm_weight, const MhcConstants& constants);
+
+// The fused sublayer boundary (docs/MATH.md, section 6): the post step of the
+// previous sublayer, rounded to bf16 as it is stored, then hc_pre on it.
+struct HcPostPreResult {
+  HostTensor<bf16> new_residual;  // (T, hc, D)
+  HcPreResult pre;                // y, post, comb of the pre step on new_residual
+};
+
+// Validates x (T, D), prev_post (T, hc) and prev_comb (T, hc, hc) against residual
+// (T, hc, D), then the pre step's tensors as check_hc_pre_shapes; a mismatch throws
+// ErrorKind::InvalidArgument naming the tensor and both shapes.
+void check_hc_post_pre_shapes(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                              const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                              const HostTensor<float>& fn, const HostTensor<float>& scale,
+                              const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
+
+// new_residual = bf16(post step in double), then hc_pre_reference(new_residual, ...).
+HcPostPreResult hc_post_pre_reference(const HostTensor<bf16>& x, const HostTensor<bf16>& residual,
+                                      const HostTensor<float>& prev_post, const HostTensor<float>& prev_comb,
+                                      const HostTensor<float>& fn, const HostTensor<float>& scale,
+                                      const HostTensor<float>& base, const HostTensor<bf16>* norm_weight,
+                                      const MhcConstants& constants);
 
 // The Sinkhorn projection of one hc x hc logit matrix (row-major), in place.
 void sinkhorn_reference(double* c, int hc, int iters, double eps);

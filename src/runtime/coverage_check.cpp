@@ -12,7 +12,7 @@ namespace {
 
 // Zeroed device buffers for the largest call of the check.
 struct Buffers {
-  DeviceBuffer residual, embed, fn, scale, base, w, y, post, comb, head_fn, out, new_residual;
+  DeviceBuffer residual, embed, fn, scale, base, w, y, post, comb, head_fn, out, new_residual, prev_post, prev_comb;
   Buffers(Device& d, const mhc::MhcDims& m, int64_t t) {
     auto zeros = [&](size_t bytes) {
       DeviceBuffer b(d, std::max<size_t>(bytes, 16));
@@ -32,6 +32,8 @@ struct Buffers {
     head_fn = zeros(static_cast<size_t>(m.hc_mult) * m.k() * sizeof(float));
     out = zeros(T * m.hidden * sizeof(bf16));
     new_residual = zeros(T * m.k() * sizeof(bf16));
+    prev_post = zeros(T * m.hc_mult * sizeof(float));
+    prev_comb = zeros(T * m.hc_mult * m.hc_mult * sizeof(float));
   }
 };
 
@@ -74,9 +76,11 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
   };
   for (const int64_t T : r.token_counts) {
     const int splits = ops.hc_pre.num_splits(T);
-    for (const mhc::HcPreInput input : {mhc::HcPreInput::Residual, mhc::HcPreInput::Embed}) {
+    for (const mhc::HcPreInput input : {mhc::HcPreInput::Residual, mhc::HcPreInput::Embed, mhc::HcPreInput::Post}) {
+      // The boundary's family is its own (mhc_post_pre): the name says which one warmup left out.
       const std::string what =
-          fmt::format("mhc_pre (input={}, {}) num_splits={} (T={})", mhc::to_string(input),
+          fmt::format("{} (input={}, {}) num_splits={} (T={})",
+                      input == mhc::HcPreInput::Post ? "mhc_post_pre" : "mhc_pre", mhc::to_string(input),
                       fused_norm ? "fused norm" : "no norm", splits, T);
       if (fast && !ops.hc_pre.specialized_loaded(T, fused_norm, input)) {
         r.missing.push_back(what + ": warmup did not load its kernels into the op (a CUDA-graph capture would "
@@ -95,6 +99,12 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
         a.post = buf.post.as<float>();
         a.comb = buf.comb.as<float>();
         a.input = input;
+        if (input == mhc::HcPreInput::Post) {
+          a.x = buf.out.as<bf16>();
+          a.prev_post = buf.prev_post.as<float>();
+          a.prev_comb = buf.prev_comb.as<float>();
+          a.new_residual = buf.new_residual.as<bf16>();
+        }
         ops.hc_pre.run(a);
       });
     }

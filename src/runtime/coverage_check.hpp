@@ -1,10 +1,11 @@
 #pragma once
 // Proof that warmup covered the whole mHC family: after warmup, with compiling
 // switched off, every op (hc_pre from residual streams, hc_pre from the first
-// layer's embedding, hc_post, hc_head) runs once at one token count of every
-// split bucket of [1, max_num_tokens]. A kernel that warmup did not load into
-// its op, a call refused or failing, and any kernel the JIT had to fetch from
-// disk (or would have compiled) during the check are misses, each named.
+// layer's embedding, the fused sublayer boundary hc_post_pre, hc_post, hc_head)
+// runs once at one token count of every split bucket of [1, max_num_tokens].
+// A kernel that warmup did not load into its op, a call refused or failing, and
+// any kernel the JIT had to fetch from disk (or would have compiled) during the
+// check are misses, each named.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -31,6 +31,17 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
                                          /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Embed);
       },
       /*mhc_prewarm=*/true);
+  // The sublayer boundary (hc_post of sublayer n fused with hc_pre of n + 1, input=post):
+  // its own key per bucket, with the next sublayer's norm.
+  r.add(
+      "mhc_post_pre",
+      [in, dims]() -> std::vector<jit::KernelSpec> {
+        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
+        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
+                                         /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Post);
+      },
+      /*mhc_prewarm=*/true);
   r.add("mhc_head", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
     if (!cuda) return {};
     return {mhc::HcHeadOp::cuda_spec(dims, arch)};

@@ -23,9 +23,10 @@ struct KernelPlanInput {
   int mlp_width = 256;               // the shipped SwiGLU sublayer's width
 };
 
-// Families: "mhc_pre" and "mhc_pre_embed" (the first layer's hc_pre from the
-// embedding), part of the mHC prewarm: planned only under the model hook's own
-// conditions; "mhc_head", "mhc_post" and "swiglu_mlp" (CUDA only).
+// Families: "mhc_pre", "mhc_pre_embed" (the first layer's hc_pre from the
+// embedding) and "mhc_post_pre" (the fused sublayer boundary, input=post), part
+// of the mHC prewarm: planned only under the model hook's own conditions;
+// "mhc_head", "mhc_post" and "swiglu_mlp" (CUDA only).
 KernelRegistry make_kernel_registry(const KernelPlanInput& in);
 
 }  // namespace hcwarm::runtime

@@ -167,7 +167,7 @@ void ModelRunner::load_into_ops(const std::vector<jit::KernelSpec>& specs) {
   for (const jit::KernelSpec& s : specs) {
     if (s.family == "mhc_pre") {
       hc_pre_->load(std::stoi(std::string(s.param("num_splits"))), s.param("norm") == "1",
-                    s.param("input") == "embed" ? mhc::HcPreInput::Embed : mhc::HcPreInput::Residual);
+                    mhc::parse_hc_pre_input(s.param("input")));
     } else if (s.family == "mhc_post") {
       hc_post_->load();
     } else if (s.family == "mhc_head") {

@@ -186,6 +186,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
         pre.load(s, norm);
         run_one_token(pre, *device_, s, norm);
         if (norm) pre.load(s, norm, mhc::HcPreInput::Embed);  // the first layer's hc_pre (planned with the norm)
+        if (norm) pre.load(s, norm, mhc::HcPreInput::Post);   // the sublayer boundary (planned with the norm)
       }
     }
     pre.reserve_workspace(r.max_num_tokens);

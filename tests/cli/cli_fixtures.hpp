@@ -18,16 +18,19 @@ inline std::string small_model(const TempDir& dir) {
   return (dir / "config.json").string();
 }
 
+// bf16 tensors travel as float32 files holding bf16 values.
+inline HostTensor<float> bf16_as_f32(const HostTensor<bf16>& t) {
+  HostTensor<float> o(t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) o[i] = t[i].to_float();
+  return o;
+}
+
 // The inputs of `op hc-pre --model small_model(...)` in directory `in`: residual.npy
 // (tokens, 4, 64) as float32 holding bf16 values, fn, scale, base and, with_norm, norm_weight.
 inline void write_hc_pre_inputs(const std::filesystem::path& in, int64_t tokens, bool with_norm, uint64_t seed = 11) {
   std::filesystem::create_directories(in);
   const auto x = random_hc_pre_inputs(tokens, 4, 64, seed);
-  auto f32 = [](const HostTensor<bf16>& t) {
-    HostTensor<float> o(t.shape());
-    for (int64_t i = 0; i < t.numel(); ++i) o[i] = t[i].to_float();
-    return o;
-  };
+  const auto f32 = bf16_as_f32;
   write_npy_f32(in / "residual.npy", f32(x.residual));
   write_npy_f32(in / "fn.npy", x.fn);
   write_npy_f32(in / "scale.npy", x.scale);

@@ -23,12 +23,12 @@ TEST(CliWarm, ReportsKeysAndLoadsFromDiskOnRestart) {
   for (const char* k : {"keys", "compiled", "loaded_from_disk", "seconds", "token_counts"}) {
     EXPECT_TRUE(a.contains(k)) << k;
   }
-  EXPECT_EQ(a["keys"], 6);  // three buckets, each for residual streams and the first layer's embedding
-  EXPECT_EQ(a["compiled"], 6);
+  EXPECT_EQ(a["keys"], 9);  // three buckets, each for residual streams, the first layer's embedding and the boundary
+  EXPECT_EQ(a["compiled"], 9);
   EXPECT_EQ(a["token_counts"], nlohmann::json({320, 256, 128}));
   const auto second = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, tiny_model_args(dir))).out);
   EXPECT_EQ(second["compiled"], 0);
-  EXPECT_EQ(second["loaded_from_disk"], 6);
+  EXPECT_EQ(second["loaded_from_disk"], 9);
 }
 
 TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
@@ -149,17 +149,17 @@ TEST(CliCacheBuild, AheadOfTimeCacheServesWarmupWithZeroCompiles) {
   const auto build = run_cli(cat({"cache", "build", "--json"}, args));
   ASSERT_EQ(build.exit_code, 0) << build.err;
   const auto b = nlohmann::json::parse(build.out);
-  EXPECT_EQ(b["keys"], 6);
-  EXPECT_EQ(b["compiled"], 6);
+  EXPECT_EQ(b["keys"], 9);
+  EXPECT_EQ(b["compiled"], 9);
   EXPECT_EQ(b["failed"], 0);
   // A later start-up on that cache compiles nothing.
   const auto warm = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, args)).out);
   EXPECT_EQ(warm["compiled"], 0);
-  EXPECT_EQ(warm["loaded_from_disk"], 6);
+  EXPECT_EQ(warm["loaded_from_disk"], 9);
   // Building again finds everything cached.
   const auto again = nlohmann::json::parse(run_cli(cat({"cache", "build", "--json"}, args)).out);
   EXPECT_EQ(again["compiled"], 0);
-  EXPECT_EQ(again["already_cached"], 6);
+  EXPECT_EQ(again["already_cached"], 9);
 }
 
 TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
@@ -171,8 +171,9 @@ TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
   if (r.exit_code != 0 && r.err.find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC here: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["keys"], 9);  // three mhc_pre buckets, three embedding ones, mhc_head, mhc_post, swiglu_mlp
-  EXPECT_EQ(j["compiled"], 9);
+  // three mhc_pre buckets, three embedding ones, three boundary ones, mhc_head, mhc_post, swiglu_mlp
+  EXPECT_EQ(j["keys"], 12);
+  EXPECT_EQ(j["compiled"], 12);
   const auto verify = run_cli({"cache", "verify", "--cache-dir", (dir / "cache").string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
@@ -308,10 +309,10 @@ TEST(CliBenchServe, FiveFreshProcessesOneJsonOneChart) {
   // 5: no prewarm but tiered: the generic kernels served while the buckets compiled in the background.
   EXPECT_GT(c[4]["served_by_generic"].get<int64_t>(), 0);
   EXPECT_GE(c[4]["background_compiled"].get<int64_t>(), 1);
-  EXPECT_EQ(c[1]["warmup"]["compiled"], 6);        // prewarm on an empty cache (residual and embedding buckets)
-  EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 6);  // the restart
+  EXPECT_EQ(c[1]["warmup"]["compiled"], 9);        // prewarm on an empty cache (residual, embedding, boundary)
+  EXPECT_EQ(c[2]["warmup"]["loaded_from_disk"], 9);  // the restart
   EXPECT_EQ(c[3]["warmup"]["compiled"], 0);        // the cache built ahead of time, copied
-  EXPECT_EQ(c[3]["warmup"]["loaded_from_disk"], 6);
+  EXPECT_EQ(c[3]["warmup"]["loaded_from_disk"], 9);
   EXPECT_NE(test::read_file(dir / "serve" / "serve.svg").find("<svg"), std::string::npos);
 }
 

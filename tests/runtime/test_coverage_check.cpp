@@ -30,11 +30,11 @@ TEST(CoverageCheck, PassesAfterWarmup) {
   test::TempDir cache;
   ModelRunner runner(tiny(cache));
   const WarmupReport w = runner.kernel_warmup();
-  EXPECT_EQ(w.keys, 6) << "3 buckets x (residual, embedding)";
+  EXPECT_EQ(w.keys, 9) << "3 buckets x (residual, embedding, boundary)";
   const CoverageReport r = runner.check_coverage();
   EXPECT_TRUE(r.ok()) << (r.missing.empty() ? "" : r.missing.front());
   EXPECT_EQ(r.token_counts, (std::vector<int64_t>{257, 129, 1}));  // the smallest T of each bucket
-  EXPECT_EQ(r.calls, 3 * 4);
+  EXPECT_EQ(r.calls, 3 * 5) << "per bucket: hc_pre x 3 inputs, hc_post, hc_head";
   EXPECT_EQ(runner.compiles_after_ready(), 0);
   EXPECT_EQ(runner.jit().stats().loaded_from_disk, 0);
   // Compiling is switched back on after the check.
@@ -47,12 +47,31 @@ TEST(CoverageCheck, FailsNamingTheKernelsOfAFamilyLeftOutOfThePlan) {
   c.drop_families = {"mhc_pre_embed"};
   ModelRunner runner(c);
   const WarmupReport w = runner.kernel_warmup();
-  EXPECT_EQ(w.keys, 3);
+  EXPECT_EQ(w.keys, 6);
   const CoverageReport r = runner.check_coverage();
   EXPECT_FALSE(r.ok());
   ASSERT_EQ(r.missing.size(), 3u) << "one per bucket of the embedding's hc_pre";
   for (const int s : {1, 2, 4}) {
     const std::string needle = "mhc_pre (input=embed, fused norm) num_splits=" + std::to_string(s);
+    EXPECT_TRUE(std::any_of(r.missing.begin(), r.missing.end(),
+                            [&](const std::string& m) { return m.find(needle) != std::string::npos; }))
+        << needle;
+  }
+  EXPECT_EQ(runner.jit().stats().compiled, 0) << "the check compiles nothing";
+}
+
+TEST(CoverageCheck, FailsNamingTheBoundaryKernelsWhenTheirFamilyIsLeftOut) {
+  test::TempDir cache;
+  RunnerConfig c = tiny(cache);
+  c.drop_families = {"mhc_post_pre"};
+  ModelRunner runner(c);
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_EQ(w.keys, 6) << "3 buckets x (residual, embedding)";
+  const CoverageReport r = runner.check_coverage();
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.missing.size(), 3u) << "one per bucket of the fused sublayer boundary";
+  for (const int s : {1, 2, 4}) {
+    const std::string needle = "mhc_post_pre (input=post, fused norm) num_splits=" + std::to_string(s);
     EXPECT_TRUE(std::any_of(r.missing.begin(), r.missing.end(),
                             [&](const std::string& m) { return m.find(needle) != std::string::npos; }))
         << needle;

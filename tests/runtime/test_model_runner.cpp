@@ -43,8 +43,8 @@ TEST(ModelRunner, AfterWarmupNoTokenCountCompiles) {
   ModelRunner runner(tiny_runner(cache));
   const WarmupReport w = runner.kernel_warmup();
   EXPECT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
-  EXPECT_EQ(w.keys, 6);  // 3 buckets, each for the residual and the first layer's embedding
-  EXPECT_EQ(w.compiled, 6);
+  EXPECT_EQ(w.keys, 9);  // 3 buckets, each for the residual, the first layer's embedding and the boundary
+  EXPECT_EQ(w.compiled, 9);
   EXPECT_TRUE(runner.jit().ready());
   EXPECT_TRUE(runner.jit().events().empty());  // warmup's events were reset
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);

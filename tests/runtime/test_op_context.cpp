@@ -41,14 +41,16 @@ TEST(OpContext, PrewarmLoadsEveryBucketOfTheRangeAndMarksReady) {
   EXPECT_EQ(r.max_num_tokens, 600);
   EXPECT_EQ(r.num_sms, 16);
   EXPECT_EQ(r.token_counts, (std::vector<int64_t>{600, 512, 320, 256, 192, 128, 64}));
-  EXPECT_EQ(r.keys, 14);  // 7 buckets, each for residual streams and the first layer's embedding
-  EXPECT_EQ(r.compiled, 14);
+  // 7 buckets, each for residual streams, the first layer's embedding and the sublayer boundary
+  EXPECT_EQ(r.keys, 21);
+  EXPECT_EQ(r.compiled, 21);
   EXPECT_TRUE(r.skipped.empty());
   EXPECT_TRUE(ctx.jit().ready());
   auto& op = ctx.hc_pre(small_model().mhc_dims(), small_model().mhc_constants());
   for (int64_t t = 1; t <= 600; ++t) {
     ASSERT_TRUE(op.loaded(t, /*fused_norm=*/true)) << "T=" << t;
     ASSERT_TRUE(op.loaded(t, /*fused_norm=*/true, mhc::HcPreInput::Embed)) << "embed T=" << t;
+    ASSERT_TRUE(op.specialized_loaded(t, /*fused_norm=*/true, mhc::HcPreInput::Post)) << "post T=" << t;
   }
   EXPECT_FALSE(op.loaded(1, /*fused_norm=*/false)) << "calls without a norm weight were not planned";
   EXPECT_EQ(ctx.compiles_after_ready(), 0);

@@ -2,28 +2,31 @@
 
 #include <vector>
 
+#include "kernels/cpu/mhc_post.hpp"
+
 namespace hcwarm::cpu {
 
 void CpuHcPostBackend::launch(const backends::HcPostParams& p, const LaunchContext&, bool) {
   const int hc = p.hc_mult;
   const int64_t d = p.hidden;
   auto body = [&](int64_t t0, int64_t t1) {
-    std::vector<float> acc(static_cast<size_t>(hc) * d);
+    std::vector<float> r(static_cast<size_t>(hc));
+    std::vector<bf16> out(static_cast<size_t>(hc));
     for (int64_t t = t0; t < t1; ++t) {
       const float* post = p.post + t * hc;
       const float* comb = p.comb + t * hc * hc;
-      for (int j = 0; j < hc; ++j) {
-        for (int64_t e = 0; e < d; ++e) acc[j * d + e] = post[j] * p.out[t * d + e].to_float();
-      }
-      for (int i = 0; i < hc; ++i) {
-        const bf16* r = p.residual_in + (t * hc + i) * d;
+      const bf16* res = p.residual_in + t * hc * d;
+      bf16* dst = p.residual_out + t * hc * d;
+      for (int64_t e = 0; e < d; ++e) {
+        // The arithmetic of the fused boundary (kernels/cpu/mhc_post.hpp), so both store the same bits.
+        for (int i = 0; i < hc; ++i) r[i] = res[i * d + e].to_float();
+        const float x = p.out[t * d + e].to_float();
         for (int j = 0; j < hc; ++j) {
-          const float w = comb[i * hc + j];
-          for (int64_t e = 0; e < d; ++e) acc[j * d + e] += w * r[e].to_float();
+          out[j] = bf16::from_float(hcwarm_kernels::cpu::post_value(hc, j, post, comb, x, r.data()));
         }
+        // All hc inputs of (t, e) are read before its outputs are written (residual_out may alias).
+        for (int j = 0; j < hc; ++j) dst[j * d + e] = out[j];
       }
-      // All inputs of token t are read before any of its outputs is written (residual_out may alias).
-      for (int64_t i = 0; i < hc * d; ++i) p.residual_out[t * hc * d + i] = bf16::from_float(acc[i]);
     }
   };
   if (pool_) {

@@ -15,8 +15,10 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 
 // The translation unit of one specialization: a few lines instantiating the
 // templates of kernels/cpu/mhc_pre.hpp and exporting them under the names above.
-// embed: the kernels read the first layer's (T, D) embedding as hc identical streams.
-std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm, bool embed = false);
+// input (HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST; not _RUNTIME, else InvalidArgument):
+// what the kernels read (kernels/common/mhc_params.hpp).
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm,
+                               int input = HCWARM_MHC_INPUT_RESIDUAL);
 
 using MhcPreHostFn = int (*)(const hcwarm_mhc_pre_params*, long long, long long);
 struct MhcPreHostKernels {

@@ -6,9 +6,31 @@
 
 namespace hcwarm::cpu {
 
-std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm, bool embed) {
+namespace {
+
+// The input's name in the source's first line and its kernel constant.
+struct InputNames {
+  const char* name;
+  const char* constant;
+};
+
+InputNames input_names(int input) {
+  switch (input) {
+    case HCWARM_MHC_INPUT_RESIDUAL: return {"residual", "HCWARM_MHC_INPUT_RESIDUAL"};
+    case HCWARM_MHC_INPUT_EMBED: return {"embed", "HCWARM_MHC_INPUT_EMBED"};
+    case HCWARM_MHC_INPUT_POST: return {"post", "HCWARM_MHC_INPUT_POST"};
+    default: break;
+  }
+  HCWARM_THROW(ErrorKind::InvalidArgument, "bad mhc_pre input kind {} (a specialization takes residual, embed or post)",
+               input);
+}
+
+}  // namespace
+
+std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm, int input) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
+  const InputNames in = input_names(input);
   return fmt::format(
       "// mhc_pre CPU: num_splits={0} hc={1} hidden={2} norm={3} input={7}\n"
       "#include \"cpu/mhc_pre.hpp\"\n"
@@ -18,7 +40,7 @@ std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_no
       "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}, {8}>(p, b, e);\n}}\n"
       "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol,
-      embed ? "embed" : "residual", embed ? "HCWARM_MHC_INPUT_EMBED" : "HCWARM_MHC_INPUT_RESIDUAL");
+      in.name, in.constant);
 }
 
 }  // namespace hcwarm::cpu

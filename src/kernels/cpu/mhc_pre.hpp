@@ -3,8 +3,8 @@
 // Compiled twice: by the host JIT (generated TU, -O3 -march=<host>, one
 // specialization per split bucket) and into libhcwarm as the "generic" variant
 // (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time; INPUT =
-// HCWARM_MHC_INPUT_RUNTIME: residual streams or the first layer's embedding,
-// as the params say).
+// HCWARM_MHC_INPUT_RUNTIME: residual streams, the first layer's embedding or
+// the fused sublayer boundary, as the params say).
 // Standard library only. The library threads the work: it calls
 //   partial(items [b, e)) with item = token_block * num_splits + split,
 //   then finish(tokens [b, e)), each range on one thread.
@@ -15,11 +15,19 @@
 // in double, rounded to f32 then bf16 (as the reference). With the fused norm the
 // mean of squares is taken over the bf16-rounded y (f32 lanes, double total),
 // and y * rn * w in f32.
+//
+// Input POST (the fused sublayer boundary, docs/MATH.md section 6): split s of
+// a token block covers hidden positions [d0, d1) of every stream, so each new
+// residual element is computed once (cpu/mhc_post.hpp, as hc_post computes it),
+// stored to residual_out and fed to the dot products as columns j * D + d. All
+// hc streams of a position are read before any is written: residual_out may
+// alias residual. The finish stage reads the stored residual_out.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "common/mhc_params.hpp"
+#include "cpu/mhc_post.hpp"
 
 namespace hcwarm_kernels::cpu {
 
@@ -52,19 +60,25 @@ inline void split_range(int64_t k, int s, int num_splits, int64_t* k0, int64_t* 
   if (*k1 > k) *k1 = k;
 }
 
-// Whether `residual` is the (T, D) embedding: INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
+// What `residual` is (HCWARM_MHC_INPUT_*): INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
 template <int INPUT>
-inline bool input_is_embed(const hcwarm_mhc_pre_params* p) {
-  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p->input == HCWARM_MHC_INPUT_EMBED : INPUT == HCWARM_MHC_INPUT_EMBED;
+inline int input_kind(const hcwarm_mhc_pre_params* p) {
+  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p->input : INPUT;
 }
+
+// Hidden positions per block of the POST partial: its hc streams fill one kKBlock
+// buffer, in whole lane groups.
+template <int HC>
+inline constexpr int kPostBlock = kKBlock / HC / kLanes * kLanes;
 
 template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 inline int check_params(const hcwarm_mhc_pre_params* p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
   static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
-                    INPUT == HCWARM_MHC_INPUT_RUNTIME,
-                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, HCWARM_MHC_INPUT_EMBED or HCWARM_MHC_INPUT_RUNTIME");
+                    INPUT == HCWARM_MHC_INPUT_POST || INPUT == HCWARM_MHC_INPUT_RUNTIME,
+                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST or _RUNTIME");
   static_assert(HC >= 1 && HC <= 8, "HC (hc_mult) must be in [1, 8]");
+  static_assert(kPostBlock<HC> >= kLanes, "a POST block must hold at least one lane group per stream");
   static_assert(HIDDEN >= 0 && HIDDEN % 16 == 0, "HIDDEN must be a multiple of 16 (or 0: run time)");
   if (p == nullptr || p->num_tokens < 0) return HCWARM_MHC_BAD_ARGUMENT;
   if (p->hc_mult != HC) return HCWARM_MHC_BAD_SHAPE;
@@ -72,17 +86,55 @@ inline int check_params(const hcwarm_mhc_pre_params* p) {
   if (p->hidden <= 0 || p->hidden % 16 != 0) return HCWARM_MHC_BAD_SHAPE;
   if (NUM_SPLITS != 0 && p->num_splits != NUM_SPLITS) return HCWARM_MHC_BAD_SHAPE;
   if (p->num_splits < 1 || p->num_parts != p->num_splits) return HCWARM_MHC_BAD_SHAPE;
-  if (p->input != HCWARM_MHC_INPUT_RESIDUAL && p->input != HCWARM_MHC_INPUT_EMBED) return HCWARM_MHC_BAD_ARGUMENT;
+  if (p->input != HCWARM_MHC_INPUT_RESIDUAL && p->input != HCWARM_MHC_INPUT_EMBED &&
+      p->input != HCWARM_MHC_INPUT_POST) {
+    return HCWARM_MHC_BAD_ARGUMENT;
+  }
   if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p->input != INPUT) return HCWARM_MHC_BAD_SHAPE;
+  if (p->input == HCWARM_MHC_INPUT_POST && (p->post_x == nullptr || p->prev_post == nullptr ||
+                                            p->prev_comb == nullptr || p->residual_out == nullptr)) {
+    return HCWARM_MHC_BAD_ARGUMENT;
+  }
   return HCWARM_MHC_OK;
 }
 
+// Input POST: the new residual of token t at hidden positions [c, c + n), all
+// streams, stored to residual_out and left in xo as HC runs of n values (stream j
+// at xo + j * n). Each position's hc inputs are read before its outputs are written.
+template <int HC>
+inline void post_columns(const hcwarm_mhc_pre_params* p, int64_t t, int64_t D, int64_t c, int n, float* xo) {
+  const int64_t K = HC * D;
+  const uint16_t* res = p->residual + t * K;
+  uint16_t* out = p->residual_out + t * K;
+  const uint16_t* x = p->post_x + t * D;
+  const float* post = p->prev_post + t * HC;
+  const float* comb = p->prev_comb + t * HC * HC;
+  for (int e = 0; e < n; ++e) {
+    const int64_t d = c + e;
+    float r[HC];
+    for (int i = 0; i < HC; ++i) r[i] = bf16_bits_to_float(res[i * D + d]);
+    const float xv = bf16_bits_to_float(x[d]);
+    uint16_t nb[HC];
+    for (int j = 0; j < HC; ++j) nb[j] = float_to_bf16_bits(post_value(HC, j, post, comb, xv, r));
+    for (int j = 0; j < HC; ++j) {
+      out[j * D + d] = nb[j];
+      xo[j * n + e] = bf16_bits_to_float(nb[j]);
+    }
+  }
+}
+
 // Stage (a). Items [item_begin, item_end) of (ceil(T / kTokenBlock) x num_splits).
-// With the embedding as input, column k of token t's row is e[t, k % D].
+// With the embedding as input, column k of token t's row is e[t, k % D]; with
+// POST, split s covers hidden positions (not columns) of every stream.
 template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t item_end) {
   if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
-  const bool embed = input_is_embed<INPUT>(p);
+  const int kind = input_kind<INPUT>(p);
+  const bool embed = kind == HCWARM_MHC_INPUT_EMBED;
+  const bool post = kind == HCWARM_MHC_INPUT_POST;
+  // A block of xs: `runs` runs of n values; run g holds the columns [g * D + kb, + n) (kb: the block start).
+  const int runs = post ? HC : 1;
+  const int step = post ? kPostBlock<HC> : kKBlock;
   constexpr int kMix = HC * (2 + HC);
   static_assert(kMix + 1 <= HCWARM_MHC_PARTIAL_STRIDE, "mix columns + sum of squares must fit a partial row");
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
@@ -100,16 +152,19 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
     const int64_t t0 = tb * kTokenBlock;
     if (t0 >= T) break;
     const int nt = static_cast<int>(T - t0 < kTokenBlock ? T - t0 : kTokenBlock);
+    // The split's range: of the K columns, or with POST of the D hidden positions.
     int64_t k0, k1;
-    split_range(K, s, S, &k0, &k1);
+    split_range(post ? D : K, s, S, &k0, &k1);
     std::memset(acc, 0, sizeof acc);
     std::memset(ss, 0, sizeof ss);
 
-    for (int64_t kb = k0; kb < k1; kb += kKBlock) {
-      const int n = static_cast<int>(k1 - kb < kKBlock ? k1 - kb : kKBlock);  // multiple of kLanes
+    for (int64_t kb = k0; kb < k1; kb += step) {
+      const int n = static_cast<int>(k1 - kb < step ? k1 - kb : step);  // multiple of kLanes
       for (int tok = 0; tok < nt; ++tok) {
         float* xo = xs[tok];
-        if (embed) {
+        if (post) {
+          post_columns<HC>(p, t0 + tok, D, kb, n, xo);
+        } else if (embed) {
           const uint16_t* er = p->residual + (t0 + tok) * D;
           int64_t c = kb % D;
           for (int k = 0; k < n; ++k) {
@@ -121,20 +176,22 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
           for (int k = 0; k < n; ++k) xo[k] = bf16_bits_to_float(xr[k]);
         }
         float* sl = ss[tok];
-        for (int k = 0; k < n; k += kLanes) {
+        for (int k = 0; k < runs * n; k += kLanes) {
           for (int l = 0; l < kLanes; ++l) sl[l] += xo[k + l] * xo[k + l];
         }
       }
       for (int m = 0; m < kMix; ++m) {
-        const float* f = p->fn + m * K + kb;
-        for (int tok = 0; tok < nt; ++tok) {
-          float a[kLanes];
-          for (int l = 0; l < kLanes; ++l) a[l] = acc[tok][m][l];
-          const float* xo = xs[tok];
-          for (int k = 0; k < n; k += kLanes) {
-            for (int l = 0; l < kLanes; ++l) a[l] += f[k + l] * xo[k + l];
+        for (int g = 0; g < runs; ++g) {
+          const float* f = p->fn + m * K + g * D + kb;
+          for (int tok = 0; tok < nt; ++tok) {
+            float a[kLanes];
+            for (int l = 0; l < kLanes; ++l) a[l] = acc[tok][m][l];
+            const float* xo = xs[tok] + g * n;
+            for (int k = 0; k < n; k += kLanes) {
+              for (int l = 0; l < kLanes; ++l) a[l] += f[k + l] * xo[k + l];
+            }
+            for (int l = 0; l < kLanes; ++l) acc[tok][m][l] = a[l];
           }
-          for (int l = 0; l < kLanes; ++l) acc[tok][m][l] = a[l];
         }
       }
     }
@@ -183,7 +240,10 @@ inline void sinkhorn(double (&c)[HC][HC], int iters, double eps) {
 template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_end) {
   if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
-  const bool embed = input_is_embed<INPUT>(p);
+  const int kind = input_kind<INPUT>(p);
+  const bool embed = kind == HCWARM_MHC_INPUT_EMBED;
+  // POST: the partial stage stored the new residual; y is taken from it.
+  const uint16_t* streams = kind == HCWARM_MHC_INPUT_POST ? p->residual_out : p->residual;
   if (FUSED_NORM && p->norm_weight == nullptr) return HCWARM_MHC_BAD_ARGUMENT;
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
@@ -218,8 +278,8 @@ int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_en
       for (int j = 0; j < HC; ++j) p->comb[(t * HC + i) * HC + j] = static_cast<float>(c[i][j]);
     }
 
-    // Stream i of token t: the embedding itself for every i, or residual[t, i].
-    const uint16_t* x = p->residual + t * (embed ? D : K);
+    // Stream i of token t: the embedding itself for every i, or residual[t, i] (new_residual with POST).
+    const uint16_t* x = streams + t * (embed ? D : K);
     const int64_t stream_stride = embed ? 0 : D;
     uint16_t* y = p->y + t * D;
     double sumsq = 0;
