@@ -442,8 +442,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   }
   const unsigned int pxw = smem_u32(xs_dyn) + STAGES * kStageBytes + warp * kPostWarpBytes;
   // The slot of virtual granule c (stream c % 4 of granule c / 4) in row r of a stage.
-  auto slot = [&](int stage, int r, int c) {
-    return xw + stage * kStageBytes + r * kRowBytes + ((c ^ ((r & 1) << 2)) << 4);
+  auto slot = [&](int stage, int r, int vc) {
+    return xw + stage * kStageBytes + r * kRowBytes + ((vc ^ ((r & 1) << 2)) << 4);
   };
   auto issue_post = [&](long long kc, int stage) {
     const long long d = (kc >> 2) + 8 * pgran;
