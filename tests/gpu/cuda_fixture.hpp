@@ -233,9 +233,11 @@ inline void expect_close(const ResidualComparison& r, const std::string& what) {
 // that residual equals the rounded float64 post step (compare_new_residual:
 // all but about one element in 10^4, each within 1 ulp), this is
 // hc_post_pre_reference.
+inline HcPreInputs pre_step_inputs(const HostTensor<bf16>& new_residual, const PostPreCase& c) {
+  return {new_residual, c.pre.fn, c.pre.scale, c.pre.base, c.pre.norm_weight};
+}
 inline Comparison check_pre_step(const PostPreResult& got, const PostPreCase& c, bool norm) {
-  const HcPreInputs next{got.new_residual, c.pre.fn, c.pre.scale, c.pre.base, c.pre.norm_weight};
-  return check_against_reference(got.pre, next, norm);
+  return check_against_reference(got.pre, pre_step_inputs(got.new_residual, c), norm);
 }
 
 inline bool same_bits(const HostTensor<bf16>& a, const HostTensor<bf16>& b) {

@@ -54,10 +54,13 @@ TEST_F(HcPostPreCuda, MatchesTheReference) {
       EXPECT_TRUE(same_bits(s.new_residual, run_cuda_hc_post(*device_, jit_, c)))
           << what << ": the fused new residual differs from CUDA hc_post's";
       EXPECT_TRUE(same_bits(g.new_residual, s.new_residual)) << what << ": generic and specialized new residuals differ";
-      const Comparison cs = check_pre_step(s, c, norm);
+      // One float64 reference for both (their new residuals are the same bits).
+      const HcPreInputs next = pre_step_inputs(s.new_residual, c);
+      const mhc::HcPreResult ref = reference_of(next, norm);
+      const Comparison cs = compare(s.pre, ref, next);
       expect_close(cs, "specialized " + what);
       all_spec.merge(cs);
-      const Comparison cg = check_pre_step(g, c, norm);
+      const Comparison cg = compare(g.pre, ref, next);
       expect_close(cg, "generic " + what);
       all_gen.merge(cg);
     }
@@ -107,6 +110,30 @@ TEST_F(HcPostPreCuda, GenericEverySplitCount) {
       all.merge(cmp);
     }
     report(fmt::format("cuda post-pre generic D={}", hidden), all);
+  }
+}
+
+// The other partial kernels (mma with fn per warp, ffma): the new residual
+// from lane quads that share the streams by shuffles.
+TEST_F(HcPostPreCuda, OtherGemmVariants) {
+  for (const auto gemm : {cuda::CudaGemm::Mma, cuda::CudaGemm::Ffma}) {
+    HcPreOp op(Backend::Cuda, {4, 7168}, {}, 132, jit_, *device_);
+    op.set_cuda_gemm(gemm);
+    Comparison all;
+    for (const int64_t T : {int64_t{1}, int64_t{100}, int64_t{2500}}) {
+      const bool norm = T % 2 == 0;
+      const std::string what = fmt::format("{} T={} norm={}", cuda::to_string(gemm), T, norm);
+      const PostPreCase c = make_post_pre_case(T, 7168, 800 + T);
+      const PostPreResult got = run_post_pre(op, *device_, c, norm);
+      expect_close(compare_new_residual(got.new_residual, c), what);
+      EXPECT_TRUE(same_bits(got.new_residual, run_cuda_hc_post(*device_, jit_, c))) << what;
+      const PostPreResult in = run_post_pre(op, *device_, c, norm, 0, /*in_place=*/true);
+      EXPECT_TRUE(same_bits(in.new_residual, got.new_residual) && same_bits(in.pre, got.pre)) << what << " in place";
+      const Comparison cmp = check_pre_step(got, c, norm);
+      expect_close(cmp, what);
+      all.merge(cmp);
+    }
+    report(fmt::format("cuda post-pre {} D=7168", cuda::to_string(gemm)), all);
   }
 }
 

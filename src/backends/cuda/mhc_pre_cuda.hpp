@@ -31,7 +31,7 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm);
 // them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
 // input (HCWARM_MHC_INPUT_*): _RESIDUAL, the hc streams; _EMBED, the first
 // layer's (T, D) embedding as hc identical streams; _POST, the fused sublayer
-// boundary (mma_smem only). Neither of the last two with one_pass (InvalidArgument).
+// boundary. Neither of the last two with one_pass (InvalidArgument).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
                                 bool one_pass = false, bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 

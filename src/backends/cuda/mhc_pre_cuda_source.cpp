@@ -41,8 +41,6 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                    "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
   HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_POST && one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the fused boundary's (input post)");
-  HCWARM_CHECK_ARG(input != HCWARM_MHC_INPUT_POST || gemm == CudaGemm::MmaSmem,
-                   "mhc_pre: input post runs on the mma_smem partial kernel, not gemm={}", to_string(gemm));
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
   const int warps = cuda_partial_warps(num_splits, gemm);

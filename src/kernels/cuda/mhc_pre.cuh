@@ -22,12 +22,12 @@
 //   layer's (T, D) embedding as hc identical streams (column k of a row is
 //   e[t, k % D]; D % 8 == 0, so a 16-byte vector never straddles two streams),
 //   in the same order as the copies: the results equal those on the copies.
-//   HCWARM_MHC_INPUT_POST (the fused sublayer boundary, mma_smem partial
-//   kernel only): a K-part is a range of hidden positions d across all hc
-//   streams; the partial kernel stages the previous residual and post_x of its
-//   rows, computes each new-residual element once (post_mix8, the arithmetic of
-//   hc_post), stores it to residual_out and multiplies those bf16 values with
-//   fn; the finish reads residual_out after the partial grid completed.
+//   HCWARM_MHC_INPUT_POST (the fused sublayer boundary): a K-part is a range
+//   of hidden positions d across all hc streams; the partial kernel reads the
+//   previous residual and post_x of its rows, computes each new-residual
+//   element once (cuda/mhc_post_mix.cuh, the arithmetic of hc_post), stores it
+//   to residual_out and multiplies those bf16 values with fn; the finish reads
+//   residual_out after the partial grid completed.
 //   HCWARM_MHC_INPUT_RUNTIME (generic kernels) reads it from the params; the
 //   one-pass kernel takes residual streams only.
 #include "common/mhc_params.hpp"
@@ -127,6 +127,25 @@ __device__ __forceinline__ WarpRows warp_rows(const hcwarm_mhc_pre_params& p, lo
   return w;
 }
 
+// Input POST in the mma / ffma partial kernels: lanes 4g + i of a quad hold
+// stream i of one token row at the same 8 positions (raw); each lane returns
+// the new residual of its own stream (post_mix8_stream: hc_post's arithmetic).
+// Called by the whole warp (shuffles).
+template <int HC>
+__device__ __forceinline__ U4 post_quad_stream(U4 raw, U4 x, float post_q, const float (&w)[HC], int lane) {
+  static_assert(HC == 4, "a quad of lanes holds the 4 streams");
+  U4 r[HC];
+#pragma unroll
+  for (int i = 0; i < HC; ++i) {
+    const int src = (lane & ~3) | i;
+    r[i].x = __shfl_sync(0xffffffffu, raw.x, src);
+    r[i].y = __shfl_sync(0xffffffffu, raw.y, src);
+    r[i].z = __shfl_sync(0xffffffffu, raw.z, src);
+    r[i].w = __shfl_sync(0xffffffffu, raw.w, src);
+  }
+  return hcwarm_post::post_mix8_stream<HC>(x, r, post_q, w);
+}
+
 // Writes the mma accumulators of thread (g, q) as two rows of the 24 mix
 // columns: acc[j][0..1] are row g, columns 8j + 2q + {0,1}; acc[j][2..3] row g + 8.
 __device__ __forceinline__ void store_acc_rows(const float (&acc)[3][4], float* row0, float* row1, bool v0, bool v1,
@@ -208,10 +227,9 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
 // products unchanged.
 template <int NUM_SPLITS, int HC, int HIDDEN, bool GEMM_MMA, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params& p) {
-  static_assert(INPUT != HCWARM_MHC_INPUT_POST && INPUT != HCWARM_MHC_INPUT_RUNTIME,
-                "input POST (and the generic kernels) take the mma_smem partial kernel (GEMM 2)");
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN, false, INPUT>(p)) return;  // the launcher checked; never write garbage
   const bool embed = input_is_embed<INPUT>(p);
+  const bool post_in = input_is_post<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
   const int P = S * HCWARM_MHC_CUDA_SUBSPLITS(S);
@@ -228,12 +246,34 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
   if (t0 >= T) return;
 
   long long k0, k1;
-  k_part_range(K, P, part, k0, k1);
+  if (post_in) {
+    post_part_range(D, P, part, k0, k1);
+  } else {
+    k_part_range(K, P, part, k0, k1);
+  }
   const WarpRows rows = warp_rows(p, t0, g, q, K, T, D, embed);
   const bool v0 = rows.v0, v1 = rows.v1;
   const unsigned short* x0 = rows.x0;
   const unsigned short* x1 = rows.x1;
-  const float* f0 = p.fn + (long long)g * K + 8 * q;  // column n = 8j + g -> f0 + 8j*K
+  const float* f0 = p.fn + (long long)g * K;  // column n = 8j + g -> f0 + 8j*K
+  // The real column of this thread's 8 values of step k (virtual with input
+  // POST: stream q of positions k / 4 + [0, 8), see post_part_range; the
+  // mma's k order depends on q only, as it must, for A and B alike).
+  auto col = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : input_col(k + 8 * q, D, embed); };
+  // Input POST: stream q of rows r0 / r1 is this thread's; its gate and comb
+  // column (comb[r][i][q]), and the previous sublayer's output of the rows.
+  float pq0 = 0.f, pq1 = 0.f, wq0[HC], wq1[HC];
+  if (post_in) {
+    if (v0) pq0 = p.prev_post[rows.r0 * HC + q];
+    if (v1) pq1 = p.prev_post[rows.r1 * HC + q];
+#pragma unroll
+    for (int i = 0; i < HC; ++i) {
+      wq0[i] = v0 ? p.prev_comb[(rows.r0 * HC + i) * HC + q] : 0.f;
+      wq1[i] = v1 ? p.prev_comb[(rows.r1 * HC + i) * HC + q] : 0.f;
+    }
+  }
+  const unsigned short* o0 = post_in ? p.post_x + (v0 ? rows.r0 : 0) * D : nullptr;
+  const unsigned short* o1 = post_in ? p.post_x + (v1 ? rows.r1 : 0) * D : nullptr;
 
   float acc[3][4];
 #pragma unroll
@@ -249,25 +289,41 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 
   constexpr int kUnroll = 4;
   for (long long kb = k0; kb < k1; kb += 32 * kUnroll) {
-    U4 xa[kUnroll], xb[kUnroll];
+    U4 xa[kUnroll], xb[kUnroll], oa[kUnroll], ob[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       const bool in = k < k1;
-      const long long c = input_col(k + 8 * q, D, embed);
-      xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
-      xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
+      const long long c = col(k);
+      if (post_in) {
+        // Coherent loads: residual_out (written below) may be this memory.
+        xa[u] = (in && v0) ? ldcg_u4(x0 + c) : zero;
+        xb[u] = (in && v1) ? ldcg_u4(x1 + c) : zero;
+        oa[u] = (in && v0) ? ldg_u4(o0 + (k >> 2)) : zero;
+        ob[u] = (in && v1) ? ldg_u4(o1 + (k >> 2)) : zero;
+      } else {
+        xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
+        xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       if (k < k1) {
+        if (post_in) {
+          // The new residual of stream q from the 4 streams the quad's lanes
+          // loaded (shuffled, not re-read); stored where this lane read it.
+          xa[u] = post_quad_stream<HC>(xa[u], oa[u], pq0, wq0, lane);
+          xb[u] = post_quad_stream<HC>(xb[u], ob[u], pq1, wq1, lane);
+          if (v0) stg_u4(p.residual_out + rows.r0 * K + col(k), xa[u]);
+          if (v1) stg_u4(p.residual_out + rows.r1 * K + col(k), xb[u]);
+        }
         add_squares8(xa[u], ss0);
         add_squares8(xb[u], ss1);
         if (GEMM_MMA) {
 #pragma unroll
           for (int j = 0; j < 3; ++j) {
-            const float* fr = f0 + (long long)(8 * j) * K + k;
+            const float* fr = f0 + (long long)(8 * j) * K + col(k);
             const F4 fa = ldg_f4(fr);
             const F4 fb = ldg_f4(fr + 4);
             unsigned int h0, l0, h1, l1, h2, l2, h3, l3;
@@ -294,7 +350,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
             xf1[2 * e + 1] = bf16_hi(xw1[e]);
           }
           // Each thread does all 24 columns for its two rows over its 8 k values.
-          const float* fq = p.fn + 8 * q + k;
+          const float* fq = p.fn + col(k);
 #pragma unroll
           for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
             const F4 fa = ldg_f4(fq + (long long)m * K);
