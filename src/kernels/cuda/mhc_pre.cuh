@@ -256,10 +256,12 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
   const unsigned short* x0 = rows.x0;
   const unsigned short* x1 = rows.x1;
   const float* f0 = p.fn + (long long)g * K;  // column n = 8j + g -> f0 + 8j*K
-  // The real column of this thread's 8 values of step k (virtual with input
-  // POST: stream q of positions k / 4 + [0, 8), see post_part_range; the
-  // mma's k order depends on q only, as it must, for A and B alike).
-  auto col = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : input_col(k + 8 * q, D, embed); };
+  // The columns of this thread's 8 values of step k: fcol in fn (K wide),
+  // xcol in its input row (the embedding's is D wide). With input POST k is
+  // virtual: stream q of positions k / 4 + [0, 8) (post_part_range); the mma's
+  // k order depends on q only, as it must, for A and B alike.
+  auto fcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : k + 8 * q; };
+  auto xcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : input_col(k + 8 * q, D, embed); };
   // Input POST: stream q of rows r0 / r1 is this thread's; its gate and comb
   // column (comb[r][i][q]), and the previous sublayer's output of the rows.
   float pq0 = 0.f, pq1 = 0.f, wq0[HC], wq1[HC];
@@ -294,7 +296,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       const bool in = k < k1;
-      const long long c = col(k);
+      const long long c = xcol(k);
       if (post_in) {
         // Coherent loads: residual_out (written below) may be this memory.
         xa[u] = (in && v0) ? ldcg_u4(x0 + c) : zero;
@@ -315,15 +317,15 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
           // loaded (shuffled, not re-read); stored where this lane read it.
           xa[u] = post_quad_stream<HC>(xa[u], oa[u], pq0, wq0, lane);
           xb[u] = post_quad_stream<HC>(xb[u], ob[u], pq1, wq1, lane);
-          if (v0) stg_u4(p.residual_out + rows.r0 * K + col(k), xa[u]);
-          if (v1) stg_u4(p.residual_out + rows.r1 * K + col(k), xb[u]);
+          if (v0) stg_u4(p.residual_out + rows.r0 * K + xcol(k), xa[u]);
+          if (v1) stg_u4(p.residual_out + rows.r1 * K + xcol(k), xb[u]);
         }
         add_squares8(xa[u], ss0);
         add_squares8(xb[u], ss1);
         if (GEMM_MMA) {
 #pragma unroll
           for (int j = 0; j < 3; ++j) {
-            const float* fr = f0 + (long long)(8 * j) * K + col(k);
+            const float* fr = f0 + (long long)(8 * j) * K + fcol(k);
             const F4 fa = ldg_f4(fr);
             const F4 fb = ldg_f4(fr + 4);
             unsigned int h0, l0, h1, l1, h2, l2, h3, l3;
@@ -350,7 +352,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
             xf1[2 * e + 1] = bf16_hi(xw1[e]);
           }
           // Each thread does all 24 columns for its two rows over its 8 k values.
-          const float* fq = p.fn + col(k);
+          const float* fq = p.fn + fcol(k);
 #pragma unroll
           for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
             const F4 fa = ldg_f4(fq + (long long)m * K);
