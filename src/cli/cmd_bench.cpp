@@ -2,7 +2,8 @@
 // replay (as serving engines run decode), GB/s and the fraction of the
 // device's measured copy bandwidth, specialized (JIT) and generic (ahead of
 // time) kernels side by side, and the compile time of each specialization.
-// The timing helpers live in cli/bench_timing.hpp.
+// The timing helpers live in cli/bench_timing.hpp, the other ops' tables
+// (--op) in cli/bench_family.cpp.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include <thread>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "cli/bench_family.hpp"
+#include "cli/bench_rows.hpp"
 #include "cli/bench_timing.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
@@ -28,13 +31,14 @@
 namespace hcwarm::cli {
 namespace {
 
-using Json = nlohmann::ordered_json;  // keys in the order written: schema_version first
+using Json = BenchJson;  // keys in the order written: schema_version first
 
 struct BenchOptions {
   std::vector<int> hidden{4096, 7168};
   std::vector<int64_t> tokens{1, 8, 64, 128, 512, 2048, 4096, 8192, 16384};
   int64_t buckets = 0;  // > 0: instead of tokens, the representative of every split bucket of [1, buckets]
   std::string backend;  // "" = default
+  std::string op = "pre";  // pre | post-pre | head | pre-embed | all
   std::string variant = "both";
   std::string gemm = "mma_smem";
   bool precise_finish = false;  // cuda specialized: the one-thread IEEE finish instead of the default warp one
@@ -47,38 +51,13 @@ struct BenchOptions {
   int num_sms = 0;
 };
 
-constexpr size_t kMinGraphCalls = 8;   // cuda: at least this many sets, the calls of one graph
-constexpr size_t kMaxSets = 4096;      // cuda: bounds the graph's size for tiny shapes
-constexpr size_t kMaxCpuSets = 64;     // cpu: bounds set-up time; a tiny shape stays in cache regardless
-constexpr int kJsonSchemaVersion = 2;  // 2: eager_us / graph_us, copy_bandwidth_gbs, l2_bytes; bytes counts fn
+// 2: eager_us / graph_us, copy_bandwidth_gbs, l2_bytes; bytes counts fn; op_rows (--op other than pre, additive)
+constexpr int kJsonSchemaVersion = 2;
 
 // Host values the rotation sets are filled from, drawn once per hidden size.
 struct Weights {
   std::vector<float> fn, scale, base;
   std::vector<bf16> norm;
-};
-
-// N(0,1) bf16 residual values drawn once, handed out from rotating offsets.
-class ResidualPool {
- public:
-  explicit ResidualPool(std::mt19937_64& rng) : values_(size_t{1} << 22) {
-    std::normal_distribution<float> n01;
-    for (auto& v : values_) v = bf16::from_float(n01(rng));
-  }
-  // Contiguous runs of the pool from a moving offset (memcpy speed: a set can be ~1 GB).
-  void fill(std::vector<bf16>& out) {
-    for (size_t i = 0; i < out.size();) {
-      const size_t from = (pos_ + i) % values_.size();
-      const size_t n = std::min(out.size() - i, values_.size() - from);
-      std::copy_n(values_.begin() + static_cast<std::ptrdiff_t>(from), n, out.begin() + static_cast<std::ptrdiff_t>(i));
-      i += n;
-    }
-    pos_ += 1237;
-  }
-
- private:
-  std::vector<bf16> values_;
-  size_t pos_ = 0;
 };
 
 // One rotation set: a layer's own inputs, weights included, and outputs. Every
@@ -110,13 +89,6 @@ std::array<size_t, 8> set_buffer_bytes(const mhc::MhcDims& dims, int64_t T) {
   return {t * hc * d * 2, mix * hc * d * 4, 3 * 4, mix * 4, d * 2, t * d * 2, t * hc * 4, t * hc * hc * 4};
 }
 
-// Enough sets that together they are >= 3x the cache, so each call reads its
-// inputs from memory; on CUDA at least kMinGraphCalls, one graph call per set.
-size_t rotation_count(size_t set_bytes, size_t cache_bytes, bool cuda) {
-  const size_t n = (3 * cache_bytes + set_bytes - 1) / set_bytes;
-  return cuda ? std::clamp(n, kMinGraphCalls, kMaxSets) : std::clamp<size_t>(n, 1, kMaxCpuSets);
-}
-
 std::vector<IoSet> make_sets(Device& dev, const mhc::MhcDims& dims, int64_t T, size_t count, const Weights& w,
                              ResidualPool& pool) {
   const auto bytes = set_buffer_bytes(dims, T);
@@ -139,55 +111,7 @@ std::vector<IoSet> make_sets(Device& dev, const mhc::MhcDims& dims, int64_t T, s
   return sets;
 }
 
-// CPU: the last-level cache the rotation must exceed (32 MiB when the C library does not say).
-size_t cpu_cache_bytes() {
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
-}
-
 using RunFn = std::function<void(const mhc::HcPreArgs&)>;
-
-// One variant's JSON: eager and graph figures. us / gbps / copy_fraction are
-// schema 1's names of the eager figures, kept for its readers.
-// graph_calls: the calls per replay, 0 when the graph was not timed.
-Json variant_json(const Measured& m, double bytes, double copy_bw, size_t graph_calls) {
-  auto gbps = [&](double us) { return bytes / (us * 1e-6) / 1e9; };
-  auto fraction = [&](double us) { return copy_bw > 0 ? Json(gbps(us) * 1e9 / copy_bw) : Json(); };
-  Json j;
-  j["eager_us"] = m.us;
-  j["eager_gbps"] = gbps(m.us);
-  j["eager_copy_fraction"] = fraction(m.us);
-  j["us"] = j["eager_us"];
-  j["gbps"] = j["eager_gbps"];
-  j["copy_fraction"] = j["eager_copy_fraction"];
-  // Null unless the graph was timed (the CPU, --graph-replays 0, a failed capture).
-  j["graph_us"] = nullptr;
-  j["graph_gbps"] = nullptr;
-  j["graph_copy_fraction"] = nullptr;
-  j["graph_calls_per_replay"] = graph_calls > 0 ? Json(graph_calls) : Json();
-  if (m.graph_us) {
-    j["graph_us"] = *m.graph_us;
-    j["graph_gbps"] = gbps(*m.graph_us);
-    j["graph_copy_fraction"] = fraction(*m.graph_us);
-  }
-  if (!m.graph_error.empty()) j["graph_error"] = m.graph_error;
-  return j;
-}
-
-// The text table's cell of one variant: eager us, %copy, graph us, %copy.
-std::string variant_cell(const Measured& m, double bytes, double copy_bw, bool cuda, bool graph_on) {
-  auto pct = [&](double us) { return fmt::format("{:>5.0f}%", 100.0 * bytes / (us * 1e-6) / copy_bw); };
-  if (!m.ok) return fmt::format("{:>9} {:>6} {:>9} {:>6}", "-", "-", "-", "-");
-  std::string graph;
-  if (!cuda) {
-    graph = fmt::format("{:>9} {:>6}", "n/a", "n/a");
-  } else if (m.graph_us) {
-    graph = fmt::format("{:>9.2f} {}", *m.graph_us, pct(*m.graph_us));
-  } else {
-    graph = fmt::format("{:>9} {:>6}", graph_on ? "error" : "-", "-");
-  }
-  return fmt::format("{:>9.2f} {} {}", m.us, pct(m.us), graph);
-}
 
 void run_bench(const CliContext& ctx, const BenchOptions& o) {
   const mhc::Backend backend =
@@ -197,6 +121,13 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
                    "--variant must be both, specialized or generic");
   HCWARM_CHECK_ARG(o.gemm == "ffma" || o.gemm == "mma" || o.gemm == "mma_smem", "--gemm must be mma_smem, mma or ffma");
   HCWARM_CHECK_ARG(o.graph_replays >= 0, "--graph-replays must be >= 0, got {}", o.graph_replays);
+  HCWARM_CHECK_ARG(o.op == "pre" || o.op == "post-pre" || o.op == "head" || o.op == "pre-embed" || o.op == "all",
+                   "--op must be pre, post-pre, head, pre-embed or all, got '{}'", o.op);
+  const bool pre_table = o.op == "pre" || o.op == "all";
+  std::vector<FamilyOp> family;
+  for (const FamilyOp f : {FamilyOp::PostPre, FamilyOp::Head, FamilyOp::PreEmbed}) {
+    if (o.op == "all" || o.op == to_string(f)) family.push_back(f);
+  }
   std::unique_ptr<Device> dev;
   if (backend == mhc::Backend::Cuda) {
     dev = std::make_unique<cuda::CudaDevice>(0, ctx.env.cuda_library);
@@ -234,7 +165,9 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   out["num_sms"] = sms;
   out["gemm"] = o.gemm;
   out["fast_finish"] = !o.precise_finish;
+  out["op"] = o.op;
   out["rows"] = Json::array();
+  out["op_rows"] = Json::array();
   if (!o.json) {
     std::cout << fmt::format("hcwarm bench op: {} backend on {}; copy bandwidth {:.0f} GB/s (read + write); norm {}\n",
                              mhc::to_string(backend), machine, copy_bw / 1e9, o.norm ? "fused" : "off");
@@ -251,6 +184,8 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
                                "cache (at most {}); no CUDA graphs on the CPU\n",
                                cache_mib, kMaxCpuSets);
     }
+  }
+  if (!o.json && pre_table) {
     std::string header = fmt::format(
         "{:>5} {:>6} {:>6} {:>5} | {:>9} {:>6} {:>9} {:>6} | {:>9} {:>6} {:>9} {:>6} | {:>8} {:>9}", "D", "T", "splits",
         "sets", "spec us", "%copy", "graph us", "%copy", "gen us", "%copy", "graph us", "%copy", "gen/spec", "compile s");
@@ -262,7 +197,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   std::mt19937_64 rng(42);
   std::normal_distribution<float> n01;
   ResidualPool pool(rng);
-  for (int D : o.hidden) {
+  for (int D : pre_table ? o.hidden : std::vector<int>{}) {
     const mhc::MhcDims dims{4, D};
     mhc::HcPreOp spec(backend, dims, {}, sms, &rt, *dev, mhc::Variant::Specialized);
     spec.set_cuda_fast_finish(!o.precise_finish);
@@ -365,6 +300,20 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
       }
     }
   }
+  FamilyBench fb;
+  fb.dev = dev.get();
+  fb.cuda = cd;
+  fb.rt = &rt;
+  fb.num_sms = sms;
+  fb.copy_bw = copy_bw;
+  fb.cache_bytes = cache_bytes;
+  fb.graph_replays = graph_on ? o.graph_replays : 0;
+  fb.min_seconds = o.min_seconds;
+  fb.norm = o.norm;
+  fb.fast_finish = !o.precise_finish;
+  fb.one_pass = ctx.env.mhc_one_pass;
+  fb.text = !o.json;
+  for (const FamilyOp f : family) run_family_bench(fb, f, o.hidden, o.tokens, o.buckets, rng, pool, out["op_rows"]);
   if (o.json) std::cout << out.dump(2) << "\n";
   if (!o.json_out.empty()) {
     write_output_file(o.json_out, out.dump(2) + "\n");
@@ -389,11 +338,24 @@ Columns, for the specialized (spec) and generic (gen) kernels:
   compile s         compiler time of the bucket's first specialized call
   a us, b us, 2pass us / 1pass us   with --stages (eager)
 
+--op post-pre | head | pre-embed (or all) adds a table per op, its columns
+specialized unless named gen, each eager us, %copy, graph us, %copy:
+  post-pre   fused (hc_pre with input post: the post step of the previous
+             sublayer and this pre step in one pass), fused gen, post+pre
+             (hc_post, then hc_pre on its new residual); %copy of all three
+             over the fused op's bytes (residual, x, prev post/comb, fn read;
+             new residual, y, post, comb written); pair/fused
+  head       head (hc_head), pre (hc_pre at the same T); head/pre
+  pre-embed  embed (hc_pre of the first layer from the (T, D) embedding),
+             embed gen, pre (hc_pre on the hc streams); pre/embed
+
 JSON (schema_version 2): top level copy_bandwidth_gbs, l2_bytes (null on the
-CPU), graph_replays; per row rotation_sets, and per variant eager_us, graph_us,
+CPU), graph_replays, op; per row rotation_sets, and per variant eager_us, graph_us,
 graph_calls_per_replay, *_gbps, *_copy_fraction (graph ones null on the CPU),
 graph_error when a capture failed; us, gbps, copy_fraction and copy_gbps are
-schema 1's names of the eager figures and the copy bandwidth.)";
+schema 1's names of the eager figures and the copy bandwidth. op_rows: the
+other tables' rows (op, hidden, tokens, num_splits, rotation_sets, ratio, and
+per column in "columns" the same figures plus bytes, compile_s of the first).)";
 
 }  // namespace
 
@@ -403,7 +365,8 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchOptions>();
   auto* op = bench->add_subcommand(
-      "op", "Time hc_pre: us per call eager and under CUDA-graph replay, fraction of copy bandwidth, specialized vs generic");
+      "op", "Time hc_pre (and with --op the fused boundary, the head, the embedding input): us per call eager and under "
+            "CUDA-graph replay, fraction of copy bandwidth, specialized vs generic");
   op->footer(kBenchOpFooter);
   op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")->delimiter(',')->capture_default_str();
   auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',')->capture_default_str();
@@ -412,7 +375,11 @@ void register_bench(CLI::App& app, CliContext& ctx) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->excludes(tokens);
   op->add_option("--backend", o->backend, "cpu | cuda (default: cuda when a GPU is present, else cpu)");
-  op->add_option("--variant", o->variant, "both | specialized | generic")->capture_default_str();
+  op->add_option("--op", o->op,
+                 "pre: hc_pre, specialized vs generic | post-pre: the fused sublayer boundary vs hc_post + hc_pre | "
+                 "head: hc_head vs hc_pre | pre-embed: hc_pre from the embedding vs hc_pre | all: every table")
+      ->capture_default_str();
+  op->add_option("--variant", o->variant, "both | specialized | generic (the pre table)")->capture_default_str();
   op->add_option("--gemm", o->gemm, "cuda specialized GEMM: mma_smem (tensor cores, fn in smem) | mma (per-warp fn) | ffma")->capture_default_str();
   op->add_option("--num-sms", o->num_sms, "SM count for the split policy (0: the GPU's, or HCWARM_NUM_SMS / 132)")->capture_default_str();
   op->add_option("--min-seconds", o->min_seconds, "minimum timed seconds per eager measurement")->capture_default_str();

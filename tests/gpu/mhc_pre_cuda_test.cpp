@@ -5,10 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "../backends/mhc_check.hpp"
-#include "backends/cuda/cuda_device.hpp"
-#include "core/env_config.hpp"
-#include "jit/jit_runtime.hpp"
+#include "cuda_fixture.hpp"
 
 namespace hcwarm::test {
 namespace {
@@ -17,42 +14,8 @@ using mhc::Backend;
 using mhc::HcPreOp;
 using mhc::Variant;
 
-void report(const std::string& what, const Comparison& c) {
-  std::printf(
-      "[numerics] %-36s y: max %lld ulp, %.4f%% bit-exact of %lld, %lld >1ulp, %lld cancel; post %.2e comb %.2e\n",
-      what.c_str(), static_cast<long long>(c.max_ulp), 100.0 * c.exact_share(), static_cast<long long>(c.y_values),
-      static_cast<long long>(c.over_one_ulp), static_cast<long long>(c.cancellation), c.post_max_rel, c.comb_max_rel);
-  std::fflush(stdout);
-}
-
-class MhcPreCuda : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    const auto env = EnvConfig::from_environment();
-    if (!cuda::cuda_device_present(env.cuda_library)) return;
-    device_ = new cuda::CudaDevice(0, env.cuda_library);
-    jit::JitOptions o;
-    o.cache_dir = std::nullopt;
-    o.nvrtc_library = env.nvrtc_library;
-    o.tiered = false;  // these tests check the specialized kernels, from each bucket's first call on
-    jit_ = new jit::JitRuntime(o);
-    jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*device_));
-    std::printf("[gpu] %s, %d SMs, %s\n", device_->name().c_str(), device_->num_sms(), device_->arch().c_str());
-  }
-  static void TearDownTestSuite() {
-    delete jit_;
-    delete device_;
-    jit_ = nullptr;
-    device_ = nullptr;
-  }
-  void SetUp() override {
-    if (device_ == nullptr) GTEST_SKIP() << "no CUDA device";
-  }
-  static cuda::CudaDevice* device_;
-  static jit::JitRuntime* jit_;
-};
-cuda::CudaDevice* MhcPreCuda::device_ = nullptr;
-jit::JitRuntime* MhcPreCuda::jit_ = nullptr;
+// The device and the JIT runtime: tests/gpu/cuda_fixture.hpp.
+class MhcPreCuda : public CudaTest {};
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
 

@@ -83,7 +83,7 @@ size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) con
 }
 
 const char* CudaHcPreBackend::unsupported_argument(const hcwarm_mhc_pre_params& p) const {
-  return misaligned_argument(p.residual, p.fn, p.y, p.norm_weight);
+  return misaligned_argument(p);
 }
 
 bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return launch_capturing(device_, launch); }
@@ -91,7 +91,7 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
   MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
-  // The one-pass kernel reads residual streams only (the embedding takes the two kernels).
+  // The one-pass kernel reads residual streams only (the embedding and the fused boundary take the two kernels).
   const bool one_pass =
       p.num_splits == 1 && stages == 3 && k.one_pass != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
   if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count

@@ -31,11 +31,16 @@ CUresult encode_residual_map(const CudaDriver& d, const hcwarm_mhc_pre_params& p
 
 CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
   const unsigned bytes = HCWARM_MHC_CUDA_PARTIAL_SMEM(k.partial_warps);
+  const unsigned post_bytes = HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(k.partial_warps);
   // Above the 48 KB default only with the attribute (every driver since CUDA 9 has it).
+  // The attribute is a ceiling: residual launches still ask for `bytes` only.
   if (d.cuFuncSetAttribute == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   const CUresult rc =
-      d.cuFuncSetAttribute(k.partial, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
-  if (rc == CUDA_SUCCESS) k.partial_smem = bytes;
+      d.cuFuncSetAttribute(k.partial, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(post_bytes));
+  if (rc == CUDA_SUCCESS) {
+    k.partial_smem = bytes;
+    k.partial_smem_post = post_bytes;
+  }
   return rc;
 }
 
@@ -54,6 +59,17 @@ const char* misaligned_argument(const void* residual, const void* fn, const void
       {"residual", residual}, {"fn", fn}, {"y", y}, {"norm_weight", norm_weight}};
   for (const auto& [name, ptr] : args) {
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return name;  // a null norm_weight passes
+  }
+  return nullptr;
+}
+
+const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
+  if (const char* bad = misaligned_argument(p.residual, p.fn, p.y, p.norm_weight)) return bad;
+  if (p.input != HCWARM_MHC_INPUT_POST) return nullptr;
+  const std::pair<const char*, const void*> args[] = {
+      {"x", p.post_x}, {"prev_post", p.prev_post}, {"prev_comb", p.prev_comb}, {"new_residual", p.residual_out}};
+  for (const auto& [name, ptr] : args) {
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return name;
   }
   return nullptr;
 }
@@ -84,7 +100,8 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
-  if (k.one_pass != nullptr && stages == 3) {
+  // The one-pass kernel reads residual streams only.
+  if (k.one_pass != nullptr && stages == 3 && p.input == HCWARM_MHC_INPUT_RESIDUAL) {
     params.num_parts = HCWARM_MHC_CHUNK_PARTS;
     // The chunks' counters start at zero (p.partials: HCWARM_MHC_CHUNK_WORKSPACE_BYTES).
     CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
@@ -109,9 +126,10 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);
   if (stages & 1) {
+    const unsigned smem = p.input == HCWARM_MHC_INPUT_POST ? k.partial_smem_post : k.partial_smem;
     const CUresult rc = d.cuLaunchKernel(k.partial, static_cast<unsigned>(p.num_parts), tiles, 1,
-                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, k.partial_smem, stream,
-                                         args, nullptr);
+                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, smem, stream, args,
+                                         nullptr);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;

@@ -29,16 +29,18 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm);
 // (and, with one_pass, num_splits == 1 only, mhc_pre_chunk.cuh) under the names
 // above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
 // them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
-// embed: the kernels read the first layer's (T, D) embedding as hc identical
-// streams (not with one_pass: InvalidArgument).
+// input (HCWARM_MHC_INPUT_*): _RESIDUAL, the hc streams; _EMBED, the first
+// layer's (T, D) embedding as hc identical streams; _POST, the fused sublayer
+// boundary. Neither of the last two with one_pass (InvalidArgument).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
-                                bool one_pass = false, bool fast_finish = false, bool embed = false);
+                                bool one_pass = false, bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
   unsigned partial_smem = 0;  // its dynamic shared memory, bytes (mma_smem: set by prepare_partial_smem)
+  unsigned partial_smem_post = 0;  // the same with input POST (the previous sublayer's output staged too)
   // The one-pass kernel (num_splits == 1 modules, sm_90+), or null. Set up by
   // prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;
@@ -59,8 +61,9 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& 
                              CUstream stream, int stages = 3);
 
 // The mma_smem partial kernel stages the residual in dynamic shared memory
-// (HCWARM_MHC_CUDA_PARTIAL_SMEM of k.partial_warps): allows k.partial that much
-// and records it in k.partial_smem for the launcher.
+// (HCWARM_MHC_CUDA_PARTIAL_SMEM of k.partial_warps; with input POST
+// HCWARM_MHC_CUDA_PARTIAL_SMEM_POST): allows k.partial the larger and records
+// both in k.partial_smem / k.partial_smem_post for the launcher.
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
@@ -76,6 +79,9 @@ size_t one_pass_workspace_bytes(long long num_tokens);
 // the first of residual, fn, y and norm_weight (null: no norm) that is not
 // 16-byte aligned, or nullptr when all are.
 const char* misaligned_argument(const void* residual, const void* fn, const void* y, const void* norm_weight);
+// The same over a launch's params; with input POST also x (post_x), prev_post,
+// prev_comb and new_residual (residual_out), named as in mhc::HcPreArgs.
+const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
 // its HCWARM_MHC_CHUNK_BLOCKS blocks can all be resident on `num_sms` SMs (they
 // wait for each other). On success fills k.one_pass and its geometry and

@@ -11,6 +11,15 @@ namespace {
 constexpr EnumName<CudaGemm> kGemmNames[] = {
     {CudaGemm::Mma, "mma"}, {CudaGemm::Ffma, "ffma"}, {CudaGemm::MmaSmem, "mma_smem"}};
 int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
+// The kernels' INPUT template argument and the source's comment word.
+const char* input_macro(int input) {
+  return input == HCWARM_MHC_INPUT_EMBED  ? "HCWARM_MHC_INPUT_EMBED"
+         : input == HCWARM_MHC_INPUT_POST ? "HCWARM_MHC_INPUT_POST"
+                                          : "HCWARM_MHC_INPUT_RESIDUAL";
+}
+const char* input_word(int input) {
+  return input == HCWARM_MHC_INPUT_EMBED ? "embed" : input == HCWARM_MHC_INPUT_POST ? "post" : "residual";
+}
 }  // namespace
 
 const char* to_string(CudaGemm g) { return enum_name(kGemmNames, g); }
@@ -22,11 +31,16 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm) {
 CudaGemm parse_cuda_gemm(std::string_view name) { return parse_enum(kGemmNames, name, "CUDA GEMM"); }
 
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
-                                bool fast_finish, bool embed) {
+                                bool fast_finish, int input) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
-  HCWARM_CHECK_ARG(!(embed && one_pass), "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
-  const char* input = embed ? "HCWARM_MHC_INPUT_EMBED" : "HCWARM_MHC_INPUT_RESIDUAL";
+  HCWARM_CHECK_ARG(input == HCWARM_MHC_INPUT_RESIDUAL || input == HCWARM_MHC_INPUT_EMBED ||
+                       input == HCWARM_MHC_INPUT_POST,
+                   "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST", input);
+  HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_EMBED && one_pass),
+                   "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
+  HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_POST && one_pass),
+                   "mhc_pre: the one-pass kernel reads residual streams, not the fused boundary's (input post)");
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
   const int warps = cuda_partial_warps(num_splits, gemm);
@@ -42,15 +56,15 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
       "// hcwarm: parts={}\n"
       "// mhc_pre CUDA: num_splits={} hc={} hidden={} norm={} gemm={} fast_finish={} input={}\n"
       "#include \"cuda/mhc_pre.cuh\"\n",
-      parts, num_splits, hc, hidden, norm, to_string(gemm), fast, embed ? "embed" : "residual");
+      parts, num_splits, hc, hidden, norm, to_string(gemm), fast, input_word(input));
   src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}, {}>(p);\n}}\n",
                              32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, num_splits, hc, hidden,
-                             gemm_template_arg(gemm), input));
+                             gemm_template_arg(gemm), input_macro(input)));
   src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
                              HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3,
-                             kCudaFinishSymbol, num_splits, hc, hidden, norm, fast, input));
+                             kCudaFinishSymbol, num_splits, hc, hidden, norm, fast, input_macro(input)));
   if (parts == 3) {
     // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
     src += part(2, fmt::format("#include \"cuda/mhc_pre_chunk.cuh\"\n"

@@ -1,5 +1,6 @@
 // The generic CUDA mHC pre kernels: split count, hidden size and input
-// (residual streams or the first layer's embedding) are run-time arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
+// (residual streams, the first layer's embedding or the fused boundary's
+// previous residual) are run-time arguments. Built ahead of time by nvcc (src/backends/cuda/generic.cmake) into
 // a fatbin embedded in libhcwarm; loaded with cuModuleLoadData.
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_chunk.cuh"

@@ -35,6 +35,11 @@
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
 #define HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, stages) ((stages) * (warps) * 16 * 128 * 2)
 #define HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, 2)
+// With input POST it also stages the previous sublayer's output beside the
+// residual (16 rows x 32 features x bf16 per warp and stage): 80 KB for 8 warps.
+#define HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(warps, stages) ((stages) * (warps) * 16 * 32 * 2)
+#define HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(warps) \
+  (HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) + HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(warps, 2))
 // The specialized finish kernel of the large-T buckets (num_splits <= 4) reads
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.

@@ -22,10 +22,17 @@
 //   layer's (T, D) embedding as hc identical streams (column k of a row is
 //   e[t, k % D]; D % 8 == 0, so a 16-byte vector never straddles two streams),
 //   in the same order as the copies: the results equal those on the copies.
+//   HCWARM_MHC_INPUT_POST (the fused sublayer boundary): a K-part is a range
+//   of hidden positions d across all hc streams; the partial kernel reads the
+//   previous residual and post_x of its rows, computes each new-residual
+//   element once (cuda/mhc_post_mix.cuh, the arithmetic of hc_post), stores it
+//   to residual_out and multiplies those bf16 values with fn; the finish reads
+//   residual_out after the partial grid completed.
 //   HCWARM_MHC_INPUT_RUNTIME (generic kernels) reads it from the params; the
 //   one-pass kernel takes residual streams only.
 #include "common/mhc_params.hpp"
 #include "cuda/bf16.cuh"
+#include "cuda/mhc_post_mix.cuh"
 #include "cuda/ptx/cp_async.cuh"
 #include "cuda/ptx/grid_dependency.cuh"
 #include "cuda/ptx/math.cuh"
@@ -67,6 +74,31 @@ template <int INPUT>
 __device__ __forceinline__ bool input_is_embed(const hcwarm_mhc_pre_params& p) {
   return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p.input == HCWARM_MHC_INPUT_EMBED : INPUT == HCWARM_MHC_INPUT_EMBED;
 }
+// Whether `residual` is the previous residual of the fused boundary (input POST).
+template <int INPUT>
+__device__ __forceinline__ bool input_is_post(const hcwarm_mhc_pre_params& p) {
+  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p.input == HCWARM_MHC_INPUT_POST : INPUT == HCWARM_MHC_INPUT_POST;
+}
+// Input POST: part `part` of P covers the hidden positions [d0, d1) of every
+// stream, whole 8-feature granules. Returned as the part's range [4 d0, 4 d1)
+// of "virtual" columns: a 128-column chunk starting at kc is then the 32
+// positions from kc / 4 for all 4 streams, virtual column kc + 32u + 8j + e
+// being stream j, position kc / 4 + 8u + e (see post_col), so the mma loop's
+// bounds (kc + 32u < k1) hold as they are.
+__device__ __forceinline__ void post_part_range(int D, int P, int part, long long& k0, long long& k1) {
+  long long chunk = ((long long)D + P - 1) / P;
+  chunk = (chunk + 7) & ~7LL;
+  long long d0 = part * chunk;
+  if (d0 > D) d0 = D;
+  long long d1 = d0 + chunk;
+  if (d1 > D) d1 = D;
+  k0 = 4 * d0;
+  k1 = 4 * d1;
+}
+// The real column (j * D + d) of virtual column kc + cc of an input-POST chunk (cc < 128).
+__device__ __forceinline__ long long post_col(long long kc, int cc, int D) {
+  return (long long)((cc >> 3) & 3) * D + (kc >> 2) + ((cc >> 5) << 3) + (cc & 7);
+}
 // Token t's row and the offset of its column k: residual[t] (K wide), or the embedding row (D wide, every stream).
 __device__ __forceinline__ const unsigned short* input_row(const hcwarm_mhc_pre_params& p, long long t, long long K,
                                                            int D, bool embed) {
@@ -93,6 +125,25 @@ __device__ __forceinline__ WarpRows warp_rows(const hcwarm_mhc_pre_params& p, lo
   w.x0 = input_row(p, w.v0 ? w.r0 : 0, K, D, embed);
   w.x1 = input_row(p, w.v1 ? w.r1 : 0, K, D, embed);
   return w;
+}
+
+// Input POST in the mma / ffma partial kernels: lanes 4g + i of a quad hold
+// stream i of one token row at the same 8 positions (raw); each lane returns
+// the new residual of its own stream (post_mix8_stream: hc_post's arithmetic).
+// Called by the whole warp (shuffles).
+template <int HC>
+__device__ __forceinline__ U4 post_quad_stream(U4 raw, U4 x, float post_q, const float (&w)[HC], int lane) {
+  static_assert(HC == 4, "a quad of lanes holds the 4 streams");
+  U4 r[HC];
+#pragma unroll
+  for (int i = 0; i < HC; ++i) {
+    const int src = (lane & ~3) | i;
+    r[i].x = __shfl_sync(0xffffffffu, raw.x, src);
+    r[i].y = __shfl_sync(0xffffffffu, raw.y, src);
+    r[i].z = __shfl_sync(0xffffffffu, raw.z, src);
+    r[i].w = __shfl_sync(0xffffffffu, raw.w, src);
+  }
+  return hcwarm_post::post_mix8_stream<HC>(x, r, post_q, w);
 }
 
 // Writes the mma accumulators of thread (g, q) as two rows of the 24 mix
@@ -142,11 +193,18 @@ template <int NUM_SPLITS, int HC, int HIDDEN, bool ONE_PASS = false, int INPUT =
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
   static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
-                    INPUT == HCWARM_MHC_INPUT_RUNTIME,
-                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, HCWARM_MHC_INPUT_EMBED or HCWARM_MHC_INPUT_RUNTIME");
+                    INPUT == HCWARM_MHC_INPUT_POST || INPUT == HCWARM_MHC_INPUT_RUNTIME,
+                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST or HCWARM_MHC_INPUT_RUNTIME");
   static_assert(!ONE_PASS || INPUT == HCWARM_MHC_INPUT_RESIDUAL, "the one-pass kernel reads residual streams only");
-  if (p.input != HCWARM_MHC_INPUT_RESIDUAL && p.input != HCWARM_MHC_INPUT_EMBED) return false;
+  if (p.input != HCWARM_MHC_INPUT_RESIDUAL && p.input != HCWARM_MHC_INPUT_EMBED && p.input != HCWARM_MHC_INPUT_POST) {
+    return false;
+  }
   if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p.input != INPUT) return false;
+  if (ONE_PASS && p.input != HCWARM_MHC_INPUT_RESIDUAL) return false;
+  if (p.input == HCWARM_MHC_INPUT_POST &&
+      (p.post_x == nullptr || p.prev_post == nullptr || p.prev_comb == nullptr || p.residual_out == nullptr)) {
+    return false;
+  }
   static_assert(HC == 4, "the CUDA mHC pre kernels are written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
   static_assert(HIDDEN >= 0 && HIDDEN % 8 == 0, "HIDDEN must be a multiple of 8 (or 0: run time)");
   static_assert(HIDDEN <= 8192, "HIDDEN must be <= 8192 (y of one token is held in registers)");
@@ -171,6 +229,7 @@ template <int NUM_SPLITS, int HC, int HIDDEN, bool GEMM_MMA, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<NUM_SPLITS, HC, HIDDEN, false, INPUT>(p)) return;  // the launcher checked; never write garbage
   const bool embed = input_is_embed<INPUT>(p);
+  const bool post_in = input_is_post<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p.num_splits;
   const int P = S * HCWARM_MHC_CUDA_SUBSPLITS(S);
@@ -187,12 +246,36 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
   if (t0 >= T) return;
 
   long long k0, k1;
-  k_part_range(K, P, part, k0, k1);
+  if (post_in) {
+    post_part_range(D, P, part, k0, k1);
+  } else {
+    k_part_range(K, P, part, k0, k1);
+  }
   const WarpRows rows = warp_rows(p, t0, g, q, K, T, D, embed);
   const bool v0 = rows.v0, v1 = rows.v1;
   const unsigned short* x0 = rows.x0;
   const unsigned short* x1 = rows.x1;
-  const float* f0 = p.fn + (long long)g * K + 8 * q;  // column n = 8j + g -> f0 + 8j*K
+  const float* f0 = p.fn + (long long)g * K;  // column n = 8j + g -> f0 + 8j*K
+  // The columns of this thread's 8 values of step k: fcol in fn (K wide),
+  // xcol in its input row (the embedding's is D wide). With input POST k is
+  // virtual: stream q of positions k / 4 + [0, 8) (post_part_range); the mma's
+  // k order depends on q only, as it must, for A and B alike.
+  auto fcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : k + 8 * q; };
+  auto xcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : input_col(k + 8 * q, D, embed); };
+  // Input POST: stream q of rows r0 / r1 is this thread's; its gate and comb
+  // column (comb[r][i][q]), and the previous sublayer's output of the rows.
+  float pq0 = 0.f, pq1 = 0.f, wq0[HC], wq1[HC];
+  if (post_in) {
+    if (v0) pq0 = p.prev_post[rows.r0 * HC + q];
+    if (v1) pq1 = p.prev_post[rows.r1 * HC + q];
+#pragma unroll
+    for (int i = 0; i < HC; ++i) {
+      wq0[i] = v0 ? p.prev_comb[(rows.r0 * HC + i) * HC + q] : 0.f;
+      wq1[i] = v1 ? p.prev_comb[(rows.r1 * HC + i) * HC + q] : 0.f;
+    }
+  }
+  const unsigned short* o0 = post_in ? p.post_x + (v0 ? rows.r0 : 0) * D : nullptr;
+  const unsigned short* o1 = post_in ? p.post_x + (v1 ? rows.r1 : 0) * D : nullptr;
 
   float acc[3][4];
 #pragma unroll
@@ -208,25 +291,41 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 
   constexpr int kUnroll = 4;
   for (long long kb = k0; kb < k1; kb += 32 * kUnroll) {
-    U4 xa[kUnroll], xb[kUnroll];
+    U4 xa[kUnroll], xb[kUnroll], oa[kUnroll], ob[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       const bool in = k < k1;
-      const long long c = input_col(k + 8 * q, D, embed);
-      xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
-      xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
+      const long long c = xcol(k);
+      if (post_in) {
+        // Coherent loads: residual_out (written below) may be this memory.
+        xa[u] = (in && v0) ? ldcg_u4(x0 + c) : zero;
+        xb[u] = (in && v1) ? ldcg_u4(x1 + c) : zero;
+        oa[u] = (in && v0) ? ldg_u4(o0 + (k >> 2)) : zero;
+        ob[u] = (in && v1) ? ldg_u4(o1 + (k >> 2)) : zero;
+      } else {
+        xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
+        xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long k = kb + 32 * u;
       if (k < k1) {
+        if (post_in) {
+          // The new residual of stream q from the 4 streams the quad's lanes
+          // loaded (shuffled, not re-read); stored where this lane read it.
+          xa[u] = post_quad_stream<HC>(xa[u], oa[u], pq0, wq0, lane);
+          xb[u] = post_quad_stream<HC>(xb[u], ob[u], pq1, wq1, lane);
+          if (v0) stg_u4(p.residual_out + rows.r0 * K + xcol(k), xa[u]);
+          if (v1) stg_u4(p.residual_out + rows.r1 * K + xcol(k), xb[u]);
+        }
         add_squares8(xa[u], ss0);
         add_squares8(xb[u], ss1);
         if (GEMM_MMA) {
 #pragma unroll
           for (int j = 0; j < 3; ++j) {
-            const float* fr = f0 + (long long)(8 * j) * K + k;
+            const float* fr = f0 + (long long)(8 * j) * K + fcol(k);
             const F4 fa = ldg_f4(fr);
             const F4 fb = ldg_f4(fr + 4);
             unsigned int h0, l0, h1, l1, h2, l2, h3, l3;
@@ -253,7 +352,7 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
             xf1[2 * e + 1] = bf16_hi(xw1[e]);
           }
           // Each thread does all 24 columns for its two rows over its 8 k values.
-          const float* fq = p.fn + 8 * q + k;
+          const float* fq = p.fn + fcol(k);
 #pragma unroll
           for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
             const F4 fa = ldg_f4(fq + (long long)m * K);
@@ -308,9 +407,18 @@ __device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params
 // stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
 // Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
+// Input POST: a chunk is 32 hidden positions of all 4 streams (post_part_range);
+// lane l stages the previous residual and post_x of row l / 2, 8-feature
+// granules 2 (l % 2) + {0, 1}, by cp.async into the row's slots (stream j of
+// granule u in the slot of virtual granule 4u + j) and post_x's stage (after
+// the residual's, HCWARM_MHC_CUDA_PARTIAL_SMEM_POST); once they landed the same
+// lane replaces them in place by the new residual (post_mix8) and stores that to
+// residual_out: it read every stream of those positions itself, and no other
+// thread of any block touches them, so residual_out may alias residual.
 template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
   const bool embed = input_is_embed<INPUT>(p);
+  const bool post_in = input_is_post<INPUT>(p);
   constexpr int kMix = HC * (2 + HC);
   constexpr int kChunk = 128;
   constexpr int kSteps = kChunk / 32;
@@ -324,6 +432,13 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   static_assert(STAGES * kStageBytes == HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES),
                 "the launcher's dynamic shared memory");
   static_assert(kRowBytes == 16 * 16, "16 lanes x 16 bytes load a row of a chunk");
+  static_assert(HC == 4 || INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED,
+                "input POST: a 128-column chunk is 32 positions of exactly 4 streams");
+  constexpr int kPostRowBytes = kChunk / HC * 2;  // post_x of a row of a chunk: 4 granules
+  constexpr int kPostWarpBytes = 16 * kPostRowBytes;
+  constexpr int kPostStageBytes = WARPS * kPostWarpBytes;
+  static_assert(STAGES * kPostStageBytes == HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(WARPS, STAGES),
+                "the launcher's dynamic shared memory with input POST");
   __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
   extern __shared__ __align__(16) unsigned char xs_dyn[];
 
@@ -339,7 +454,11 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   const bool active = t0 < T;  // idle warps still help with fn and the barriers
 
   long long k0, k1;
-  k_part_range(K, P, part, k0, k1);
+  if (post_in) {
+    post_part_range(D, P, part, k0, k1);
+  } else {
+    k_part_range(K, P, part, k0, k1);
+  }
   const bool v0 = t0 + g < T, v1 = t0 + g + 8 < T;
   const F4 zf = {0.f, 0.f, 0.f, 0.f};
 
@@ -363,6 +482,70 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     }
     cp_async_commit();
   };
+  // Input POST: this lane's row (l / 2, below T or not) and first granule (2 (l % 2)),
+  // and its row's post gates and comb matrix (prev_post / prev_comb), read once.
+  const int prow = lane >> 1;
+  const int pgran = 2 * (lane & 1);
+  const bool prow_ok = post_in && active && t0 + prow < T;
+  const long long ptok = prow_ok ? t0 + prow : 0;
+  float ppost[HC], pcomb[HC * HC];
+  if (post_in) {
+    const F4 pp = prow_ok ? ldg_f4(p.prev_post + ptok * HC) : zf;
+    ppost[0] = pp.x, ppost[1] = pp.y, ppost[2] = pp.z, ppost[3] = pp.w;
+#pragma unroll
+    for (int i = 0; i < HC; ++i) {
+      const F4 c4 = prow_ok ? ldg_f4(p.prev_comb + (ptok * HC + i) * HC) : zf;
+      pcomb[i * HC] = c4.x, pcomb[i * HC + 1] = c4.y, pcomb[i * HC + 2] = c4.z, pcomb[i * HC + 3] = c4.w;
+    }
+  }
+  const unsigned int pxw = smem_u32(xs_dyn) + STAGES * kStageBytes + warp * kPostWarpBytes;
+  // The slot of virtual granule c (stream c % 4 of granule c / 4) in row r of a stage.
+  auto slot = [&](int stage, int r, int vc) {
+    return xw + stage * kStageBytes + r * kRowBytes + ((vc ^ ((r & 1) << 2)) << 4);
+  };
+  auto issue_post = [&](long long kc, int stage) {
+    const long long d = (kc >> 2) + 8 * pgran;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const bool ok = prow_ok && kc + 32 * (pgran + u) < k1;
+      const long long dd = d + 8 * u;
+      cp_async16(pxw + stage * kPostStageBytes + prow * kPostRowBytes + (pgran + u) * 16,
+                 ok ? p.post_x + ptok * D + dd : p.post_x, ok);
+#pragma unroll
+      for (int j = 0; j < HC; ++j) {
+        cp_async16(slot(stage, prow, 4 * (pgran + u) + j), ok ? p.residual + (ptok * HC + j) * D + dd : p.residual,
+                   ok);
+      }
+    }
+    cp_async_commit();
+  };
+  // After this lane's copies of chunk kc landed: the new residual in place, and to residual_out.
+  auto mix_post = [&](long long kc, int stage) {
+    const long long d = (kc >> 2) + 8 * pgran;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const bool ok = prow_ok && kc + 32 * (pgran + u) < k1;
+      if (ok) {
+        const U4 xv = lds_u4(pxw + stage * kPostStageBytes + prow * kPostRowBytes + (pgran + u) * 16);
+        U4 rv[HC], nv[HC];
+#pragma unroll
+        for (int j = 0; j < HC; ++j) rv[j] = lds_u4(slot(stage, prow, 4 * (pgran + u) + j));
+        hcwarm_post::post_mix8<HC>(xv, rv, ppost, pcomb, nv);
+#pragma unroll
+        for (int j = 0; j < HC; ++j) {
+          sts_u4(slot(stage, prow, 4 * (pgran + u) + j), nv[j]);
+          stg_u4(p.residual_out + (ptok * HC + j) * D + d + 8 * u, nv[j]);
+        }
+      }
+    }
+  };
+  auto issue = [&](long long kc, int stage) {
+    if (post_in) {
+      issue_post(kc, stage);
+    } else {
+      issue_x(kc, stage);
+    }
+  };
   // Thread (g, q)'s A fragment of step u: row r (g or g + 8), granule 4u + q.
   auto x_frag = [&](int stage, int r, int u) {
     return lds_u4(xw + stage * kStageBytes + r * kRowBytes + (((4 * u + q) ^ ((r & 1) << 2)) << 4));
@@ -374,8 +557,10 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     for (int i = 0; i < kF4PerThread; ++i) {
       const int e = tid + kThreads * i;
       const int n = e / (kChunk / 4);
-      const long long kk = kc + (e % (kChunk / 4)) * 4;
-      f[i] = (kF4 % kThreads == 0 || e < kF4) && kk < k1 ? ldg_f4(p.fn + n * K + kk) : zf;
+      const int cc = (e % (kChunk / 4)) * 4;
+      const long long kk = kc + cc;
+      const long long col = post_in ? post_col(kc, cc, D) : kk;
+      f[i] = (kF4 % kThreads == 0 || e < kF4) && kk < k1 ? ldg_f4(p.fn + n * K + col) : zf;
     }
   };
 
@@ -384,7 +569,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 #pragma unroll
   for (int i = 0; i + 1 < STAGES; ++i) {
     if (k0 + (long long)i * kChunk < k1) {
-      issue_x(k0 + (long long)i * kChunk, i);
+      issue(k0 + (long long)i * kChunk, i);
     } else {
       cp_async_commit();
     }
@@ -418,12 +603,15 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     const int astage = xstage == 0 ? STAGES - 1 : xstage - 1;
     __syncwarp();
     if (ka < k1) {
-      issue_x(ka, astage);
+      issue(ka, astage);
     } else {
       cp_async_commit();  // an empty group keeps the count of groups in flight uniform
     }
     cp_async_wait<STAGES - 1>();  // this thread's copies of chunk kc have landed
-    __syncthreads();     // everyone's: the fn fragments and the warp's rows
+    if (post_in) {
+      mix_post(kc, xstage);  // from this lane's own copies only: no barrier before it
+    }
+    __syncthreads();     // everyone's: the fn fragments and the warp's rows (with POST: the new ones)
     F4 frn[kF4PerThread];
     if (kn < k1) load_fn(kn, frn);
     if (active) {
@@ -668,6 +856,8 @@ template <int HC, int HIDDEN, int PARTS, int STREAM_X, bool FUSED_NORM, bool FAS
           int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
   const bool embed = input_is_embed<INPUT>(p);
+  // Input POST: y mixes the new residual, which the partial grid wrote.
+  const bool post_in = input_is_post<INPUT>(p);
   constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
@@ -709,13 +899,17 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
       pv[i] = (lane <= kMix && pi < PARTS) ? ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE) : 0.f;
     }
   };
-  const unsigned short* x = input_row(p, t, K, D, embed);
-  // With the embedding every stream is the same row: one load, hc copies.
+  const unsigned short* x = post_in ? p.residual_out + t * K : input_row(p, t, K, D, embed);
+  // With the embedding every stream is the same row: one load, hc copies. The
+  // new residual is read from L2 (ld.global.cg), after griddepcontrol.wait.
   auto load_x = [&](int v, U4 (&xv)[HC]) {
     const int idx = tid + v * kThreads;
 #pragma unroll
     for (int i = 0; i < HC; ++i) {
-      if (idx < nvec) xv[i] = (embed && i > 0) ? xv[0] : ldg_u4(x + (embed ? 0LL : (long long)i * D) + idx * 8);
+      if (idx < nvec) {
+        const unsigned short* src = x + (embed ? 0LL : (long long)i * D) + idx * 8;
+        xv[i] = (embed && i > 0) ? xv[0] : post_in ? ldcg_u4(src) : ldg_u4(src);
+      }
     }
   };
   U4 xr[kStreamX ? kStreamX : kVpt][HC];
@@ -723,9 +917,15 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     griddep_wait();
     load_parts();
   } else {
+    if (!post_in) {
 #pragma unroll
-    for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
+      for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
+    }
     griddep_wait();
+    if (post_in) {
+#pragma unroll
+      for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
+    }
     if (PARTS != 0) load_parts();
   }
 

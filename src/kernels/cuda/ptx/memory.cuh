@@ -4,7 +4,8 @@
 //   ldg_*     read-only global loads (ld.global.nc): data no kernel of the
 //             launch writes; L1::no_allocate where a value is used once.
 //   stg_*     plain vector stores.
-//   lds_u4    a 16-byte shared load from a 32-bit shared address (smem_u32).
+//   ldcg_*    global loads cached in L2 only: data an earlier kernel wrote.
+//   lds_u4 / sts_u4  16-byte shared accesses at a 32-bit shared address (smem_u32).
 //   *_relaxed / *_acquire / red_release_*: gpu-scope loads and atomics for data
 //             that other blocks of the same launch publish (flag + payload).
 // Compiled by NVRTC: no includes.
@@ -53,6 +54,15 @@ __device__ __forceinline__ float ldcg_f32(const float* p) {
   asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
   return v;
 }
+// Volatile with a memory clobber: it stays after the griddepcontrol.wait that orders it after its writer.
+__device__ __forceinline__ U4 ldcg_u4(const void* p) {
+  U4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
 
 __device__ __forceinline__ void stg_u4(void* p, U4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
@@ -65,6 +75,10 @@ __device__ __forceinline__ U4 lds_u4(unsigned int addr) {
   U4 v;
   asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
   return v;
+}
+
+__device__ __forceinline__ void sts_u4(unsigned int addr, U4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
 // Payload loads with a memory clobber: the compiler keeps them after the
