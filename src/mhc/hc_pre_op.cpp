@@ -159,7 +159,6 @@ int arch_major(std::string_view arch) {
 
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
                                    const CudaKernelOptions& cuda_options, HcPreInput input) {
-  const bool embed = input == HcPreInput::Embed;
   // The one-pass kernel reads residual streams only: the embedding and the boundary take the two kernels.
   CudaKernelOptions cuda = cuda_options;
   cuda.one_pass = cuda.one_pass && input == HcPreInput::Residual;
@@ -179,16 +178,12 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
     s.params.emplace_back("gemm", to_string(cuda.gemm));
-    // The one-pass kernel reads residual streams only: the embedding and the fused boundary take the two kernels.
-    const bool one_pass = cuda.one_pass && splits == 1 && input == HcPreInput::Residual &&
+    const bool one_pass = cuda.one_pass && splits == 1 &&
                           cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
-    const int cuda_input = input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
-                           : input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
-                                                       : HCWARM_MHC_INPUT_RESIDUAL;
     s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
-                                         cuda.fast_finish, cuda_input);
+                                         cuda.fast_finish, input_code(input));
   }
   return s;
 }
