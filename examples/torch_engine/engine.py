@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A small PyTorch serving engine on hcwarm's mHC ops, with CUDA graphs for decode.
 
-The model has DeepSeek V4's mHC shape: a token embedding broadcast to hc=4 residual
-streams, then N decoder layers whose attention and FFN sublayers are each wrapped as
-hcwarm.hc_pre -> sublayer -> hcwarm.hc_post. Each sublayer is a small bf16 SwiGLU MLP,
-a STAND-IN for attention and MoE (those belong to the host engine). Weights are random.
+The model has DeepSeek V4's mHC shape and runs the whole family: the first layer's
+hcwarm.hc_pre on the token embedding (T, D), hcwarm.hc_post_pre at each boundary between
+sublayers (the previous post step and the next pre step in one call), hcwarm.hc_post after
+the last sublayer and hcwarm.hc_head, giving (T, D). Each of the N layers' attention and FFN
+sublayers is a small bf16 SwiGLU MLP, a STAND-IN for attention and MoE (those belong to the
+host engine). Weights are random.
 
-Steps: (a) hcwarm.prewarm; (b) eager warm-up forwards on a side stream, then one CUDA
+Steps: (a) hcwarm.prewarm, then hcwarm.check_coverage; (b) eager warm-up forwards on a side stream, then one CUDA
 graph per decode batch size (one shared memory pool); (c) graph replay must equal an
 eager forward bit for bit; (d) a seeded mixed trace through continuous batching: eager
 chunked-prefill steps, and decode steps padded to the nearest captured batch size and
@@ -45,9 +47,9 @@ CHECK_HIDDEN = 2048          # --check-capture-error: a hidden size that no pres
 # ---------------------------------------------------------------- model
 
 class MhcSublayer(nn.Module):
-    """One mHC-wrapped sublayer: hc_pre -> stand-in MLP -> hc_post."""
+    """One mHC-wrapped sublayer: its hc_pre parameters (with its RMSNorm weight) and the stand-in MLP."""
 
-    def __init__(self, hidden, hc, gen, hc_kwargs):
+    def __init__(self, hidden, hc, gen):
         super().__init__()
         n_mix = hc * (2 + hc)
         self.register_buffer("fn", torch.randn(n_mix, hc * hidden, generator=gen) * 0.02)
@@ -57,42 +59,52 @@ class MhcSublayer(nn.Module):
         # STAND-IN for attention / MoE: a bf16 SwiGLU MLP, scaled to keep activations O(1)
         self.register_buffer("w_in", (torch.randn(hidden, 2 * MLP_WIDTH, generator=gen) / hidden ** 0.5).to(torch.bfloat16))
         self.register_buffer("w_out", (torch.randn(MLP_WIDTH, hidden, generator=gen) / MLP_WIDTH ** 0.5).to(torch.bfloat16))
-        self.hc_kwargs = hc_kwargs
 
-    def forward(self, residual):
-        y, post, comb = hcwarm.hc_pre(residual, self.fn, self.scale, self.base, self.norm_w, **self.hc_kwargs)
+    def pre_params(self):
+        return self.fn, self.scale, self.base, self.norm_w
+
+    def forward(self, y):
         gate, up = (y @ self.w_in).chunk(2, dim=-1)
-        out = (F.silu(gate) * up) @ self.w_out
-        # in place: the residual is this forward's own buffer, and hc_post allows out=residual
-        return hcwarm.hc_post(out, residual, post, comb, out=residual)
+        return (F.silu(gate) * up) @ self.w_out
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, hidden, hc, gen, hc_kwargs):
+    def __init__(self, hidden, hc, gen):
         super().__init__()
-        self.attn = MhcSublayer(hidden, hc, gen, hc_kwargs)
-        self.ffn = MhcSublayer(hidden, hc, gen, hc_kwargs)
-
-    def forward(self, residual):
-        return self.ffn(self.attn(residual))
+        self.attn = MhcSublayer(hidden, hc, gen)
+        self.ffn = MhcSublayer(hidden, hc, gen)
 
 
 class MhcStack(nn.Module):
-    """Embedding broadcast to hc streams, then the layers; returns the (T, hc, D) bf16 residual."""
+    """The whole mHC family: the first layer's hc_pre on the token embedding, hc_post_pre at every
+    sublayer boundary, hc_post after the last sublayer, hc_head; returns (T, D) bf16 (what the final
+    RMSNorm and the LM head would take)."""
 
     def __init__(self, hidden, hc, layers, seed, hc_kwargs):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)  # CPU generator: same weights on any device
         self.hc = hc
+        self.hc_kwargs = hc_kwargs
         self.register_buffer("embed", torch.randn(VOCAB, hidden, generator=gen).to(torch.bfloat16))
-        self.layers = nn.ModuleList(DecoderLayer(hidden, hc, gen, hc_kwargs) for _ in range(layers))
+        self.layers = nn.ModuleList(DecoderLayer(hidden, hc, gen) for _ in range(layers))
+        self.register_buffer("head_fn", torch.randn(hc, hc * hidden, generator=gen) * 0.02)
+        self.register_buffer("head_scale", 0.5 + 0.05 * torch.randn(1, generator=gen))
+        self.register_buffer("head_base", torch.randn(hc, generator=gen) * 0.1)
 
     def forward(self, ids):
+        kw = self.hc_kwargs
+        subs = [s for layer in self.layers for s in (layer.attn, layer.ffn)]
         emb = self.embed[ids]
+        # first layer: hc_pre reads the embedding (T, D) itself; the post step after it needs the streams
+        y, post, comb = hcwarm.hc_pre(emb, *subs[0].pre_params(), **kw)
         residual = emb.unsqueeze(1).expand(-1, self.hc, -1).contiguous()
-        for layer in self.layers:
-            residual = layer(residual)
-        return residual
+        for sub, nxt in zip(subs, subs[1:]):
+            # one call per boundary: this sublayer's post step, in place, then the next one's pre step
+            residual, y, post, comb = hcwarm.hc_post_pre(sub(y), residual, post, comb, *nxt.pre_params(),
+                                                         new_residual=residual, **kw)
+        residual = hcwarm.hc_post(subs[-1](y), residual, post, comb, out=residual)
+        return hcwarm.hc_head(residual, self.head_fn, self.head_scale, self.head_base, hc_eps=kw["hc_eps"],
+                              rms_eps=kw["rms_eps"])
 
 
 # ---------------------------------------------------------------- CUDA graphs
@@ -184,7 +196,7 @@ def check_capture_error(dev):
 
 
 def check_graphs(model, graphs, gen, dev):
-    """Fresh random ids through each graph and through an eager forward: the residuals must be equal."""
+    """Fresh random ids through each graph and through an eager forward: the outputs must be equal."""
     rows = []
     for bs in graphs.sizes:
         ids = torch.randint(0, VOCAB, (bs,), device=dev, generator=gen)
@@ -315,6 +327,12 @@ def main():
     for name in ("keys", "compiled", "loaded_from_disk", "memory_hits", "seconds", "max_num_tokens", "num_sms", "token_counts"):
         print(f"  {name}: {getattr(report, name)}")
     result["prewarm"] = report.as_dict()
+    # every op of the family at every split bucket, with compiling switched off
+    coverage = hcwarm.check_coverage(dev, raise_on_miss=False)
+    print(f"coverage check: {coverage.calls} calls at token counts {coverage.token_counts}: "
+          + ("ok" if coverage.ok else "MISSED " + "; ".join(coverage.missing)))
+    result["coverage"] = {"calls": coverage.calls, "token_counts": coverage.token_counts, "missing": coverage.missing}
+    ok &= coverage.ok
 
     hc_kwargs = {"sinkhorn_iters": cfg["hc_sinkhorn_iters"], "hc_eps": cfg["hc_eps"],
                  "rms_eps": cfg["rms_norm_eps"], "norm_eps": cfg["rms_norm_eps"]}  # the same values prewarm used

@@ -3,8 +3,12 @@ first request and run on the caller's tensors, stream and device.
 
     import hcwarm
     hcwarm.prewarm("dsv4-pro", chunked_prefill_size=16384, device="cuda:0")   # at start-up
-    y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, norm_weight)     # every sublayer
-    residual = hcwarm.hc_post(out, residual, post, comb)
+    hcwarm.check_coverage(device="cuda:0")                                    # optional: raises naming a miss
+    y, post, comb = hcwarm.hc_pre(embedding, fn, scale, base, norm_weight)    # first layer: (T, D)
+    residual, y, post, comb = hcwarm.hc_post_pre(out, residual, post, comb, fn, scale, base, norm_weight,
+                                                 new_residual=residual)     # each sublayer boundary
+    residual = hcwarm.hc_post(out, residual, post, comb, out=residual)        # after the last sublayer
+    hidden = hcwarm.hc_head(residual, head_fn, head_scale, head_base)         # (T, D) for the final norm
     assert hcwarm.compiles_after_ready() == 0
 
 Works on torch tensors (CUDA or CPU; the ops are also torch.ops.hcwarm.*) and
@@ -37,7 +41,7 @@ if _torch is not None:
 has_torch = _torch is not None
 
 __all__ = [
-    "hc_pre", "hc_post", "prewarm", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
+    "hc_pre", "hc_post", "hc_post_pre", "hc_head", "prewarm", "check_coverage", "CoverageReport", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
     "get_context", "HcwarmError", "InvalidArgumentError", "NotWarmedError", "CompileError", "UnavailableError",
     "WaitTimeoutError",
     "cuda_device_present", "has_torch", "__version__",
@@ -59,7 +63,9 @@ def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_it
            post_mult: float = POST_MULT):
     """The mHC pre step: (y, post, comb) from residual (T, hc, D) bf16, fn (hc*(2+hc), hc*D) f32,
     scale (3,) f32, base (hc*(2+hc),) f32 and, when given, the sublayer's RMSNorm weight (D,) bf16
-    fused into y. out=(y, post, comb) writes the caller's buffers ((T, D) bf16, (T, hc) f32,
+    fused into y. The first layer passes its token embedding (T, D) bf16 as residual: it stands for
+    hc identical streams (hc from fn's columns), read once, with the results of hc_pre on the hc
+    copies. out=(y, post, comb) writes the caller's buffers ((T, D) bf16, (T, hc) f32,
     (T, hc, hc) f32) and returns them. Any T >= 0. Bad arguments raise TypeError / ValueError
     naming the argument, before anything is written."""
     if _is_tensor(residual):
@@ -87,6 +93,83 @@ def hc_post(x, residual, post, comb, *, out=None):
         ops.hc_post_out(x, residual, post, comb, out)
         return out
     return _numpy_ops.hc_post(x, residual, post, comb, out)
+
+
+def hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight=None, *, new_residual=None,
+                out=None, sinkhorn_iters: int = SINKHORN_ITERS, hc_eps: float = HC_EPS, rms_eps: float = RMS_EPS,
+                norm_eps: float = RMS_EPS, post_mult: float = POST_MULT):
+    """The sublayer boundary, hc_post then the next hc_pre in one call: from the previous sublayer's
+    output x (T, D) bf16, the residual (T, hc, D) bf16 and the previous hc_pre's prev_post (T, hc) /
+    prev_comb (T, hc, hc) f32, new_residual = hc_post(x, residual, prev_post, prev_comb) (bf16), then
+    hc_pre(new_residual, fn, scale, base, norm_weight) with the next sublayer's parameters. Returns
+    (new_residual, y, post, comb). new_residual= writes the caller's (T, hc, D) buffer, which may be
+    residual itself (in place); out=(y, post, comb) as in hc_pre. prev_post/prev_comb must not be
+    the out buffers. The results are those of the two calls (both bf16 roundings)."""
+    if _is_tensor(residual):
+        ops = _torch.ops.hcwarm
+        consts = (sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+        if new_residual is None and out is None:
+            return ops.hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, *consts)
+        if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
+            raise TypeError("out: expected a tuple (y, post, comb)")
+        if new_residual is None:
+            new_residual = _torch.empty_like(residual, memory_format=_torch.contiguous_format)
+        if out is None:
+            out = _torch_ops.pre_outputs_like(residual)
+        ops.hc_post_pre_out(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, *consts, new_residual,
+                            out[0], out[1], out[2])
+        return (new_residual, *out)
+    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    return _numpy_ops.hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, out,
+                                  consts)
+
+
+def hc_head(residual, head_fn, head_scale, head_base, *, out=None, hc_eps: float = HC_EPS,
+            rms_eps: float = RMS_EPS):
+    """The mHC head after the last layer: y (T, D) bf16 from residual (T, hc, D) bf16 with the model's
+    hc_head_fn (hc, hc*D) f32, hc_head_scale (1,) f32 and hc_head_base (hc,) f32 (no Sinkhorn):
+    y = sum_i (sigmoid(rms(x) * (head_fn @ x)[i] * head_scale + head_base[i]) + hc_eps) * residual[:, i].
+    y then goes through the model's final RMSNorm. out= writes the caller's (T, D) bf16 buffer."""
+    eps = (_checks.eps("hc_eps", hc_eps), _checks.eps("rms_eps", rms_eps))
+    if _is_tensor(residual):
+        ops = _torch.ops.hcwarm
+        if out is None:
+            return ops.hc_head(residual, head_fn, head_scale, head_base, *eps)
+        ops.hc_head_out(residual, head_fn, head_scale, head_base, *eps, out)
+        return out
+    return _numpy_ops.hc_head(residual, head_fn, head_scale, head_base, out, *eps)
+
+
+@dataclass
+class CoverageReport:
+    """What check_coverage() ran: op calls, one token count per split bucket of [1, max_num_tokens]."""
+    device: str
+    calls: int
+    token_counts: List[int]
+    max_num_tokens: int
+    missing: List[str] = field(default_factory=list)  # "<kernel>: <why>", empty when warmup covered everything
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+
+def check_coverage(device: Any = None, *, fused_norm: bool = True, raise_on_miss: bool = True) -> CoverageReport:
+    """Proof that the last prewarm() on `device` covered the whole mHC family: with compiling
+    switched off, every op (hc_pre on residual streams and on the first layer's embedding, hc_post,
+    hc_head) runs once at one token count of every split bucket of that prewarm's [1, max_num_tokens].
+    A kernel prewarm did not load, a refused or failing call, or a kernel fetched from disk during
+    the check is a miss: NotWarmedError naming each (or, with raise_on_miss=False, listed in the
+    report's `missing`). fused_norm: check the calls with a norm weight (as prewarm's default)."""
+    if fused_norm not in (True, False):
+        raise TypeError(f"fused_norm: expected True or False, got {fused_norm!r}")
+    kind, index = parse_device(device)
+    d = get_context(f"{kind}:{index}").check_coverage(fused_norm)
+    report = CoverageReport(device=f"{kind}:{index}", **d)
+    if report.missing and raise_on_miss:
+        raise NotWarmedError(f"warmup missed {len(report.missing)} mHC kernel call(s) on {report.device}: "
+                             + "; ".join(report.missing))
+    return report
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """Argument checks shared by the NumPy and PyTorch paths.
 
 Every check names the argument and says what was expected, and runs before
-anything is written. Shapes follow the mHC math: residual (T, hc, D), fn
-(hc*(2+hc), hc*D), scale (3,), base (hc*(2+hc),), norm_weight (D,).
+anything is written. Shapes follow the mHC math: residual (T, hc, D) (or the
+first layer's embedding (T, D)), fn (hc*(2+hc), hc*D), scale (3,), base
+(hc*(2+hc),), norm_weight (D,); the head's head_fn (hc, hc*D), head_scale (1,),
+head_base (hc,).
 """
 from __future__ import annotations
 
@@ -32,8 +34,29 @@ def pre_dims(residual: Any) -> Tuple[int, int, int]:
     return t, hc, d
 
 
+def embed_dims(residual: Any, fn: Any) -> Tuple[int, int, int]:
+    """(T, hc, D) of a first-layer call on the embedding (T, D): hc from fn's columns (hc*D)."""
+    t, d = shape_of("residual", residual)
+    if d < 1:
+        raise ValueError(f"residual: D must be positive, got shape {(t, d)}")
+    fn_shape = shape_of("fn", fn)
+    hc = fn_shape[1] // d if len(fn_shape) == 2 else 0
+    if len(fn_shape) != 2 or hc < 1 or fn_shape[1] != hc * d or fn_shape[0] != hc * (2 + hc):
+        raise ValueError(f"residual: a 2-D residual is the first layer's embedding (T, D) = {(t, d)}, which needs "
+                         f"fn of shape (hc*(2+hc), hc*{d}) for some hc, got fn {fn_shape}; streams are (T, hc, D)")
+    return t, hc, d
+
+
+def is_embed(residual: Any) -> bool:
+    """Whether hc_pre's residual is the first layer's embedding (T, D) rather than streams (T, hc, D)."""
+    shape = shape_of("residual", residual)
+    if len(shape) not in (2, 3):
+        raise ValueError(f"residual: expected (T, hc, D) streams or a (T, D) embedding, got shape {shape}")
+    return len(shape) == 2
+
+
 def pre_shapes(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any) -> Tuple[int, int, int]:
-    t, hc, d = pre_dims(residual)
+    t, hc, d = embed_dims(residual, fn) if is_embed(residual) else pre_dims(residual)
     mix = hc * (2 + hc)
     expect_shape("fn", fn, (mix, hc * d))
     expect_shape("scale", scale, (3,))
@@ -59,6 +82,33 @@ def post_shapes(x: Any, residual: Any, post: Any, comb: Any) -> Tuple[int, int, 
     expect_shape("post", post, (t, hc))
     expect_shape("comb", comb, (t, hc, hc))
     return t, hc, d
+
+
+def post_pre_shapes(x: Any, residual: Any, prev_post: Any, prev_comb: Any, fn: Any, scale: Any, base: Any,
+                    norm_weight: Any) -> Tuple[int, int, int]:
+    t, hc, d = pre_shapes(residual, fn, scale, base, norm_weight)
+    if is_embed(residual):
+        raise ValueError(f"residual: expected (T, hc, D) streams, got shape {shape_of('residual', residual)}")
+    expect_shape("x", x, (t, d))
+    expect_shape("prev_post", prev_post, (t, hc))
+    expect_shape("prev_comb", prev_comb, (t, hc, hc))
+    return t, hc, d
+
+
+def head_shapes(residual: Any, head_fn: Any, head_scale: Any, head_base: Any) -> Tuple[int, int, int]:
+    t, hc, d = pre_dims(residual)
+    expect_shape("head_fn", head_fn, (hc, hc * d))
+    expect_shape("head_scale", head_scale, (1,))
+    expect_shape("head_base", head_base, (hc,))
+    return t, hc, d
+
+
+def eps(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{name}: expected a float, got {type(v).__name__}")
+    if not (v == v and abs(v) != float("inf")):
+        raise ValueError(f"{name}: expected a finite float, got {v}")
+    return float(v)
 
 
 def constants(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> tuple:

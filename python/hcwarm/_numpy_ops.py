@@ -1,4 +1,4 @@
-"""hc_pre / hc_post on NumPy arrays, run by the CPU backend.
+"""hc_pre / hc_post / hc_post_pre / hc_head on NumPy arrays, run by the CPU backend.
 
 bf16 tensors travel as float32 arrays holding bf16 values, as the CLI's .npy
 files do: inputs are rounded to bf16 (nearest, ties to even) on the way in, and
@@ -13,6 +13,11 @@ import numpy as np
 
 from . import _checks
 from ._context import get_context
+
+
+# hc_pre's input kinds, as the extension takes them.
+INPUT_RESIDUAL = 0
+INPUT_EMBED = 1
 
 
 def to_bf16_bits(name: str, a: np.ndarray) -> np.ndarray:
@@ -68,6 +73,7 @@ def hc_pre(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any, out:
     if norm_weight is not None:
         array("norm_weight", norm_weight)
     t, hc, d = _checks.pre_shapes(residual, fn, scale, base, norm_weight)
+    embed = _checks.is_embed(residual)
     r_bits = to_bf16_bits("residual", residual)
     fn_c, scale_c, base_c = f32("fn", fn), f32("scale", scale), f32("base", base)
     w_bits = None if norm_weight is None else to_bf16_bits("norm_weight", norm_weight)
@@ -87,7 +93,7 @@ def hc_pre(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any, out:
     comb_tmp = comb if out is None else np.empty_like(comb)
     ctx = get_context("cpu")
     ctx.hc_pre(t, hc, d, addr(r_bits), addr(fn_c), addr(scale_c), addr(base_c), addr(w_bits), addr(y_bits),
-               addr(post_tmp), addr(comb_tmp), None, 0, 0, *consts)
+               addr(post_tmp), addr(comb_tmp), None, 0, 0, *consts, INPUT_EMBED if embed else INPUT_RESIDUAL)
     y_out[...] = from_bf16_bits(y_bits)
     if out is not None:
         post[...] = post_tmp
@@ -112,4 +118,69 @@ def hc_post(x: Any, residual: Any, post: Any, comb: Any, out: Any) -> np.ndarray
     new_bits = np.empty((t, hc, d), np.uint16)
     get_context("cpu").hc_post(t, hc, d, addr(x_bits), addr(r_bits), addr(post_c), addr(comb_c), addr(new_bits), None)
     out[...] = from_bf16_bits(new_bits)
+    return out
+
+
+def hc_post_pre(x: Any, residual: Any, prev_post: Any, prev_comb: Any, fn: Any, scale: Any, base: Any,
+                norm_weight: Any, new_residual: Any, out: Any,
+                consts: tuple) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    for name, a in (("x", x), ("residual", residual), ("prev_post", prev_post), ("prev_comb", prev_comb),
+                    ("fn", fn), ("scale", scale), ("base", base)):
+        array(name, a)
+    if norm_weight is not None:
+        array("norm_weight", norm_weight)
+    t, hc, d = _checks.post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight)
+    x_bits, r_bits = to_bf16_bits("x", x), to_bf16_bits("residual", residual)
+    prev_post_c, prev_comb_c = f32("prev_post", prev_post), f32("prev_comb", prev_comb)
+    fn_c, scale_c, base_c = f32("fn", fn), f32("scale", scale), f32("base", base)
+    w_bits = None if norm_weight is None else to_bf16_bits("norm_weight", norm_weight)
+    if new_residual is not None:
+        _checks.expect_shape("new_residual", new_residual, (t, hc, d))
+        new_residual = out_array("new_residual", new_residual)
+    else:
+        new_residual = np.empty((t, hc, d), np.float32)
+    if out is not None:
+        y_out, post, comb = _checks.pre_out_shapes(out, t, hc, d)
+        y_out, post, comb = out_array("out[0] (y)", y_out), out_array("out[1] (post)", post), \
+            out_array("out[2] (comb)", comb)
+    else:
+        y_out = np.empty((t, d), np.float32)
+        post = np.empty((t, hc), np.float32)
+        comb = np.empty((t, hc, hc), np.float32)
+    if t == 0:
+        return new_residual, y_out, post, comb
+    # Everything lands in scratch first: the caller's buffers (residual itself
+    # among them, for an in-place call) are written only once the call succeeded.
+    new_bits = np.empty((t, hc, d), np.uint16)
+    y_bits = np.empty((t, d), np.uint16)
+    post_tmp, comb_tmp = np.empty((t, hc), np.float32), np.empty((t, hc, hc), np.float32)
+    get_context("cpu").hc_post_pre(t, hc, d, addr(x_bits), addr(r_bits), addr(prev_post_c), addr(prev_comb_c),
+                                   addr(fn_c), addr(scale_c), addr(base_c), addr(w_bits), addr(new_bits),
+                                   addr(y_bits), addr(post_tmp), addr(comb_tmp), None, 0, 0, *consts)
+    new_residual[...] = from_bf16_bits(new_bits)
+    y_out[...] = from_bf16_bits(y_bits)
+    post[...] = post_tmp
+    comb[...] = comb_tmp
+    return new_residual, y_out, post, comb
+
+
+def hc_head(residual: Any, head_fn: Any, head_scale: Any, head_base: Any, out: Any, hc_eps: float,
+            rms_eps: float) -> np.ndarray:
+    for name, a in (("residual", residual), ("head_fn", head_fn), ("head_scale", head_scale),
+                    ("head_base", head_base)):
+        array(name, a)
+    t, hc, d = _checks.head_shapes(residual, head_fn, head_scale, head_base)
+    r_bits = to_bf16_bits("residual", residual)
+    fn_c, scale_c, base_c = f32("head_fn", head_fn), f32("head_scale", head_scale), f32("head_base", head_base)
+    if out is not None:
+        _checks.expect_shape("out", out, (t, d))
+        out = out_array("out", out)
+    else:
+        out = np.empty((t, d), np.float32)
+    if t == 0:
+        return out
+    y_bits = np.empty((t, d), np.uint16)
+    get_context("cpu").hc_head(t, hc, d, addr(r_bits), addr(fn_c), addr(scale_c), addr(base_c), addr(y_bits), None,
+                               hc_eps, rms_eps)
+    out[...] = from_bf16_bits(y_bits)
     return out

@@ -10,8 +10,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "backends/cuda/cuda_driver.hpp"
@@ -19,9 +22,12 @@
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/logging.hpp"
+#include "mhc/hc_head_op.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "mhc/split_policy.hpp"
+#include "model/fused_boundary.hpp"
 #include "model/model_config.hpp"
+#include "runtime/coverage_check.hpp"
 #include "runtime/op_context.hpp"
 
 namespace nb = nanobind;
@@ -70,6 +76,17 @@ mhc::MhcConstants constants(int sinkhorn_iters, float hc_eps, float rms_eps, flo
   c.norm_eps = norm_eps;
   c.post_mult = post_mult;
   return c;
+}
+
+// hc_pre's input kinds as the Python layer passes them.
+constexpr int kInputResidual = 0;
+constexpr int kInputEmbed = 1;
+
+mhc::HcPreInput pre_input(int input) {
+  HCWARM_CHECK_ARG(input == kInputResidual || input == kInputEmbed,
+                   "hc_pre input must be {} (residual streams) or {} (embedding), got {}", kInputResidual, kInputEmbed,
+                   input);
+  return input == kInputEmbed ? mhc::HcPreInput::Embed : mhc::HcPreInput::Residual;
 }
 
 mhc::MhcDims dims(int hc, int hidden) {
@@ -127,13 +144,15 @@ class Context {
     ctx_ = std::make_unique<runtime::OpContext>(std::move(o));
   }
 
+  // input: kInputResidual (residual (T, hc, D)) or kInputEmbed (the first layer's embedding (T, D)).
   void hc_pre(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
               uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb,
               std::optional<uintptr_t> stream,
               uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters, float hc_eps, float rms_eps,
-              float norm_eps, float post_mult) {
+              float norm_eps, float post_mult, int input) {
     mhc::HcPreOp& op = ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
     mhc::HcPreArgs a;
+    a.input = pre_input(input);
     a.num_tokens = num_tokens;
     a.residual = ptr<const bf16>(residual);
     a.fn = ptr<const float>(fn);
@@ -153,9 +172,64 @@ class Context {
   }
 
   bool hc_pre_loaded(int64_t num_tokens, int hc, int hidden, bool fused_norm, int sinkhorn_iters, float hc_eps,
-                     float rms_eps, float norm_eps, float post_mult) {
+                     float rms_eps, float norm_eps, float post_mult, int input) {
     return ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult))
-        .loaded(num_tokens, fused_norm);
+        .loaded(num_tokens, fused_norm, pre_input(input));
+  }
+
+  // The sublayer boundary: new_residual = post step(x, residual, prev_post,
+  // prev_comb) (may be residual itself), then hc_pre on it into y, post, comb.
+  void hc_post_pre(int64_t num_tokens, int hc, int hidden, uintptr_t x, uintptr_t residual, uintptr_t prev_post,
+                   uintptr_t prev_comb, uintptr_t fn, uintptr_t scale, uintptr_t base, uintptr_t norm_weight,
+                   uintptr_t new_residual, uintptr_t y, uintptr_t post, uintptr_t comb,
+                   std::optional<uintptr_t> stream, uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters,
+                   float hc_eps, float rms_eps, float norm_eps, float post_mult) {
+    const mhc::MhcDims d = dims(hc, hidden);
+    mhc::HcPreOp& pre = ctx_->hc_pre(d, constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
+    mhc::HcPreArgs a;
+    a.num_tokens = num_tokens;
+    a.input = mhc::HcPreInput::Post;
+    a.x = ptr<const bf16>(x);
+    a.residual = ptr<const bf16>(residual);
+    a.prev_post = ptr<const float>(prev_post);
+    a.prev_comb = ptr<const float>(prev_comb);
+    a.new_residual = ptr<bf16>(new_residual);
+    a.fn = ptr<const float>(fn);
+    a.scale = ptr<const float>(scale);
+    a.base = ptr<const float>(base);
+    a.norm_weight = ptr<const bf16>(norm_weight);
+    a.y = ptr<bf16>(y);
+    a.post = ptr<float>(post);
+    a.comb = ptr<float>(comb);
+    model::run_hc_post_pre(pre, ctx_->hc_post(d), a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
+  }
+
+  void hc_head(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
+               uintptr_t base, uintptr_t y, std::optional<uintptr_t> stream, float hc_eps, float rms_eps) {
+    head_op(dims(hc, hidden), hc_eps, rms_eps)
+        .run({num_tokens, ptr<const bf16>(residual), ptr<const float>(fn), ptr<const float>(scale),
+              ptr<const float>(base), ptr<bf16>(y)},
+             {launch_stream(stream), nullptr, 0});
+  }
+
+  // The coverage check (runtime/coverage_check.hpp) of the ops the last
+  // prewarm on this device warmed, over its [1, max_num_tokens].
+  nb::dict check_coverage(bool fused_norm) {
+    HCWARM_CHECK_ARG(last_prewarm_.has_value(), "check_coverage: no prewarm ran on this device; call prewarm() first");
+    const LastPrewarm& p = *last_prewarm_;
+    runtime::CoverageReport r;
+    {
+      nb::gil_scoped_release release;
+      r = runtime::check_kernel_coverage({ctx_->hc_pre(p.dims, p.constants), ctx_->hc_post(p.dims),
+                                          head_op(p.dims, p.constants.hc_eps, p.constants.rms_eps)},
+                                         ctx_->device(), &ctx_->jit(), p.max_num_tokens, fused_norm);
+    }
+    nb::dict d;
+    d["calls"] = r.calls;
+    d["token_counts"] = r.token_counts;
+    d["missing"] = r.missing;
+    d["max_num_tokens"] = p.max_num_tokens;
+    return d;
   }
 
   void hc_post(int64_t num_tokens, int hc, int hidden, uintptr_t x, uintptr_t residual, uintptr_t post,
@@ -185,7 +259,7 @@ class Context {
     const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
                              unfused_norm);
     nb::gil_scoped_release release;
-    return distinct_keys(ctx_->prewarm_specs(req)).first;
+    return distinct_keys(all_prewarm_specs(req)).first;
   }
 
   // A group rank's share of prewarm()'s keys: planned key i when i % world == rank,
@@ -201,7 +275,7 @@ class Context {
     const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
                              unfused_norm);
     nb::gil_scoped_release release;
-    auto [keys, specs] = distinct_keys(ctx_->prewarm_specs(req));
+    auto [keys, specs] = distinct_keys(all_prewarm_specs(req));
     std::vector<std::string> shard;
     std::vector<jit::KernelSpec> shard_specs;
     for (size_t i = static_cast<size_t>(rank); i < keys.size(); i += static_cast<size_t>(world)) {
@@ -232,7 +306,24 @@ class Context {
     runtime::PrewarmReport r;
     {
       nb::gil_scoped_release release;
+      // The head's kernel first (the op context does not plan it): warming,
+      // so that neither counts as a compile after ready.
+      ctx_->jit().mark_warming();
+      const mhc::MhcConstants c = req.model.mhc_constants();
+      mhc::HcHeadOp& head = head_op(req.model.mhc_dims(), c.hc_eps, c.rms_eps);
+      const std::vector<jit::KernelSpec> head_specs = head.planned_specs();
+      const jit::BuildReport hb = ctx_->jit().build(head_specs);
+      if (hb.failed > 0) {
+        HCWARM_THROW(hb.first_error_kind, "prewarm: the mHC head kernel failed to build: {}",
+                     hb.errors.empty() ? std::string() : hb.errors.front());
+      }
+      head.load();
       r = ctx_->prewarm(req);
+      r.keys += hb.keys;
+      r.compiled += hb.compiled;
+      r.loaded_from_disk += hb.loaded_from_disk;
+      r.memory_hits += hb.memory_hits;
+      last_prewarm_ = LastPrewarm{req.model.mhc_dims(), c, r.max_num_tokens};
     }
     nb::dict d;
     d["keys"] = r.keys;
@@ -279,6 +370,34 @@ class Context {
   }
 
  private:
+  struct LastPrewarm {
+    mhc::MhcDims dims;
+    mhc::MhcConstants constants;
+    int64_t max_num_tokens = 0;
+  };
+
+  // The head op of these shapes and constants, created on first use (the op
+  // context has none; the head's own pool is the caller's thread).
+  mhc::HcHeadOp& head_op(mhc::MhcDims d, float hc_eps, float rms_eps) {
+    std::lock_guard<std::mutex> lock(head_mu_);
+    auto& op = heads_[{d.hc_mult, d.hidden, hc_eps, rms_eps}];
+    if (!op) {
+      mhc::MhcConstants c;
+      c.hc_eps = hc_eps;
+      c.rms_eps = rms_eps;
+      op = std::make_unique<mhc::HcHeadOp>(d, c, ctx_->device(), &ctx_->jit(), ctx_->arch(), nullptr);
+    }
+    return *op;
+  }
+
+  // What prewarm() builds: the head's kernel, then the op context's plan.
+  std::vector<jit::KernelSpec> all_prewarm_specs(const runtime::PrewarmRequest& req) {
+    const mhc::MhcConstants c = req.model.mhc_constants();
+    std::vector<jit::KernelSpec> specs = head_op(req.model.mhc_dims(), c.hc_eps, c.rms_eps).planned_specs();
+    for (jit::KernelSpec& s : ctx_->prewarm_specs(req)) specs.push_back(std::move(s));
+    return specs;
+  }
+
   // Keys of specs with their first spec, duplicates dropped, in order.
   std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> distinct_keys(std::vector<jit::KernelSpec> specs) {
     std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> out;
@@ -293,6 +412,9 @@ class Context {
   }
 
   std::unique_ptr<runtime::OpContext> ctx_;
+  std::mutex head_mu_;
+  std::map<std::tuple<int, int, float, float>, std::unique_ptr<mhc::HcHeadOp>> heads_;
+  std::optional<LastPrewarm> last_prewarm_;
 };
 
 }  // namespace
@@ -361,6 +483,9 @@ NB_MODULE(_core, m) {
       .def("hc_pre_workspace_bytes", &Context::hc_pre_workspace_bytes)
       .def("hc_pre_loaded", &Context::hc_pre_loaded)
       .def("hc_post", &Context::hc_post, nb::call_guard<nb::gil_scoped_release>())
+      .def("hc_post_pre", &Context::hc_post_pre, nb::call_guard<nb::gil_scoped_release>())
+      .def("hc_head", &Context::hc_head, nb::call_guard<nb::gil_scoped_release>())
+      .def("check_coverage", &Context::check_coverage, "fused_norm"_a = true)
       .def("prewarm", &Context::prewarm)
       .def("planned_keys", &Context::planned_keys)
       .def("prewarm_shard", &Context::prewarm_shard)

@@ -85,3 +85,36 @@ def random_inputs(rng, t, hc, d, norm=True):
     base = (rng.standard_normal(mix) * 0.1).astype(np.float32)
     w = (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32) if norm else None
     return residual, fn, scale, base, w
+
+
+def head_reference(residual, head_fn, head_scale, head_base, hc_eps=1e-6, rms_eps=1e-6):
+    """The mHC head in float64 (docs/MATH.md, section 6): y (T, D) before its bf16 rounding."""
+    t, hc, d = residual.shape
+    x = ref.bf16_round(residual).astype(np.float64)
+    flat = x.reshape(t, hc * d)
+    r = 1.0 / np.sqrt((flat * flat).mean(axis=1) + rms_eps)
+    mixes = (flat @ head_fn.astype(np.float64).T) * r[:, None]
+    pre = ref.sigmoid(mixes * float(head_scale[0]) + head_base.astype(np.float64)) + hc_eps
+    return np.einsum("ti,tid->td", pre, x), pre
+
+
+def compare_head(got, residual, head_fn, head_scale, head_base):
+    """hc_head's y within 1 bf16 ulp of the float64 reference, except where the stream sum
+    cancels: there within CANCELLATION_REL times the magnitude of its terms (as the C++ tests)."""
+    want, pre = head_reference(residual, head_fn, head_scale, head_base)
+    got = np.asarray(got, np.float32)
+    assert np.isfinite(got).all(), "non-finite outputs"
+    ulps = ref.ulp_distance(got, want)
+    terms = np.einsum("ti,tid->td", np.abs(pre), np.abs(ref.bf16_round(residual).astype(np.float64)))
+    cancel = np.abs(got.astype(np.float64) - want) <= CANCELLATION_REL * terms + 1e-30
+    worst = int(ulps[~cancel | (ulps <= 1)].max()) if ulps.size else 0
+    assert worst <= 1, f"hc_head: {worst} bf16 ulps from the reference"
+    return {"max_ulp": worst}
+
+
+def random_post_state(rng, t, hc, d):
+    """A sublayer's output x and the previous pre's gates, in the ranges hc_pre gives them."""
+    x = rng.standard_normal((t, d)).astype(np.float32)
+    prev_post = rng.uniform(0, 2, (t, hc)).astype(np.float32)
+    prev_comb = rng.uniform(0, 1, (t, hc, hc)).astype(np.float32)
+    return x, prev_post, prev_comb

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hcwarm
-from numerics import compare, compare_post
+from numerics import compare, compare_head, compare_post
 import mhc_reference as ref
 
 torch = pytest.importorskip("torch")
@@ -207,3 +207,161 @@ def test_bad_tensors_raise_named_errors_and_write_nothing():
     assert not y.any() and not post.any() and not comb.any(), "a refused call wrote its outputs"
     with pytest.raises(ValueError, match="out"):
         hcwarm.hc_pre(residual, fn, scale, base, w, out=(y[:3], post, comb))
+
+
+# The rest of the family: the first layer from the embedding, the boundary, the head.
+
+def embed_inputs(t, d, seed):
+    cpu, dev = inputs(t, d, seed)
+    embed = cpu[0][:, 0, :].contiguous()  # (T, D) bf16
+    return embed, cpu[1:], embed.to(DEV), dev[1:]
+
+
+@pytest.mark.parametrize("d", [4096, 7168])
+@pytest.mark.parametrize("t", [1, 37, 300, 2048])
+def test_hc_pre_from_the_embedding_equals_its_copies(d, t):
+    embed, params, embed_dev, params_dev = embed_inputs(t, d, seed=t + d)
+    copies = embed_dev.unsqueeze(1).expand(-1, HC, -1).contiguous()
+    got = hcwarm.hc_pre(embed_dev, *params_dev)
+    want = hcwarm.hc_pre(copies, *params_dev)
+    torch.cuda.synchronize()
+    for a, b, name in zip(got, want, ("y", "post", "comb")):
+        assert torch.equal(a, b), f"{name}: the embedding's results differ from those of its copies"
+    errors = compare(as_np(got[0]), as_np(got[1]), as_np(got[2]), as_np(copies), *[as_np(x) for x in params])
+    report(f"hc_pre embed D={d} T={t}", errors)
+
+
+def boundary_inputs(t, d, seed):
+    cpu, dev = inputs(t, d, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(t, d, generator=g).to(torch.bfloat16)
+    prev_post = torch.rand(t, HC, generator=g) * 2
+    prev_comb = torch.rand(t, HC, HC, generator=g)
+    state = (x, cpu[0], prev_post, prev_comb)
+    return state, cpu[1:], tuple(v.to(DEV) for v in state), dev[1:]
+
+
+@pytest.mark.parametrize("d", [4096, 7168])
+@pytest.mark.parametrize("t", [1, 64, 300, 4096])
+def test_hc_post_pre_matches_the_reference_pair(d, t):
+    state, params, state_dev, params_dev = boundary_inputs(t, d, seed=3 * t + d)
+    new_residual, y, post, comb = hcwarm.hc_post_pre(*state_dev, *params_dev)
+    torch.cuda.synchronize()
+    report(f"hc_post_pre post D={d} T={t}", compare_post(as_np(new_residual), *[as_np(v) for v in state]))
+    # The pre step ran on the bf16 new residual it stored.
+    errors = compare(as_np(y), as_np(post), as_np(comb), as_np(new_residual), *[as_np(x) for x in params])
+    report(f"hc_post_pre pre D={d} T={t}", errors)
+    # In place, into the caller's buffers: the same values.
+    residual = state_dev[1].clone()
+    out = (torch.empty_like(y), torch.empty_like(post), torch.empty_like(comb))
+    got = hcwarm.hc_post_pre(state_dev[0], residual, *state_dev[2:], *params_dev, new_residual=residual, out=out)
+    assert got[0] is residual and all(a is b for a, b in zip(got[1:], out))
+    torch.cuda.synchronize()
+    assert torch.equal(residual, new_residual) and torch.equal(out[0], y)
+
+
+def make_head(d, seed=21):
+    g = torch.Generator().manual_seed(seed)
+    return ((torch.randn(HC, HC * d, generator=g) * 1e-3).to(DEV), (torch.randn(1, generator=g) * 0.1).to(DEV),
+            (torch.randn(HC, generator=g) * 0.1).to(DEV))
+
+
+@pytest.mark.parametrize("d", [4096, 7168])
+@pytest.mark.parametrize("t", [1, 5, 300, 8192])
+def test_hc_head_matches_reference(d, t):
+    g = torch.Generator().manual_seed(t + d)
+    residual = torch.randn(t, HC, d, generator=g).to(torch.bfloat16).to(DEV)
+    head = make_head(d)
+    y = hcwarm.hc_head(residual, *head)
+    out = torch.empty_like(y)
+    assert hcwarm.hc_head(residual, *head, out=out) is out
+    torch.cuda.synchronize()
+    assert y.shape == (t, d) and y.dtype == torch.bfloat16 and torch.equal(y, out)
+    report(f"hc_head D={d} T={t}", compare_head(as_np(y), as_np(residual), *[as_np(x) for x in head]))
+
+
+def family_step(embed, layers, head):
+    # A decoder loop on the whole family: first pre from the embedding, fused boundaries, the last post, the head.
+    y, post, comb = hcwarm.hc_pre(embed, *layers[0])
+    residual = embed.unsqueeze(1).expand(-1, HC, -1).contiguous()
+    for params in layers[1:]:
+        residual, y, post, comb = hcwarm.hc_post_pre(y * 0.5, residual, post, comb, *params, new_residual=residual)
+    residual = hcwarm.hc_post(y * 0.5, residual, post, comb, out=residual)
+    return hcwarm.hc_head(residual, *head)
+
+
+def unfused_step(embed, layers, head):
+    residual = embed.unsqueeze(1).expand(-1, HC, -1).contiguous()
+    for params in layers:
+        y, post, comb = hcwarm.hc_pre(residual, *params)
+        residual = hcwarm.hc_post(y * 0.5, residual, post, comb)
+    return hcwarm.hc_head(residual, *head)
+
+
+def test_family_graph_replay_equals_eager_and_the_unfused_ops_with_no_compile():
+    layers, head = make_layers(4096, n=4), make_head(4096)
+    before = hcwarm.compiles_after_ready(DEV)
+    pool = torch.cuda.graph_pool_handle()
+    graphs = []
+    for bs in (1, 8, 64, 512):
+        static_in = torch.randn(bs, 4096).to(torch.bfloat16).to(DEV)
+        side = torch.cuda.Stream(DEV)
+        side.wait_stream(torch.cuda.current_stream(DEV))
+        with torch.cuda.stream(side):
+            family_step(static_in, layers, head)
+        torch.cuda.current_stream(DEV).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            static_out = family_step(static_in, layers, head)
+        graphs.append((graph, static_in, static_out))
+        for seed in range(2):
+            fresh = torch.randn(bs, 4096, generator=torch.Generator().manual_seed(seed))
+            static_in.copy_(fresh.to(torch.bfloat16).to(DEV))
+            graph.replay()
+            eager = family_step(static_in.clone(), layers, head)
+            unfused = unfused_step(static_in.clone(), layers, head)
+            torch.cuda.synchronize()
+            assert torch.equal(static_out, eager), f"batch {bs}: graph replay differs from eager"
+            # The fused boundary matches the unfused pair up to f32 summation order.
+            ulps = ref.ulp_distance(as_np(eager), as_np(unfused).astype(np.float64))
+            assert ulps.max() <= 2, f"batch {bs}: {ulps.max()} ulps between fused and unfused"
+    assert hcwarm.compiles_after_ready(DEV) == before == 0
+
+
+def test_family_under_torch_compile_fullgraph_matches_eager():
+    layers, head = make_layers(4096, n=2, seed=6), make_head(4096, seed=7)
+
+    def f(embed):
+        y, post, comb = hcwarm.hc_pre(embed, *layers[0])
+        residual = embed.unsqueeze(1).expand(-1, HC, -1).contiguous()
+        residual, y, post, comb = hcwarm.hc_post_pre(torch.nn.functional.silu(y), residual, post, comb, *layers[1])
+        residual = hcwarm.hc_post(y, residual, post, comb)
+        return hcwarm.hc_head(residual, *head)
+
+    compiled = torch.compile(f, fullgraph=True)
+    embed = torch.randn(33, 4096).to(torch.bfloat16).to(DEV)
+    assert torch.equal(compiled(embed), f(embed))
+
+
+def test_check_coverage_after_prewarm_passes():
+    r = hcwarm.check_coverage(DEV)
+    assert r.ok and r.calls > 0 and r.token_counts
+    assert hcwarm.compiles_after_ready(DEV) == 0
+
+
+def test_family_bad_tensors_are_named():
+    _, _, (x, residual, prev_post, prev_comb), params = boundary_inputs(4, 4096, seed=8)
+    with pytest.raises(TypeError, match="prev_post"):
+        hcwarm.hc_post_pre(x, residual, prev_post.double(), prev_comb, *params)
+    with pytest.raises(ValueError, match="x"):
+        hcwarm.hc_post_pre(x.cpu(), residual, prev_post, prev_comb, *params)
+    y, post, comb = hcwarm.hc_pre(residual, *params)
+    with pytest.raises(ValueError, match="prev_post"):  # the gates read are the gates written
+        hcwarm.hc_post_pre(x, residual, post, comb, *params, out=(y, post, comb))
+    head = make_head(4096)
+    with pytest.raises(TypeError, match="head_fn"):
+        hcwarm.hc_head(residual, head[0].double(), *head[1:])
+    with pytest.raises(ValueError, match="head_base"):
+        hcwarm.hc_head(residual, head[0], head[1], head[2].cpu())
+    with pytest.raises(ValueError, match="residual"):
+        hcwarm.hc_head(residual[:, 0, :], *head)

@@ -1,5 +1,6 @@
 #pragma once
-// What the model runner needs of a model: run the layers on a residual.
+// What the model runner needs of a model: a forward from the token embedding
+// through every layer and the mHC head.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,10 +15,13 @@ namespace hcwarm::model {
 class CausalLM {
  public:
   virtual ~CausalLM() = default;
-  // residual: (T, hc, D) bf16 on the device, updated in place through every layer.
+  // embed: the token embedding (T, D) bf16 on the device; out: (T, D) bf16 on
+  // the device, the head's output (what the final RMSNorm and LM head take).
   // scratch: workspace_bytes(T) bytes on the device. The work may still be queued.
-  virtual void forward(bf16* residual, int64_t num_tokens, void* scratch) = 0;
+  virtual void forward(const bf16* embed, bf16* out, int64_t num_tokens, void* scratch) = 0;
   virtual size_t workspace_bytes(int64_t num_tokens) const = 0;
+  // Sizes what forward() keeps between calls for T <= max_num_tokens, so that no forward allocates.
+  virtual void reserve(int64_t max_num_tokens) = 0;
   virtual const ModelConfig& config() const = 0;
   virtual int num_layers() const = 0;
 };

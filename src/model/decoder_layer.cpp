@@ -116,6 +116,11 @@ void DeepseekV4DecoderLayer::run_path(bf16* residual, int64_t num_tokens, const 
   ops_.hc_post.run(num_tokens, out, residual, post, comb, residual);
 }
 
+std::array<SublayerStep, 2> DeepseekV4DecoderLayer::steps() {
+  return {SublayerStep{&weights_.attn, weights_.input_layernorm.as<bf16>(), attn_.get()},
+          SublayerStep{&weights_.ffn, weights_.post_attention_layernorm.as<bf16>(), ffn_.get()}};
+}
+
 void DeepseekV4DecoderLayer::forward(bf16* residual, int64_t num_tokens, void* scratch) {
   if (num_tokens == 0) return;
   run_path(residual, num_tokens, weights_.attn, weights_.input_layernorm, *attn_, scratch);

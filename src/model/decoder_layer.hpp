@@ -4,6 +4,7 @@
 // sublayer's RMSNorm fused), hc_post spreads the sublayer's output back.
 // The prewarm methods mirror the upstream engine's warmup: one dummy
 // hc_pre per representative token count and path, memory released in between.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -11,9 +12,11 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "model/layer_weights.hpp"
+#include "model/mhc_forward.hpp"
 #include "model/model_config.hpp"
 #include "model/sublayer.hpp"
 
@@ -23,6 +26,7 @@ namespace hcwarm::model {
 struct LayerOps {
   mhc::HcPreOp& hc_pre;
   mhc::HcPostOp& hc_post;
+  mhc::HcHeadOp& hc_head;  // the model's last step, after the last layer
   Device& device;
 };
 
@@ -51,9 +55,12 @@ class DeepseekV4DecoderLayer {
   // returns them (empty for max_num_tokens <= 0).
   std::vector<int64_t> prewarm_mhc_token_count_buckets(int64_t max_num_tokens, Device& device);
 
-  // One layer on residual (T, hc, D), in place. `scratch` holds at least
-  // workspace_bytes(T) bytes on the device.
+  // One layer on residual (T, hc, D), in place, hc_pre and hc_post around each
+  // sublayer. `scratch` holds at least workspace_bytes(T) bytes on the device.
   void forward(bf16* residual, int64_t num_tokens, void* scratch);
+  // The layer's two mHC-wrapped sublayers, attn then ffn, for a model-level
+  // forward that carries state across them (mhc_forward.hpp).
+  std::array<SublayerStep, 2> steps();
   size_t workspace_bytes(int64_t num_tokens) const;
 
   int layer_id() const { return layer_id_; }

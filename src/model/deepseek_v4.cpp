@@ -17,7 +17,7 @@ std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, c
 
 DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const ModelBuildOptions& options,
                                              LayerOps ops, const SublayerFactory& make_sublayer)
-    : DeepseekV4LayerStack("DeepSeek V4", config, ops) {
+    : DeepseekV4LayerStack("DeepSeek V4", config, options, ops) {
   const int n = options.num_layers > 0 ? options.num_layers : config.num_hidden_layers;
   HCWARM_CHECK_ARG(n <= config.num_hidden_layers, "--layers {} exceeds the model's num_hidden_layers {}", n,
                    config.num_hidden_layers);
@@ -29,6 +29,9 @@ DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const Mo
     layers_.push_back(std::make_unique<DeepseekV4DecoderLayer>(i, config, std::move(w), make_sublayer(i, "attn"),
                                                                make_sublayer(i, "ffn"), ops));
   }
+  HCWARM_CHECK_ARG(!layers_.empty(), "{}: the model needs at least one decoder layer", config.name);
+  head_ = file ? HeadWeights::load(config, *file, main_head_prefix(), ops.device)
+               : HeadWeights::random(config, options.seed, /*owner=*/0, ops.device);
 }
 
 std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const ModelConfig& config,

@@ -9,6 +9,8 @@
 
 #include "model/causal_lm.hpp"
 #include "model/decoder_layer.hpp"
+#include "model/head_weights.hpp"
+#include "model/mhc_forward.hpp"
 #include "model/runner_view.hpp"
 
 namespace hcwarm::model {
@@ -18,6 +20,10 @@ struct ModelBuildOptions {
   uint64_t seed = 0;   // random weights, deterministic per (seed, layer)
   // Load the mHC and norm tensors from this safetensors file instead (upstream names).
   std::optional<std::filesystem::path> weights_file;
+  // The whole mHC family (mhc_forward.hpp): the first pre from the embedding and
+  // fused sublayer boundaries. false: hc_pre / hc_post around every sublayer
+  // on materialized streams (the same values, more passes over the residual).
+  bool fused_boundaries = true;
 };
 
 // Why the mHC prewarm would not run: the answer comes from the dispatch (is the
@@ -34,17 +40,26 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
                                           const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm);
 
 // What the main model and the NextN draft model share: a stack of decoder
-// layers (Layer: DeepseekV4DecoderLayer or the NextN wrapper) and the
-// model-level kernel warmup hook, which prewarms every mHC split bucket up to the
-// server's max_num_tokens through the first layer (every layer shares the
-// kernels), when mhc_prewarm_skip_reason() is empty.
+// layers (Layer: DeepseekV4DecoderLayer or the NextN wrapper) with the mHC head
+// after them, the forward through the whole family, and the model-level kernel
+// warmup hook, which prewarms every mHC split bucket up to the server's
+// max_num_tokens through the first layer (every layer shares the kernels), when
+// mhc_prewarm_skip_reason() is empty.
 template <class Layer>
 class DeepseekV4LayerStack : public CausalLM, public KernelWarmupHook {
  public:
-  void forward(bf16* residual, int64_t num_tokens, void* scratch) override {
-    for (auto& layer : layers_) layer->forward(residual, num_tokens, scratch);
+  void forward(const bf16* embed, bf16* out, int64_t num_tokens, void* scratch) override {
+    if (steps_.empty()) {  // the layers are built by the derived constructor: listed on first use
+      for (auto& layer : layers_) {
+        for (const SublayerStep& s : layer->steps()) steps_.push_back(s);
+      }
+    }
+    forward_.run(steps_, head_, embed, out, num_tokens, scratch, fused_);
   }
-  size_t workspace_bytes(int64_t num_tokens) const override { return layers_.front()->workspace_bytes(num_tokens); }
+  size_t workspace_bytes(int64_t num_tokens) const override {
+    return MhcForward::workspace_bytes(config_.mhc_dims(), num_tokens);
+  }
+  void reserve(int64_t max_num_tokens) override { forward_.reserve(max_num_tokens); }
   const ModelConfig& config() const override { return config_; }
   int num_layers() const override { return static_cast<int>(layers_.size()); }
 
@@ -59,18 +74,30 @@ class DeepseekV4LayerStack : public CausalLM, public KernelWarmupHook {
   }
 
   Layer& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
+  const HeadWeights& head_weights() const { return head_; }
+  bool fused_boundaries() const { return fused_; }
   // What the last kernel_warmup prewarmed (empty if it skipped).
   const std::vector<int64_t>& warmed_token_counts() const { return warmed_; }
 
  protected:
-  DeepseekV4LayerStack(std::string name, const ModelConfig& config, LayerOps ops)
-      : name_(std::move(name)), config_(config), ops_(ops) {}
+  DeepseekV4LayerStack(std::string name, const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops)
+      : name_(std::move(name)),
+        config_(config),
+        ops_(ops),
+        fused_(options.fused_boundaries),
+        forward_(config.mhc_dims(), ops) {}
 
   std::string name_;  // for logs
   ModelConfig config_;
   LayerOps ops_;
+  bool fused_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  HeadWeights head_;  // set by the derived constructor
   std::vector<int64_t> warmed_;
+
+ private:
+  MhcForward forward_;
+  std::vector<SublayerStep> steps_;
 };
 
 class DeepseekV4ForCausalLM final : public DeepseekV4LayerStack<DeepseekV4DecoderLayer> {

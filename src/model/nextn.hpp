@@ -16,6 +16,7 @@ class DeepseekV4NextnDecoderLayer {
   }
   // The draft's embedding/projection steps are the host engine's; the decoder runs here.
   void forward(bf16* residual, int64_t num_tokens, void* scratch) { decoder_->forward(residual, num_tokens, scratch); }
+  std::array<SublayerStep, 2> steps() { return decoder_->steps(); }
   size_t workspace_bytes(int64_t num_tokens) const { return decoder_->workspace_bytes(num_tokens); }
   DeepseekV4DecoderLayer& decoder() { return *decoder_; }
 
@@ -26,7 +27,8 @@ class DeepseekV4NextnDecoderLayer {
 class DeepseekV4ForCausalLMNextN final : public DeepseekV4LayerStack<DeepseekV4NextnDecoderLayer> {
  public:
   // One draft layer per num_nextn_predict_layers (at least one); its tensors are
-  // "model.layers.{num_hidden_layers + i}.*" in a weights file, as upstream numbers them.
+  // "model.layers.{num_hidden_layers + i}.*" in a weights file, as upstream numbers
+  // them, and so is the draft's own head (nextn_head_prefix()).
   DeepseekV4ForCausalLMNextN(const ModelConfig& config, const ModelBuildOptions& options, LayerOps ops,
                              const SublayerFactory& make_sublayer);
 };

@@ -71,7 +71,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     }
     return std::make_unique<model::SwigluMlp>(weights, std::move(backend));
   };
-  const model::LayerOps ops{*hc_pre_, *hc_post_, *device_};
+  const model::LayerOps ops{*hc_pre_, *hc_post_, *hc_head_, *device_};
   if (mc.architecture == model::Architecture::DeepseekV4ForCausalLMNextN) {
     model_ = std::make_unique<model::DeepseekV4ForCausalLMNextN>(mc, config_.build, ops, make_sublayer);
   } else {
@@ -92,10 +92,11 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   for (const std::string& f : config_.drop_families) registry_.remove(f);
   const int64_t max_tokens = server_.max_num_tokens();
 
-  // The batch's residual, N(0, 1) bf16 written once (one 64-token block drawn
-  // and repeated, so that start-up does not draw max_tokens * hc * D numbers).
-  const size_t row = static_cast<size_t>(mc.hc_hidden_size());
-  residual_ = DeviceBuffer(*device_, static_cast<size_t>(max_tokens) * row * sizeof(bf16));
+  // The batch's token embedding, N(0, 1) bf16 written once (one 64-token block
+  // drawn and repeated, so that start-up does not draw max_tokens * D numbers).
+  const size_t row = static_cast<size_t>(mc.hidden_size);
+  embed_ = DeviceBuffer(*device_, static_cast<size_t>(max_tokens) * row * sizeof(bf16));
+  out_ = DeviceBuffer(*device_, static_cast<size_t>(max_tokens) * row * sizeof(bf16));
   {
     const int64_t block_tokens = std::min<int64_t>(max_tokens, 64);
     std::vector<bf16> block(static_cast<size_t>(block_tokens) * row);
@@ -104,10 +105,11 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
     for (auto& v : block) v = bf16::from_float(n01(rng));
     for (int64_t t = 0; t < max_tokens; t += block_tokens) {
       const int64_t n = std::min(block_tokens, max_tokens - t);
-      device_->copy_from_host(residual_.as<bf16>() + static_cast<size_t>(t) * row, block.data(),
+      device_->copy_from_host(embed_.as<bf16>() + static_cast<size_t>(t) * row, block.data(),
                               static_cast<size_t>(n) * row * sizeof(bf16));
     }
   }
+  model_->reserve(max_tokens);
   scratch_ = DeviceBuffer(*device_, model_->workspace_bytes(max_tokens));
   // Touched now, so that the first forward of a larger batch does not fault in its pages.
   device_->fill_zero(scratch_.get(), scratch_.bytes());
@@ -142,7 +144,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   }
   // llama.cpp's habit: one minimal forward through every path (T = 1), so the
   // first served batch meets no lazy module load or first-launch cost either.
-  if (prewarm) model_->forward(residual_.as<bf16>(), 1, scratch_.get());
+  if (prewarm) model_->forward(embed_.as<bf16>(), out_.as<bf16>(), 1, scratch_.get());
   device_->synchronize();
   r.model_hook_seconds = seconds_since(t1);
   const MemoryStats mem = device_->memory_stats();
@@ -185,7 +187,7 @@ double ModelRunner::forward(int64_t num_tokens) {
   HCWARM_CHECK_ARG(num_tokens >= 1 && num_tokens <= max_num_tokens(),
                    "forward: num_tokens {} is outside [1, max_num_tokens {}]", num_tokens, max_num_tokens());
   const auto t0 = std::chrono::steady_clock::now();
-  model_->forward(residual_.as<bf16>(), num_tokens, scratch_.get());
+  model_->forward(embed_.as<bf16>(), out_.as<bf16>(), num_tokens, scratch_.get());
   device_->synchronize();
   return seconds_since(t0);
 }

@@ -64,8 +64,8 @@ class ModelRunner final : public model::RunnerView {
   // with compiling switched off; names each kernel warmup missed (coverage_check.hpp).
   CoverageReport check_coverage();
 
-  // Runs every layer on num_tokens tokens (1 <= T <= max_num_tokens), waits for
-  // the device, returns the seconds it took.
+  // Runs the model on num_tokens tokens (1 <= T <= max_num_tokens): from the
+  // embedding through every layer and the head; waits for the device, returns the seconds it took.
   double forward(int64_t num_tokens);
 
   const model::ServerArgs& server_args() const override { return server_; }
@@ -106,8 +106,9 @@ class ModelRunner final : public model::RunnerView {
   std::unique_ptr<mhc::HcHeadOp> hc_head_;
   std::unique_ptr<model::CausalLM> model_;
   KernelRegistry registry_;
-  DeviceBuffer residual_;  // (max_num_tokens, hc, D): the batch's residual stream
-  DeviceBuffer scratch_;   // the layers' workspace for max_num_tokens
+  DeviceBuffer embed_;    // (max_num_tokens, D): the batch's token embedding
+  DeviceBuffer out_;      // (max_num_tokens, D): the model's output (the head's)
+  DeviceBuffer scratch_;  // the forward's workspace (residual streams included) for max_num_tokens
 };
 
 // The device a backend runs on: a CpuDevice, or the first CUDA device.

@@ -8,6 +8,7 @@
 #include "common/test_util.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/split_policy.hpp"
+#include "model/fused_boundary.hpp"
 #include "model/nextn.hpp"
 #include "runtime/model_runner.hpp"
 #include "sim/replay.hpp"
@@ -24,6 +25,10 @@ std::string tiny_config(const std::string& arch, bool hybrid) {
          R"("], "hidden_size": 256, "hc_mult": 4, "num_hidden_layers": 2, "num_nextn_predict_layers": 1)" +
          (hybrid ? R"(, "sliding_window": 128})" : "}");
 }
+
+// The forward's hc_pre keys per split bucket: the first layer's (from the
+// embedding) and every other sublayer's (the fused boundary's input).
+constexpr int kPreKeysPerBucket = 2;
 
 RunnerConfig tiny_runner(const test::TempDir& cache, const std::string& arch = "DeepseekV4ForCausalLM",
                          bool hybrid = true) {
@@ -72,9 +77,10 @@ TEST(ModelRunner, WithoutPrewarmOrTieringFirstForwardOfEachBucketCompilesDuringS
   int64_t total = 0;
   for (const ForwardRecord& r : report.records) {
     const bool first = first_seen.insert(r.num_splits).second;
-    EXPECT_EQ(r.compiles_during, first ? 1 : 0) << "forward " << r.index << " (" << r.num_tokens << " tokens)";
-    // The forward that compiled waited for it, and only that one.
-    EXPECT_EQ(r.waited_for_compile, first ? 1 : 0) << "forward " << r.index;
+    EXPECT_EQ(r.compiles_during, first ? kPreKeysPerBucket : 0)
+        << "forward " << r.index << " (" << r.num_tokens << " tokens)";
+    // The forward that compiled waited for its compiles, and only that one.
+    EXPECT_EQ(r.waited_for_compile, first ? kPreKeysPerBucket : 0) << "forward " << r.index;
     if (first) EXPECT_GT(r.compile_wait_s, 0.0) << "forward " << r.index;
     EXPECT_EQ(r.served_by_generic, 0);
     total += r.compiles_during;
@@ -84,10 +90,10 @@ TEST(ModelRunner, WithoutPrewarmOrTieringFirstForwardOfEachBucketCompilesDuringS
   const auto met = static_cast<int64_t>(first_seen.size());
   EXPECT_GE(met, 1);
   EXPECT_LE(met, 3);
-  EXPECT_EQ(total, met);
-  EXPECT_EQ(runner.compiles_after_ready(), met);
+  EXPECT_EQ(total, kPreKeysPerBucket * met);
+  EXPECT_EQ(runner.compiles_after_ready(), kPreKeysPerBucket * met);
   const nlohmann::json j = report_json(report);
-  EXPECT_EQ(j["compiles_after_ready"], met);
+  EXPECT_EQ(j["compiles_after_ready"], kPreKeysPerBucket * met);
   EXPECT_EQ(j["forwards_with_compiles"], met);
   for (const auto& e : runner.jit().events()) {
     if (e.source == jit::ArtifactSource::Compiled) EXPECT_EQ(e.phase, jit::Phase::Serving) << e.description;
@@ -150,19 +156,23 @@ TEST(ModelRunner, TieredWithoutPrewarmNoForwardWaitsForACompile) {
   const jit::CompileStats st = runner.compile_stats();  // replay drained the worker
   EXPECT_EQ(st.waited_for_compile, 0);
   EXPECT_GT(st.served_by_generic, 0);
-  EXPECT_EQ(st.background_compiled, 3);  // each of the three buckets once
-  EXPECT_EQ(st.compiled, 3);
+  constexpr int kKeys = 3 * kPreKeysPerBucket;  // each of the three buckets' keys once
+  EXPECT_EQ(st.background_compiled, kKeys);
+  EXPECT_EQ(st.compiled, kKeys);
   EXPECT_EQ(st.background_failed, 0);
-  EXPECT_EQ(report.extra["background_compiled"], 3);
+  EXPECT_EQ(report.extra["background_compiled"], kKeys);
   // The next call of each bucket swaps in its specialization; from then on no generic call.
   for (const int64_t t : {320, 256, 128}) runner.forward(t);
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) {
-    ASSERT_TRUE(runner.hc_pre().specialized_loaded(t, /*fused_norm=*/true)) << "T=" << t;
+    for (const mhc::HcPreInput input : {mhc::HcPreInput::Embed, model::boundary_pre_input()}) {
+      ASSERT_TRUE(runner.hc_pre().specialized_loaded(t, /*fused_norm=*/true, input))
+          << "T=" << t << " input=" << mhc::to_string(input);
+    }
   }
   const int64_t generic_before = runner.compile_stats().served_by_generic;
   for (int64_t t = 1; t <= runner.max_num_tokens(); t += 7) runner.forward(t);
   EXPECT_EQ(runner.compile_stats().served_by_generic, generic_before);
-  EXPECT_EQ(runner.compile_stats().compiled, 3);
+  EXPECT_EQ(runner.compile_stats().compiled, kKeys);
 }
 
 // The demo's workload shape (synthetic trace, chunked prefill) after prewarm: the
