@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "model/decoder_layer.hpp"
-#include "model/fused_boundary.hpp"
 
 namespace hcwarm::model {
 namespace {
@@ -116,7 +115,7 @@ void MhcForward::run(std::span<const SublayerStep> steps, const HeadWeights& hea
       b.prev_post = s.post[cur];
       b.prev_comb = s.comb[cur];
       b.new_residual = s.residual;  // in place
-      run_hc_post_pre(pre_, post_, b);
+      pre_.run(b);  // the fused boundary: post step and next pre in one pass
       cur = 1 - cur;
     }
   }

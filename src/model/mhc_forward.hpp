@@ -5,7 +5,7 @@
 //
 //   fused (default): the first pre reads the embedding (hc_pre input Embed);
 //     each sublayer's output, post and comb are carried to the next pre, which
-//     runs as the boundary hc_post_pre (fused_boundary.hpp); the last
+//     runs as the fused boundary hc_post_pre (hc_pre input Post); the last
 //     sublayer's post is hc_post; hc_head collapses the streams.
 //   unfused: the embedding's hc copies materialized first, then hc_pre and
 //     hc_post around every sublayer (input Residual), then hc_head.

@@ -8,7 +8,6 @@
 #include "common/test_util.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/split_policy.hpp"
-#include "model/fused_boundary.hpp"
 #include "model/nextn.hpp"
 #include "runtime/model_runner.hpp"
 #include "sim/replay.hpp"
@@ -164,7 +163,7 @@ TEST(ModelRunner, TieredWithoutPrewarmNoForwardWaitsForACompile) {
   // The next call of each bucket swaps in its specialization; from then on no generic call.
   for (const int64_t t : {320, 256, 128}) runner.forward(t);
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) {
-    for (const mhc::HcPreInput input : {mhc::HcPreInput::Embed, model::boundary_pre_input()}) {
+    for (const mhc::HcPreInput input : {mhc::HcPreInput::Embed, mhc::HcPreInput::Post}) {
       ASSERT_TRUE(runner.hc_pre().specialized_loaded(t, /*fused_norm=*/true, input))
           << "T=" << t << " input=" << mhc::to_string(input);
     }
