@@ -46,7 +46,7 @@ def test_check_coverage_passes_after_prewarm(tmp_path):
     assert r["ok"] and r["missing"] == []
     assert r["max_num_tokens"] == 160
     assert sorted(r["token_counts"]) == [1, 129]  # the smallest T of each bucket
-    assert r["calls"] == 2 * 4  # per bucket: hc_pre on streams and on the embedding, hc_post, hc_head
+    assert r["calls"] == 2 * 5  # per bucket: hc_pre on streams, on the embedding and at a boundary, hc_post, hc_head
     assert out["compiles_after_ready"] == 0
 
 

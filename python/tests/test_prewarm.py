@@ -1,8 +1,8 @@
 """prewarm() on the CPU backend, each case in a fresh process (a context's settings are per process).
 
 A small model (hidden 1024, 16 SMs planned) has 7 split buckets below 600
-tokens (14 keys: each bucket with the residual and with the first layer's
-embedding as input), so the plan, the disk cache and the ready/strict/no-JIT rules are
+tokens (21 keys: each bucket with the residual, with the first layer's
+embedding and at a sublayer boundary as input), so the plan, the disk cache and the ready/strict/no-JIT rules are
 exercised with real host compiles in a few seconds.
 """
 import json
@@ -52,6 +52,7 @@ def run(tmp_path, mode, tokens, cache, tiered=False):
 
 
 # Both ends of every bucket of [1, 600] at 16 SMs (grid = ceil(T / 64)), and a few between.
+KEYS = 7 * 3  # buckets x (residual, embedding, boundary)
 TOKENS = [1, 64, 65, 128, 129, 192, 193, 256, 257, 320, 321, 512, 513, 600, 17, 300, 450]
 
 
@@ -62,10 +63,10 @@ def test_prewarm_covers_every_bucket_then_loads_from_disk(tmp_path):
     r = cold["report"]
     assert r["token_counts"] == [600, 512, 320, 256, 192, 128, 64], r
     assert r["max_num_tokens"] == 600 and r["num_sms"] == 16 and r["skipped"] == ""
-    assert r["keys"] == 14 and r["compiled"] == 14 and r["loaded_from_disk"] == 0
+    assert r["keys"] == KEYS and r["compiled"] == KEYS and r["loaded_from_disk"] == 0
     assert cold["compiles_after_ready"] == 0
     warm = run(tmp_path, "plain", [1, 600], cache)
-    assert warm["report"]["compiled"] == 0 and warm["report"]["loaded_from_disk"] == 14, warm
+    assert warm["report"]["compiled"] == 0 and warm["report"]["loaded_from_disk"] == KEYS, warm
     assert warm["compiles_after_ready"] == 0
 
 
@@ -106,7 +107,7 @@ def test_no_jit_mode_needs_a_built_cache(tmp_path):
     run(tmp_path, "plain", [], cache)  # fills the cache
     served = run(tmp_path, "nojit", [1, 600], cache)
     assert "error" not in served, served
-    assert served["report"]["loaded_from_disk"] == 14 and served["report"]["compiled"] == 0
+    assert served["report"]["loaded_from_disk"] == KEYS and served["report"]["compiled"] == 0
 
 
 def test_prewarm_applies_dp_attention_division_once(tmp_path):
