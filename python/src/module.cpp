@@ -23,6 +23,7 @@
 #include "core/limits.hpp"
 #include "core/logging.hpp"
 #include "mhc/hc_head_op.hpp"
+#include "mhc/hc_post_pre.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "mhc/split_policy.hpp"
 #include "model/model_config.hpp"
@@ -200,7 +201,7 @@ class Context {
     a.y = ptr<bf16>(y);
     a.post = ptr<float>(post);
     a.comb = ptr<float>(comb);
-    pre.run(a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
+    mhc::run_hc_post_pre(pre, ctx_->hc_post(d), a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
   }
 
   void hc_head(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,

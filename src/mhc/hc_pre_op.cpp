@@ -8,6 +8,7 @@
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/hc_pre_cuda_backend.hpp"
+#include "mhc/hc_post_pre.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
@@ -191,6 +192,8 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
                                                   bool fused_norm, const CudaKernelOptions& cuda, HcPreInput input) {
   std::vector<jit::KernelSpec> out;
+  // The boundary runs the fused kernel only up to fused_boundary_max_tokens (hc_post_pre.hpp).
+  if (input == HcPreInput::Post) max_num_tokens = std::min(max_num_tokens, fused_boundary_max_tokens(backend));
   // The same two functions run() uses: num_splits (via the buckets) and the spec.
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,

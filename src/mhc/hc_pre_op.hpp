@@ -72,7 +72,8 @@ struct CudaKernelOptions {
 // input Embed / Post adds the param input=embed / input=post (and never the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
                                    const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
-// Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket.
+// Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket
+// (with input Post, of the token counts the boundary fuses at: hc_post_pre.hpp).
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
                                                   bool fused_norm, const CudaKernelOptions& cuda = {},
                                                   HcPreInput input = HcPreInput::Residual);

@@ -1,6 +1,7 @@
 #include "model/mhc_forward.hpp"
 
 #include "core/error.hpp"
+#include "mhc/hc_post_pre.hpp"
 #include "model/decoder_layer.hpp"
 
 namespace hcwarm::model {
@@ -115,7 +116,7 @@ void MhcForward::run(std::span<const SublayerStep> steps, const HeadWeights& hea
       b.prev_post = s.post[cur];
       b.prev_comb = s.comb[cur];
       b.new_residual = s.residual;  // in place
-      pre_.run(b);  // the fused boundary: post step and next pre in one pass
+      mhc::run_hc_post_pre(pre_, post_, b);
       cur = 1 - cur;
     }
   }

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "core/thread_pool.hpp"
+#include "mhc/hc_post_pre.hpp"
 #include "model/deepseek_v4.hpp"
 #include "runtime/kernel_plan.hpp"
 
@@ -180,13 +181,18 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
     r.token_counts = pre.representatives(r.max_num_tokens);
     std::set<int> splits;
     for (const int64_t t : r.token_counts) splits.insert(pre.num_splits(t));
+    // The boundary's fused kernels: the buckets of the token counts it fuses at.
+    std::set<int> boundary_splits;
+    for (const int64_t t : pre.representatives(std::min(r.max_num_tokens, mhc::fused_boundary_max_tokens(pre.backend())))) {
+      boundary_splits.insert(pre.num_splits(t));
+    }
     for (const bool norm : {true, false}) {
       if (norm ? !req.fused_norm : !req.unfused_norm) continue;
       for (const int s : splits) {
         pre.load(s, norm);
         run_one_token(pre, *device_, s, norm);
         if (norm) pre.load(s, norm, mhc::HcPreInput::Embed);  // the first layer's hc_pre (planned with the norm)
-        if (norm) pre.load(s, norm, mhc::HcPreInput::Post);   // the sublayer boundary (planned with the norm)
+        if (norm && boundary_splits.count(s)) pre.load(s, norm, mhc::HcPreInput::Post);  // the sublayer boundary
       }
     }
     pre.reserve_workspace(r.max_num_tokens);

@@ -9,6 +9,7 @@
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_post_op.hpp"
+#include "mhc/hc_post_pre.hpp"
 #include "post_pre_check.hpp"
 
 namespace hcwarm::test {
@@ -310,6 +311,23 @@ TEST(HcPostPre, KeysCarryInputPostOnePerBucket) {
   }
   EXPECT_EQ(mhc::parse_hc_pre_input(""), HcPreInput::Residual) << "residual keys carry no input param";
   EXPECT_THROW(mhc::parse_hc_pre_input("posts"), Error);
+}
+
+TEST(HcPostPre, CudaFusesTheDecodeBucketsAndPlansOnlyThem) {
+  // Two 64-token tiles: 1..128 fuse, 129 on runs hc_post + hc_pre; the CPU always fuses.
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, 1));
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, 128));
+  EXPECT_FALSE(mhc::boundary_fuses(Backend::Cuda, 129));
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cpu, 16384));
+  for (const int hidden : {4096, 7168}) {
+    const mhc::MhcDims d{4, hidden};
+    const auto post = mhc::hc_pre_planned_specs(Backend::Cuda, d, 132, 16384, true, {}, HcPreInput::Post);
+    // The plan of the fused buckets is the plan of T in [1, 128]: what run_hc_post_pre fuses at.
+    const auto decode = mhc::hc_pre_planned_specs(Backend::Cuda, d, 132, 128, true, {}, HcPreInput::Post);
+    ASSERT_EQ(post.size(), decode.size()) << hidden;
+    for (size_t i = 0; i < post.size(); ++i) EXPECT_EQ(post[i].describe(), decode[i].describe());
+    EXPECT_EQ(post.size(), hidden == 4096 ? 1u : 2u) << "K 16384 caps both tiles at 64 splits; K 28672 has 112 and 66";
+  }
 }
 
 }  // namespace

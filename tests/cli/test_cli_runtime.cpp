@@ -177,9 +177,10 @@ TEST(CliCacheBuild, CudaKernelsBuildWithoutAGpu) {
   if (r.exit_code != 0 && r.err.find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC here: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  // three mhc_pre buckets, three embedding ones, three boundary ones, mhc_head, mhc_post, swiglu_mlp
-  EXPECT_EQ(j["keys"], 12);
-  EXPECT_EQ(j["compiled"], 12);
+  // three mhc_pre buckets, three embedding ones, the boundary's one bucket of T <= 128 (the
+  // tiny model's first two tiles share a split count), mhc_head, mhc_post, swiglu_mlp
+  EXPECT_EQ(j["keys"], 10);
+  EXPECT_EQ(j["compiled"], 10);
   const auto verify = run_cli({"cache", "verify", "--cache-dir", (dir / "cache").string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
