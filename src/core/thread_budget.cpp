@@ -18,6 +18,25 @@ ThreadBudget::ThreadBudget(int capacity) : capacity_(capacity) {
   HCWARM_ASSERT(capacity >= 0, "thread budget of {}", capacity);
 }
 
+ThreadBudget::Taken ThreadBudget::take(std::unique_lock<std::mutex>& lock, int n, int need) {
+  used_ += n;  // held here while the gate is asked, outside the lock
+  const std::shared_ptr<SlotGate> gate = gate_;
+  int got = n;
+  if (gate) {
+    lock.unlock();
+    got = gate->try_take(n);
+    if (got < need) {
+      gate->give_back(got);
+      got = 0;
+    }
+    lock.lock();
+  }
+  used_ -= n - got;
+  if (got > 0) peak_ = std::max(peak_, used_);
+  if (got < n) cv_.notify_all();
+  return {got, gate ? got : 0};
+}
+
 ThreadBudget::Lease ThreadBudget::acquire(int at_least, int at_most) {
   std::unique_lock lock(mu_);
   HCWARM_ASSERT(at_least >= 1 && at_least <= capacity_ && at_most >= at_least,
@@ -25,26 +44,9 @@ ThreadBudget::Lease ThreadBudget::acquire(int at_least, int at_most) {
   auto poll = kGatePollMin;
   for (;;) {
     cv_.wait(lock, [&] { return capacity_ - used_ >= at_least; });
-    const int n = std::min(at_most, capacity_ - used_);
-    used_ += n;  // held here while the gate is asked, outside the lock
-    const std::shared_ptr<SlotGate> gate = gate_;
-    if (!gate) {
-      peak_ = std::max(peak_, used_);
-      return Lease(this, n, 0);
-    }
-    lock.unlock();
-    const int got = gate->try_take(n);
-    if (got < at_least) gate->give_back(got);
-    lock.lock();
-    if (got >= at_least) {
-      used_ -= n - got;
-      peak_ = std::max(peak_, used_);
-      if (n > got) cv_.notify_all();
-      return Lease(this, got, got);
-    }
-    used_ -= n;
-    cv_.notify_all();
-    lock.unlock();
+    const Taken t = take(lock, std::min(at_most, capacity_ - used_), at_least);
+    if (t.slots > 0) return Lease(this, t.slots, t.gated);
+    lock.unlock();  // the gate is full: another process holds the host's slots
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, kGatePollMax);
     lock.lock();
@@ -55,24 +57,8 @@ ThreadBudget::Lease ThreadBudget::try_acquire(int n) {
   if (n <= 0) return {};
   std::unique_lock lock(mu_);
   if (capacity_ - used_ < n) return {};
-  used_ += n;
-  const std::shared_ptr<SlotGate> gate = gate_;
-  if (!gate) {
-    peak_ = std::max(peak_, used_);
-    return Lease(this, n, 0);
-  }
-  lock.unlock();
-  const int got = gate->try_take(n);
-  if (got < n) gate->give_back(got);
-  lock.lock();
-  if (got < n) {
-    used_ -= n;
-    lock.unlock();
-    cv_.notify_all();
-    return {};
-  }
-  peak_ = std::max(peak_, used_);
-  return Lease(this, n, n);
+  const Taken t = take(lock, n, n);
+  return t.slots > 0 ? Lease(this, t.slots, t.gated) : Lease();
 }
 
 void ThreadBudget::attach_gate(std::shared_ptr<SlotGate> gate, int capacity) {

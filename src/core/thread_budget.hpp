@@ -61,6 +61,13 @@ class ThreadBudget {
   int peak() const;  // the most slots held at once so far
 
  private:
+  struct Taken {
+    int slots;  // 0: fewer than asked for were free in the gate, and none is held
+    int gated;  // of them, the ones that hold a gate slot
+  };
+  // Under `lock`: n more slots here and, with a gate, n of its (released while
+  // asking); all-or-nothing below `need` of them.
+  Taken take(std::unique_lock<std::mutex>& lock, int n, int need);
   void give_back(int n, int gated);
 
   mutable std::mutex mu_;
