@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 namespace hcwarm::jit {
 
@@ -17,11 +18,22 @@ std::string HostCompileSlots::slot_file_name(int i) { return fmt::format("compil
 
 int HostCompileSlots::try_take(int n) {
   std::lock_guard lock(mu_);
+  if (unusable_) return n;
   int got = 0;
   for (int tried = 0; tried < count_ && got < n; ++tried) {
     const int i = (next_ + tried) % count_;
     if (mine_[static_cast<size_t>(i)]) continue;
-    fsu::FileLock l = fsu::FileLock::try_acquire(dir_ / slot_file_name(i));
+    fsu::FileLock l;
+    try {
+      l = fsu::FileLock::try_acquire(dir_ / slot_file_name(i));
+    } catch (const Error& e) {
+      // A slot file this process cannot open (another user's, in a shared cache):
+      // the slots then bound nothing rather than stop every compile.
+      log::warn("jit: host compile slots in {} are unusable ({}); compile threads are bounded per process only",
+                dir_.string(), e.message());
+      unusable_ = true;
+      return n;
+    }
     if (!l.owns()) continue;
     mine_[static_cast<size_t>(i)] = true;
     held_.push_back(std::move(l));

@@ -34,6 +34,7 @@ class HostCompileSlots final : public SlotGate {
   std::vector<fsu::FileLock> held_;
   std::vector<bool> mine_;  // per slot: held by this object (flock would refuse it anyway)
   std::vector<int> held_index_;
+  bool unusable_ = false;  // a slot file could not be opened: every request is granted
 };
 
 }  // namespace hcwarm::jit

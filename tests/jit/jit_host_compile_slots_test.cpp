@@ -44,6 +44,17 @@ TEST(HostCompileSlots, GatedBudgetsOfTwoProcessesShareTheHostCount) {
   EXPECT_EQ(p2.try_acquire(3).count(), 3);  // the peer's slots, free again
 }
 
+TEST(HostCompileSlots, SlotFilesThatCannotBeOpenedBoundNothing) {
+  // A shared cache where another user's slot file is not ours to lock: compiles
+  // go on, bounded per process only, instead of waiting for a slot forever.
+  test::TempDir dir;
+  fs::create_directory(dir.path() / HostCompileSlots::slot_file_name(0));  // open(2) fails on it
+  HostCompileSlots s(dir.path(), 1);
+  EXPECT_EQ(s.try_take(3), 3);
+  EXPECT_EQ(s.held(), 0);
+  s.give_back(3);
+}
+
 TEST(HostCompileSlots, RefusesACountBelowOne) {
   test::TempDir dir;
   EXPECT_THROW(HostCompileSlots(dir.path(), 0), Error);
