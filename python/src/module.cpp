@@ -144,15 +144,10 @@ class Context {
     ctx_ = std::make_unique<runtime::OpContext>(std::move(o));
   }
 
-  // input: kInputResidual (residual (T, hc, D)) or kInputEmbed (the first layer's embedding (T, D)).
-  void hc_pre(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
-              uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb,
-              std::optional<uintptr_t> stream,
-              uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters, float hc_eps, float rms_eps,
-              float norm_eps, float post_mult, int input) {
-    mhc::HcPreOp& op = ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
+  // The pre step's arguments every input kind has.
+  static mhc::HcPreArgs pre_args(int64_t num_tokens, uintptr_t residual, uintptr_t fn, uintptr_t scale,
+                                 uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb) {
     mhc::HcPreArgs a;
-    a.input = pre_input(input);
     a.num_tokens = num_tokens;
     a.residual = ptr<const bf16>(residual);
     a.fn = ptr<const float>(fn);
@@ -162,6 +157,18 @@ class Context {
     a.y = ptr<bf16>(y);
     a.post = ptr<float>(post);
     a.comb = ptr<float>(comb);
+    return a;
+  }
+
+  // input: kInputResidual (residual (T, hc, D)) or kInputEmbed (the first layer's embedding (T, D)).
+  void hc_pre(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
+              uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb,
+              std::optional<uintptr_t> stream,
+              uintptr_t workspace, size_t workspace_bytes, int sinkhorn_iters, float hc_eps, float rms_eps,
+              float norm_eps, float post_mult, int input) {
+    mhc::HcPreOp& op = ctx_->hc_pre(dims(hc, hidden), constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
+    mhc::HcPreArgs a = pre_args(num_tokens, residual, fn, scale, base, norm_weight, y, post, comb);
+    a.input = pre_input(input);
     op.run(a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
   }
 
@@ -186,21 +193,12 @@ class Context {
                    float hc_eps, float rms_eps, float norm_eps, float post_mult) {
     const mhc::MhcDims d = dims(hc, hidden);
     mhc::HcPreOp& pre = ctx_->hc_pre(d, constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult));
-    mhc::HcPreArgs a;
-    a.num_tokens = num_tokens;
+    mhc::HcPreArgs a = pre_args(num_tokens, residual, fn, scale, base, norm_weight, y, post, comb);
     a.input = mhc::HcPreInput::Post;
     a.x = ptr<const bf16>(x);
-    a.residual = ptr<const bf16>(residual);
     a.prev_post = ptr<const float>(prev_post);
     a.prev_comb = ptr<const float>(prev_comb);
     a.new_residual = ptr<bf16>(new_residual);
-    a.fn = ptr<const float>(fn);
-    a.scale = ptr<const float>(scale);
-    a.base = ptr<const float>(base);
-    a.norm_weight = ptr<const bf16>(norm_weight);
-    a.y = ptr<bf16>(y);
-    a.post = ptr<float>(post);
-    a.comb = ptr<float>(comb);
     mhc::run_hc_post_pre(pre, ctx_->hc_post(d), a, {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
   }
 

@@ -21,11 +21,7 @@ void run_hc_post_pre(HcPreOp& pre, HcPostOp& post, const HcPreArgs& a, const Lau
     pre.run(a, launch);
     return;
   }
-  for (const auto& [p, name] : {std::pair<const void*, const char*>{a.x, "x"}, {a.residual, "residual"},
-                                {a.prev_post, "prev_post"}, {a.prev_comb, "prev_comb"},
-                                {a.new_residual, "new_residual"}}) {
-    HCWARM_CHECK_ARG(p != nullptr, "hc_post_pre (input=post): {} is null", name);
-  }
+  pre.check_arguments(a);  // before the post step writes the new residual
   post.run(a.num_tokens, a.x, a.residual, a.prev_post, a.prev_comb, a.new_residual, launch);
   HcPreArgs next = a;
   next.input = HcPreInput::Residual;

@@ -401,15 +401,19 @@ void HcPreOp::run_reference(const HcPreArgs& a) {
   device_->copy_from_host(a.comb, r.comb.data(), r.comb.numel() * sizeof(float));
 }
 
+void HcPreOp::check_arguments(const HcPreArgs& a) const {
+  HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
+  if (a.num_tokens > 0) check_pointers(a, static_cast<size_t>(dims_.k()) * sizeof(bf16));
+}
+
 void HcPreOp::run(const HcPreArgs& a, const LaunchContext& launch) {
   run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1, 3, launch);
 }
 
 void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const LaunchContext& launch) {
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
-  HCWARM_CHECK_ARG(a.num_tokens >= 0, "num_tokens must be >= 0, got {}", a.num_tokens);
+  check_arguments(a);
   if (a.num_tokens == 0) return;
-  check_pointers(a, static_cast<size_t>(dims_.k()) * sizeof(bf16));
   if (launch.workspace != nullptr && reinterpret_cast<uintptr_t>(launch.workspace) % 16 != 0) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "hc_pre: workspace is not 16-byte aligned");
   }

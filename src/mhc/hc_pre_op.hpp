@@ -121,6 +121,9 @@ class HcPreOp {
   // ErrorKind::NotWarmed naming the split bucket instead of compiling,
   // loading, allocating or synchronizing.
   void run(const HcPreArgs& args, const LaunchContext& launch = {});
+  // What run() refuses before touching anything: a negative T, a null pointer
+  // the input kind needs (named), a new residual overlapping the residual.
+  void check_arguments(const HcPreArgs& args) const;
   // Tests and benchmarks: the kernels of an explicit split count (any T);
   // stages: bit 0 = partial, bit 1 = finish (3 = both; one alone only for timing).
   void run_with_splits(const HcPreArgs& args, int num_splits, int stages = 3, const LaunchContext& launch = {});
