@@ -7,7 +7,7 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
-# Other steps: check (warm --check), serve (bench serve), coldstart (bench cold-start,
+# Other steps: check (warm --check), buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start,
 # COLD_PROCESSES=8), multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
 cd "$(dirname "$0")/.."
@@ -92,6 +92,12 @@ case " $STEPS " in *" bench "*|*" benchop "*)
   timeout 300 build/src/hcwarm bench op --backend cuda --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
     >"$OUT/bench_op.txt" 2>&1
   echo "bench op rc=$?"; grep -v "^\[" "$OUT/bench_op.txt" | tail -45 ;;
+esac
+case " $STEPS " in *" buckets "*)
+  log "bench op --buckets"
+  timeout 300 build/src/hcwarm bench op --backend cuda --buckets 16384 --min-seconds 0.05 \
+    --json-out "$OUT/bench_buckets.json" >"$OUT/bench_buckets.txt" 2>&1
+  echo "bench op --buckets rc=$?"; grep -v "^\[" "$OUT/bench_buckets.txt" | tail -50 ;;
 esac
 case " $STEPS " in *" bench "*|*" benchpy "*)
   log "python bench"

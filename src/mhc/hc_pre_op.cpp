@@ -167,7 +167,9 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   jit::KernelSpec s;
   s.family = "mhc_pre";
-  s.params = {{"num_splits", std::to_string(splits)},
+  s.params = {{backend == Backend::Cpu ? "num_splits" : "splits",
+               backend == Backend::Cpu ? std::to_string(splits)
+                                       : cuda::cuda_split_class_name(cuda::cuda_split_class(splits))},
               {"hc", std::to_string(dims.hc_mult)},
               {"hidden", std::to_string(dims.hidden)},
               {"norm", fused_norm ? "1" : "0"}};
@@ -189,6 +191,17 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
   return s;
 }
 
+int hc_pre_spec_num_splits(const jit::KernelSpec& spec) {
+  HCWARM_CHECK_ARG(spec.family == "mhc_pre", "{} is not an hc_pre spec", spec.family);
+  const std::string_view n = spec.param("num_splits");
+  const std::string_view c = n.empty() ? spec.param("splits") : n;
+  int v = 0;
+  size_t i = 0;
+  for (; i < c.size() && c[i] >= '0' && c[i] <= '9'; ++i) v = v * 10 + (c[i] - '0');
+  HCWARM_CHECK_ARG(i > 0 && v >= 1, "hc_pre spec with no split count (num_splits or splits): {}", spec.describe());
+  return v;
+}
+
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
                                                   bool fused_norm, const CudaKernelOptions& cuda, HcPreInput input) {
   std::vector<jit::KernelSpec> out;
@@ -198,7 +211,10 @@ std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims,
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,
                   "split bucket disagrees with num_splits");
-    out.push_back(hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda, input));
+    jit::KernelSpec s = hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda, input);
+    // CUDA: the buckets of a split class share one spec.
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const jit::KernelSpec& o) { return o.params == s.params; });
+    if (!seen) out.push_back(std::move(s));
   }
   return out;
 }
@@ -221,7 +237,9 @@ HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput i
   // Specialized ones: one set per input kind, in the bits above the CUDA options.
   constexpr int kInputShift = 64;
   const bool generic = variant_ == Variant::Generic;
-  return {generic ? 0 : splits, fused_norm,
+  // CUDA specializations serve a whole split class (hc_pre_kernel_spec).
+  const int unit = generic ? 0 : backend_ == Backend::Cuda ? cuda::cuda_split_class(splits) : splits;
+  return {unit, fused_norm,
           static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
               (generic ? 0 : static_cast<int>(input) * kInputShift)};
 }

@@ -69,10 +69,17 @@ struct CudaKernelOptions {
 
 // The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
 // asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
-// input Embed / Post adds the param input=embed / input=post (and never the one-pass kernel).
+// CPU specs carry num_splits=S. CUDA kernels read the split count at run time
+// and are specialized per split class (cuda::cuda_split_class): their specs
+// carry splits=<class> ("1", "2", "3-4", "5-21", "22+"), so the buckets of a class share
+// one key. input Embed / Post adds the param input=embed / input=post (and never
+// the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
                                    const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
-// Every spec hc_pre can ask for over T in [1, max_num_tokens]: one per split bucket
+// A split count an hc_pre spec serves: its num_splits, or its split class's smallest.
+int hc_pre_spec_num_splits(const jit::KernelSpec& spec);
+// Every spec hc_pre can ask for over T in [1, max_num_tokens], each once, in
+// bucket order: one per split bucket on the CPU, one per split class on CUDA
 // (with input Post, of the token counts the boundary fuses at: hc_post_pre.hpp).
 std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
                                                   bool fused_norm, const CudaKernelOptions& cuda = {},

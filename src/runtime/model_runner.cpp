@@ -168,7 +168,7 @@ void ModelRunner::load_into_ops(const std::vector<jit::KernelSpec>& specs) {
   // CUDA-graph capture) of any bucket finds it bound.
   for (const jit::KernelSpec& s : specs) {
     if (s.family == "mhc_pre") {
-      hc_pre_->load(std::stoi(std::string(s.param("num_splits"))), s.param("norm") == "1",
+      hc_pre_->load(mhc::hc_pre_spec_num_splits(s), s.param("norm") == "1",
                     mhc::parse_hc_pre_input(s.param("input")));
     } else if (s.family == "mhc_post") {
       hc_post_->load();

@@ -14,6 +14,7 @@
 #include "jit/cubin_set.hpp"
 #include "jit/jit_runtime.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
+#include "mhc/split_policy.hpp"
 #include "mhc_check.hpp"
 
 namespace hcwarm::test {
@@ -22,6 +23,7 @@ namespace {
 using mhc::Backend;
 using mhc::HcPreOp;
 using mhc::Variant;
+using mhc::HcPreInput;
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
 
@@ -282,6 +284,59 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   EXPECT_FALSE(has(1, 8192, "sm_90a"));   // more than 7 y warps
   cuda.one_pass = false;
   EXPECT_FALSE(has(1, 7168, "sm_90a"));
+}
+
+// CUDA kernels read the split count at run time: the buckets of a split class
+// share one source and one key, different classes (and input kinds) do not, and
+// the plan holds each class once, in bucket order. The CPU keeps a key per bucket.
+TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
+  EXPECT_EQ(cuda::cuda_split_class(1), 1);
+  EXPECT_EQ(cuda::cuda_split_class(2), 2);
+  EXPECT_EQ(cuda::cuda_split_class(3), 3);
+  EXPECT_EQ(cuda::cuda_split_class(4), 3);
+  for (int s = 5; s <= 21; ++s) EXPECT_EQ(cuda::cuda_split_class(s), 5) << s;
+  for (int s = 22; s <= 200; ++s) EXPECT_EQ(cuda::cuda_split_class(s), 22) << s;
+  EXPECT_THROW(cuda::cuda_split_class(0), Error);
+  EXPECT_EQ(cuda::cuda_split_class_name(3), "3-4");
+  EXPECT_EQ(cuda::cuda_split_class_name(5), "5-21");
+  EXPECT_EQ(cuda::cuda_split_class_name(22), "22+");
+  // Every split count the policy picks on 132 and 148 SMs fits its class's batch of
+  // partials (the finish's loop beyond the batch is for other GPUs).
+  for (const int sms : {132, 148}) {
+    for (const int64_t k : {int64_t{4} * 4096, int64_t{4} * 7168}) {
+      for (const auto& b : mhc::split_buckets(16384, k, sms)) {
+        const int s = b.num_splits;
+        EXPECT_LE(cuda::cuda_num_parts(s), HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(cuda::cuda_split_class(s)))
+            << s << " splits, " << sms << " SMs";
+      }
+    }
+  }
+  EXPECT_THROW(cuda::cuda_split_class_name(4), Error);
+  const mhc::MhcDims d{4, 7168};
+  auto spec = [&](int s, HcPreInput in = HcPreInput::Residual) {
+    return mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, d, s, true, {}, in);
+  };
+  for (const auto& [a, b] : {std::pair{3, 4}, std::pair{5, 7}, std::pair{8, 21}, std::pair{22, 112}, std::pair{66, 160}}) {
+    EXPECT_EQ(spec(a).source, spec(b).source) << a << " " << b;
+    EXPECT_EQ(spec(a).describe(), spec(b).describe()) << a << " " << b;
+  }
+  for (const auto& [a, b] : {std::pair{1, 2}, std::pair{2, 3}, std::pair{4, 5}, std::pair{21, 22}}) {
+    EXPECT_NE(spec(a).source, spec(b).source) << a << " " << b;
+  }
+  EXPECT_NE(spec(16).source, spec(16, HcPreInput::Embed).source);
+  EXPECT_EQ(spec(16).param("splits"), "5-21");
+  EXPECT_EQ(spec(16).param("num_splits"), "");
+  EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(16)), 5);
+  EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(4)), 3);
+  // dsv4-pro, 132 SMs, 16384 tokens: 22 buckets, 5 CUDA classes; the CPU plans every bucket.
+  const auto cuda_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true);
+  ASSERT_EQ(cuda_plan.size(), 5u);
+  std::vector<std::string> classes;
+  for (const auto& s : cuda_plan) classes.emplace_back(s.param("splits"));
+  EXPECT_EQ(classes, (std::vector<std::string>{"1", "2", "3-4", "5-21", "22+"}));
+  const auto cpu_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cpu, d, 132, 16384, true);
+  EXPECT_EQ(cpu_plan.size(), mhc::split_buckets(16384, d.k(), 132).size());
+  EXPECT_EQ(mhc::hc_pre_spec_num_splits(cpu_plan.front()), mhc::split_buckets(16384, d.k(), 132).front().num_splits);
 }
 
 // The one-pass kernel's launch bounds are the block the launcher gives it: the

@@ -24,8 +24,13 @@ const char* to_string(CudaGemm g);
 CudaGemm parse_cuda_gemm(std::string_view name);  // "mma" | "ffma" | "mma_smem"; else InvalidArgument
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
 int cuda_partial_warps(int num_splits, CudaGemm gemm);
+// The split class of num_splits >= 1 (HCWARM_MHC_CUDA_SPLIT_CLASS: 1, 2, 3, 5 or 22),
+// the unit of CUDA specialization; its name in keys and logs: "1", "2", "3-4", "5-21", "22+".
+int cuda_split_class(int num_splits);
+std::string cuda_split_class_name(int split_class);
 
-// The translation unit of one specialization: instantiates kernels/cuda/mhc_pre.cuh
+// The translation unit of the specialization serving num_splits (the same text
+// for every split count of its class): instantiates kernels/cuda/mhc_pre.cuh
 // (and, with one_pass, num_splits == 1 only, mhc_pre_chunk.cuh) under the names
 // above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
 // them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.

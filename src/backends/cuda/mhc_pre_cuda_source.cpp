@@ -30,6 +30,22 @@ int cuda_partial_warps(int num_splits, CudaGemm gemm) {
 
 CudaGemm parse_cuda_gemm(std::string_view name) { return parse_enum(kGemmNames, name, "CUDA GEMM"); }
 
+int cuda_split_class(int num_splits) {
+  HCWARM_CHECK_ARG(num_splits >= 1, "num_splits must be >= 1, got {}", num_splits);
+  return HCWARM_MHC_CUDA_SPLIT_CLASS(num_splits);
+}
+
+std::string cuda_split_class_name(int split_class) {
+  switch (split_class) {
+    case 1: return "1";
+    case 2: return "2";
+    case 3: return "3-4";
+    case 5: return "5-21";
+    case 22: return "22+";
+  }
+  HCWARM_THROW(ErrorKind::InvalidArgument, "{} is not a CUDA split class (1, 2, 3, 5 or 22)", split_class);
+}
+
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
                                 bool fast_finish, int input) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
@@ -41,9 +57,12 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                    "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
   HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_POST && one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the fused boundary's (input post)");
+  // The kernels read the split count from the params: the text depends on its class only,
+  // so every bucket of a class has the same source (and key).
+  const int split_class = cuda_split_class(num_splits);
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
-  const int warps = cuda_partial_warps(num_splits, gemm);
+  const int warps = cuda_partial_warps(split_class, gemm);
   // Each kernel is a part of its own (jit/cubin_set.hpp): NVRTC compiles them
   // in parallel, so a specialization takes about as long as its slowest kernel.
   const int parts = num_splits == 1 && one_pass ? 3 : 2;
@@ -54,17 +73,17 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   const std::string fast = fast_finish ? "true" : "false";
   std::string src = fmt::format(
       "// hcwarm: parts={}\n"
-      "// mhc_pre CUDA: num_splits={} hc={} hidden={} norm={} gemm={} fast_finish={} input={}\n"
+      "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} gemm={} fast_finish={} input={}\n"
       "#include \"cuda/mhc_pre.cuh\"\n",
-      parts, num_splits, hc, hidden, norm, to_string(gemm), fast, input_word(input));
+      parts, cuda_split_class_name(split_class), hc, hidden, norm, to_string(gemm), fast, input_word(input));
   src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}, {}>(p);\n}}\n",
-                             32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, num_splits, hc, hidden,
+                             32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, split_class, hc, hidden,
                              gemm_template_arg(gemm), input_macro(input)));
   src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
-                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(num_splits) ? 8 : 3,
-                             kCudaFinishSymbol, num_splits, hc, hidden, norm, fast, input_macro(input)));
+                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(split_class) ? 8 : 3,
+                             kCudaFinishSymbol, split_class, hc, hidden, norm, fast, input_macro(input)));
   if (parts == 3) {
     // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
     src += part(2, fmt::format("#include \"cuda/mhc_pre_chunk.cuh\"\n"

@@ -44,6 +44,24 @@
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 #define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
+// The split class of a split count: the split counts whose specialized CUDA
+// kernels are the same code. The kernels read the split count itself from the
+// params; what it decides at compile time is only the partial kernel's warps,
+// whether the finish streams the residual, and how many partials the finish
+// loads in one unrolled batch. A class is named by its smallest split count:
+//   1: the one-pass bucket (or 8 warps and the streaming finish without it)
+//   2: 8 warps, streaming finish;  3: num_splits 3-4, 4 warps, streaming finish
+//   5: num_splits 5-21, 4 warps, the finish holding the residual in registers
+//  22: num_splits >= 22 (at most a few hundred tokens), the same with more partials.
+// So a model's 20-odd split buckets need 5 CUDA specializations per input kind.
+#define HCWARM_MHC_CUDA_SPLIT_CLASS(s) ((s) <= 1 ? 1 : (s) == 2 ? 2 : (s) <= 4 ? 3 : (s) <= 21 ? 5 : 22)
+// Partials per token that the finish of a class loads in one unrolled batch
+// (any further ones in a loop), one register each: 24 (every count of
+// num_splits <= 4); 64 for 5-21 (3 sub-parts: at most 63), which keeps the
+// hidden-4096 finish within 128 registers, 4 blocks per SM where a mid-T
+// bucket has more tokens than 3 blocks per SM hold; 160 for >= 22 (166 tokens
+// or fewer on 132 SMs: at most one wave, 168 registers at hidden 7168, no spills).
+#define HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(c) ((c) < 5 ? 24 : (c) < 22 ? 64 : 160)
 // The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_chunk in
 // cuda/mhc_pre_chunk.cuh): CHUNK_BLOCKS persistent blocks, one per SM (a
 // cooperative launch), take the tokens in chunks of CHUNK_TOKENS. Block b

@@ -4,7 +4,8 @@
 //   ldg_*     read-only global loads (ld.global.nc): data no kernel of the
 //             launch writes; L1::no_allocate where a value is used once.
 //   stg_*     plain vector stores.
-//   ldcg_*    global loads cached in L2 only: data an earlier kernel wrote.
+//   ldcg_*    global loads cached in L2 only: data an earlier kernel wrote
+//             (ldcg_f32_if: predicated, 0 when off).
 //   lds_u4 / sts_u4  16-byte shared accesses at a 32-bit shared address (smem_u32).
 //   *_relaxed / *_acquire / red_release_*: gpu-scope loads and atomics for data
 //             that other blocks of the same launch publish (flag + payload).
@@ -52,6 +53,16 @@ __device__ __forceinline__ U4 ldg_u4_policy(const void* ptr, unsigned long long 
 __device__ __forceinline__ float ldcg_f32(const float* p) {
   float v;
   asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+// The same as one predicated instruction: 0 when !valid, nothing read. A row
+// of these stays straight-line code (a C++ condition around ldcg_f32 becomes a
+// branch per load), so all of them are in flight before the first use.
+__device__ __forceinline__ float ldcg_f32_if(const float* p, bool valid) {
+  float v;
+  asm("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n mov.b32 %0, 0;\n @q ld.global.cg.f32 %0, [%1];\n}"
+      : "=f"(v)
+      : "l"(p), "r"((int)valid));
   return v;
 }
 // Volatile with a memory clobber: it stays after the griddepcontrol.wait that orders it after its writer.
