@@ -40,7 +40,7 @@ case " $STEPS " in *" build "*)
 esac
 case " $STEPS " in *" tests "*|*" ctest "*)
   log "C++ gpu tests"
-  timeout 300 ctest --test-dir build -L gpu --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
+  timeout 600 ctest --test-dir build -L gpu --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
   echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt" ;;
 esac
 case " $STEPS " in *" tests "*|*" pytest "*)

@@ -113,8 +113,8 @@ TEST(TieredCuda, CaptureOfAnUnloadedBucketCapturesTheGenericKernels) {
   if (cuda::mhc_pre_generic_fatbin().empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
   mhc::HcPreOp op(mhc::Backend::Cuda, mhc::MhcDims{4, 4096}, {}, 132, g.jit.get(), *g.device);
   op.load(op.num_splits(1), true);  // warmup of one bucket: also loads the generic kernels
-  op.reserve_workspace(512);
-  const int64_t T = 300;  // another bucket, never loaded
+  op.reserve_workspace(2048);
+  const int64_t T = 2000;  // 4 splits: another split class ("3-4"; T = 1 is "22+"), never loaded
   ASSERT_FALSE(op.specialized_loaded(T, true));
   ASSERT_TRUE(op.loaded(T, true));
   const auto in = random_hc_pre_inputs(T, 4, 4096, 3, 1.0f);
