@@ -581,8 +581,10 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   int xstage = 0;  // its residual rows
   // With 4 warps (170 registers a thread) the next chunk's fn is loaded before
   // this one is split, so a short K-part (2 chunks at decode sizes) waits for
-  // memory once, not once per chunk; 8 warps (128 registers) load it after the barrier.
-  constexpr bool kFnEarly = WARPS <= 4;
+  // memory once, not once per chunk; 8 warps (128 registers) load it after the
+  // barrier, and so does the generic kernel (HIDDEN 0), which ran 7-9% slower
+  // at large T with the early load (docs/BENCHMARKS.md, section 3).
+  constexpr bool kFnEarly = WARPS <= 4 && HIDDEN != 0;
   for (long long kc = k0; kc < k1; kc += kChunk) {
     const long long kn = kc + kChunk;
     F4 frn[kF4PerThread];
@@ -888,9 +890,10 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   load_base_scale<HC>(p, base_s, scale_s, tid);
   // The norm weight is copied to shared memory at the start (each thread the
   // vectors it scales), so the norm does not wait on a global load after the
-  // reduction, where nothing else is in flight. Not in the streaming finish:
-  // 8 blocks per SM and the residual's loads already overlap there.
-  constexpr bool kStageNorm = FUSED_NORM && !(BATCH != 0 && STREAM_X != 0);
+  // reduction, where nothing else is in flight. Only in the specialized finish
+  // that holds the residual: the streaming one runs 8 blocks per SM whose loads
+  // already overlap, and the generic one keeps its measured shape.
+  constexpr bool kStageNorm = FUSED_NORM && BATCH != 0 && STREAM_X == 0;
   __shared__ __align__(16) unsigned short norm_s[kStageNorm ? kVpt * kThreads * 8 : 8];
   if constexpr (kStageNorm) {
 #pragma unroll
