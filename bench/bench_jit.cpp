@@ -46,7 +46,7 @@ KernelSpec mhc_cuda(int salt) {
   return {"bench_mhc_pre", {{"splits", "5+"}, {"salt", std::to_string(salt)}},
           "#include \"cuda/mhc_pre.cuh\"\n// salt " + std::to_string(salt) +
               "\nextern \"C\" __global__ void __launch_bounds__(128) partial(hcwarm_mhc_pre_params p) {\n"
-              "  hcwarm_kernels::cuda::mhc_pre_partial<5, 4, 7168, 2>(p); }\n"
+              "  hcwarm_kernels::cuda::mhc_pre_partial<5, 4, 7168>(p); }\n"
               "extern \"C\" __global__ void __launch_bounds__(128) finish(hcwarm_mhc_pre_params p) {\n"
               "  hcwarm_kernels::cuda::mhc_pre_finish<5, 4, 7168, true>(p); }\n",
           TargetKind::Cuda, "sm_90a"};

@@ -11,7 +11,7 @@
 #
 # Usage: tools/sass_stats.sh BOUNDS CALL
 #   tools/sass_stats.sh "448, 1" "hcwarm_kernels::cuda::mhc_pre_chunk<4, 7168, true, true>(p, &tmap)"
-#   tools/sass_stats.sh "256, 2" "hcwarm_kernels::cuda::mhc_pre_partial<1, 4, 7168, 2>(p)"
+#   tools/sass_stats.sh "256, 2" "hcwarm_kernels::cuda::mhc_pre_partial<1, 4, 7168>(p)"
 # Needs cuobjdump, which this toolkit image lacks: set CUOBJDUMP, or install the
 # PyPI wheel nvidia-cuda-cuobjdump (pip download --no-deps nvidia-cuda-cuobjdump;
 # unzip it; the binary is nvidia/cu13/bin/cuobjdump).

@@ -40,7 +40,6 @@ struct BenchOptions {
   std::string backend;  // "" = default
   std::string op = "pre";  // pre | post-pre | head | pre-embed | all
   std::string variant = "both";
-  std::string gemm = "mma_smem";
   bool precise_finish = false;  // cuda specialized: the one-thread IEEE finish instead of the default warp one
   bool norm = true;
   bool json = false;
@@ -119,7 +118,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   HCWARM_CHECK_ARG(backend != mhc::Backend::Reference, "bench op measures the cpu and cuda backends");
   HCWARM_CHECK_ARG(o.variant == "both" || o.variant == "specialized" || o.variant == "generic",
                    "--variant must be both, specialized or generic");
-  HCWARM_CHECK_ARG(o.gemm == "ffma" || o.gemm == "mma" || o.gemm == "mma_smem", "--gemm must be mma_smem, mma or ffma");
   HCWARM_CHECK_ARG(o.graph_replays >= 0, "--graph-replays must be >= 0, got {}", o.graph_replays);
   HCWARM_CHECK_ARG(o.op == "pre" || o.op == "post-pre" || o.op == "head" || o.op == "pre-embed" || o.op == "all",
                    "--op must be pre, post-pre, head, pre-embed or all, got '{}'", o.op);
@@ -163,7 +161,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   out["graph_replays"] = graph_on ? Json(o.graph_replays) : Json();
   out["norm"] = o.norm;
   out["num_sms"] = sms;
-  out["gemm"] = o.gemm;
   out["fast_finish"] = !o.precise_finish;
   out["op"] = o.op;
   out["rows"] = Json::array();
@@ -203,7 +200,6 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     spec.set_cuda_fast_finish(!o.precise_finish);
     spec.set_tiered(false);  // every timed call runs the specialized kernels, never the generic ones meanwhile
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
-    spec.set_cuda_gemm(o.gemm == "ffma" ? cuda::CudaGemm::Ffma : (o.gemm == "mma" ? cuda::CudaGemm::Mma : cuda::CudaGemm::MmaSmem));
     mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
     gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
     Weights w{std::vector<float>(static_cast<size_t>(dims.mix() * dims.k())), std::vector<float>(3),
@@ -380,7 +376,6 @@ void register_bench(CLI::App& app, CliContext& ctx) {
                  "head: hc_head vs hc_pre | pre-embed: hc_pre from the embedding vs hc_pre | all: every table")
       ->capture_default_str();
   op->add_option("--variant", o->variant, "both | specialized | generic (the pre table)")->capture_default_str();
-  op->add_option("--gemm", o->gemm, "cuda specialized GEMM: mma_smem (tensor cores, fn in smem) | mma (per-warp fn) | ffma")->capture_default_str();
   op->add_option("--num-sms", o->num_sms, "SM count for the split policy (0: the GPU's, or HCWARM_NUM_SMS / 132)")->capture_default_str();
   op->add_option("--min-seconds", o->min_seconds, "minimum timed seconds per eager measurement")->capture_default_str();
   op->add_option("--graph-replays", o->graph_replays,

@@ -180,12 +180,11 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
-    s.params.emplace_back("gemm", to_string(cuda.gemm));
     const bool one_pass = cuda.one_pass && splits == 1 &&
                           cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
-    s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, cuda.gemm, one_pass,
+    s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, one_pass,
                                          cuda.fast_finish, input_code(input));
   }
   return s;
@@ -240,7 +239,7 @@ HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput i
   // CUDA specializations serve a whole split class (hc_pre_kernel_spec).
   const int unit = generic ? 0 : backend_ == Backend::Cuda ? cuda::cuda_split_class(splits) : splits;
   return {unit, fused_norm,
-          static_cast<int>(gemm_) * 4 + (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
+          (one_pass_ ? 1 : 0) + (fast_finish_ ? 2 : 0) +
               (generic ? 0 : static_cast<int>(input) * kInputShift)};
 }
 

@@ -43,7 +43,6 @@ class JitRuntime;
 
 namespace hcwarm::mhc {
 
-using cuda::CudaGemm;
 
 enum class Backend { Reference, Cpu, Cuda };
 Backend parse_backend(std::string_view name);  // "reference" | "cpu" | "cuda"; else InvalidArgument
@@ -62,7 +61,6 @@ using ModuleSource = jit::FunctionModuleProvider::Fn;
 // How the CUDA specialized kernels are built: part of every CUDA key.
 struct CudaKernelOptions {
   std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
-  CudaGemm gemm = CudaGemm::MmaSmem;
   bool one_pass = true;             // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the one-pass kernel
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
 };
@@ -157,10 +155,6 @@ class HcPreOp {
   bool tiered() const;
 
   // Options, set before the first call (not while calls are in flight).
-  // Cuda specialized kernels: tensor-core GEMM with fn staged in shared memory
-  // (default), tensor-core GEMM with per-warp fn fragments, or FP32 FFMA.
-  void set_cuda_gemm(CudaGemm gemm) { gemm_ = gemm; }
-  CudaGemm cuda_gemm() const { return gemm_; }
   // Cuda, num_splits == 1 (large T): the one-pass kernel where the shape
   // and device allow it (default: on the H200 it is faster at hidden 4096 and
   // 7168; docs/BENCHMARKS.md), or the two kernels (HCWARM_MHC_ONE_PASS=0: its
@@ -175,7 +169,7 @@ class HcPreOp {
   void set_cpu_pool(std::shared_ptr<ThreadPool> pool);
 
   std::string cuda_arch() const;
-  CudaKernelOptions cuda_options() const { return {cuda_arch(), gemm_, one_pass_, fast_finish_}; }
+  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_}; }
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
@@ -200,7 +194,6 @@ class HcPreOp {
   jit::ModuleProvider* modules_ = nullptr;
   Device* device_;
   Variant variant_;
-  CudaGemm gemm_ = CudaGemm::MmaSmem;
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
   bool tiered_ = true;

@@ -77,7 +77,7 @@ TEST(HcPreEmbed, KeysCarryTheInputAndResidualKeysAreUnchanged) {
   const auto specs = mhc::hc_pre_planned_specs(Backend::Cpu, {4, 4096}, 132, 1024, true, {}, HcPreInput::Embed);
   EXPECT_EQ(specs.size(), mhc::hc_pre_planned_specs(Backend::Cpu, {4, 4096}, 132, 1024, true).size());
   for (const auto& s : specs) EXPECT_EQ(s.param("input"), "embed");
-  EXPECT_THROW(cuda::mhc_pre_cuda_source(1, 4, 4096, true, cuda::CudaGemm::MmaSmem, /*one_pass=*/true, true,
+  EXPECT_THROW(cuda::mhc_pre_cuda_source(1, 4, 4096, true, /*one_pass=*/true, true,
                                          /*embed=*/true),
                Error);
 }
@@ -123,8 +123,8 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
   const auto nvrtc = nvrtc_or_null(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
-  for (const auto gemm : {cuda::CudaGemm::MmaSmem, cuda::CudaGemm::Ffma}) {
-    const auto out = nvrtc->compile(cuda::mhc_pre_cuda_source(16, 4, 4096, true, gemm, false, true, /*embed=*/true),
+  {
+    const auto out = nvrtc->compile(cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, HCWARM_MHC_INPUT_EMBED),
                                     kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
@@ -133,7 +133,7 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
       const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
       for (const char* n : {cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol}) found += bytes.find(n) != std::string::npos;
     }
-    EXPECT_EQ(found, 2u) << cuda::to_string(gemm);
+    EXPECT_EQ(found, 2u);
   }
 }
 

@@ -61,7 +61,7 @@ TEST(CliHelp, OneMlpWidthDefaultShownEverywhere) {
 
 TEST(CliHelp, BenchOpShowsItsDefaults) {
   const std::string h = help_of({"bench", "op"});
-  for (const char* d : {"--hidden INT=[4096,7168]", "--variant TEXT=both", "--gemm TEXT=mma_smem",
+  for (const char* d : {"--hidden INT=[4096,7168]", "--variant TEXT=both",
                         "--min-seconds FLOAT=0.2", "--graph-replays INT=20"}) {
     EXPECT_NE(h.find(d), std::string::npos) << d << ":\n" << h;
   }

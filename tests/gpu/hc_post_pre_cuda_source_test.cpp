@@ -19,12 +19,11 @@
 namespace hcwarm::test {
 namespace {
 
-using cuda::CudaGemm;
 constexpr int kPost = HCWARM_MHC_INPUT_POST;
 
-// Specializations that cover the partial kernels' shapes: mma_smem with 8 warps
-// (num_splits <= 2, the finish streaming the residual), 4 warps with 3
-// sub-parts, 1 sub-part; the mma and ffma partial kernels.
+// Specializations that cover the partial kernel's shapes: 8 warps (num_splits
+// <= 2, the finish streaming the residual), 4 warps with the streaming finish,
+// 3 sub-parts, 1 sub-part.
 TEST(HcPostPreCudaSource, CompilesUnderNvrtc) {
   std::unique_ptr<jit::NvrtcCompiler> nvrtc;
   try {
@@ -36,13 +35,9 @@ TEST(HcPostPreCudaSource, CompilesUnderNvrtc) {
   struct Spec {
     int splits, hidden;
     bool norm;
-    CudaGemm gemm;
   };
-  for (const Spec s : {Spec{1, 7168, true, CudaGemm::MmaSmem}, Spec{16, 7168, false, CudaGemm::MmaSmem},
-                       Spec{64, 4096, true, CudaGemm::MmaSmem}, Spec{16, 7168, true, CudaGemm::Mma},
-                       Spec{3, 4096, false, CudaGemm::Ffma}}) {
-    const auto out = nvrtc->compile(
-        cuda::mhc_pre_cuda_source(s.splits, 4, s.hidden, s.norm, s.gemm, false, true, kPost),
+  for (const Spec s : {Spec{1, 7168, true}, Spec{16, 7168, false}, Spec{64, 4096, true}, Spec{3, 4096, false}}) {
+    const auto out = nvrtc->compile(cuda::mhc_pre_cuda_source(s.splits, 4, s.hidden, s.norm, false, true, kPost),
         kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
@@ -53,7 +48,7 @@ TEST(HcPostPreCudaSource, CompilesUnderNvrtc) {
         found += bytes.find(n) != std::string::npos;
       }
     }
-    EXPECT_EQ(found, 2u) << "splits=" << s.splits << " hidden=" << s.hidden << " gemm=" << cuda::to_string(s.gemm);
+    EXPECT_EQ(found, 2u) << "splits=" << s.splits << " hidden=" << s.hidden;
   }
 }
 
@@ -66,8 +61,8 @@ TEST(HcPostPreCudaSource, RefusesWhatItCannotRun) {
     }
     return ErrorKind::Internal;
   };
-  const auto one_pass = [] { cuda::mhc_pre_cuda_source(1, 4, 4096, true, CudaGemm::MmaSmem, true, true, kPost); };
-  const auto bad = [] { cuda::mhc_pre_cuda_source(8, 4, 4096, true, CudaGemm::MmaSmem, false, true, 7); };
+  const auto one_pass = [] { cuda::mhc_pre_cuda_source(1, 4, 4096, true, true, true, kPost); };
+  const auto bad = [] { cuda::mhc_pre_cuda_source(8, 4, 4096, true, false, true, 7); };
   EXPECT_EQ(kind(one_pass), ErrorKind::InvalidArgument) << "the one-pass kernel reads residual streams only";
   EXPECT_EQ(kind(bad), ErrorKind::InvalidArgument) << "an unknown input kind";
 }
@@ -84,11 +79,11 @@ TEST(HcPostPreCudaSource, SpecsAndSources) {
   EXPECT_NE(post.source, res.source);
   EXPECT_NE(post.source.find("HCWARM_MHC_INPUT_POST"), std::string::npos);
   EXPECT_EQ(post.source.find(cuda::kCudaOnePassSymbol), std::string::npos);
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, CudaGemm::MmaSmem, false, true, HCWARM_MHC_INPUT_RESIDUAL),
-            cuda::mhc_pre_cuda_source(16, 4, 7168, true, CudaGemm::MmaSmem, false, true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, CudaGemm::MmaSmem, false, true, HCWARM_MHC_INPUT_EMBED),
-            cuda::mhc_pre_cuda_source(16, 4, 7168, true, CudaGemm::MmaSmem, false, true, /*embed=*/true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, CudaGemm::MmaSmem, false, true).find("INPUT_POST"),
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, HCWARM_MHC_INPUT_RESIDUAL),
+            cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true));
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, HCWARM_MHC_INPUT_EMBED),
+            cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, /*embed=*/true));
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).find("INPUT_POST"),
             std::string::npos);
 }
 

@@ -113,30 +113,6 @@ TEST_F(HcPostPreCuda, GenericEverySplitCount) {
   }
 }
 
-// The other partial kernels (mma with fn per warp, ffma): the new residual
-// from lane quads that share the streams by shuffles.
-TEST_F(HcPostPreCuda, OtherGemmVariants) {
-  for (const auto gemm : {cuda::CudaGemm::Mma, cuda::CudaGemm::Ffma}) {
-    HcPreOp op(Backend::Cuda, {4, 7168}, {}, 132, jit_, *device_);
-    op.set_cuda_gemm(gemm);
-    Comparison all;
-    for (const int64_t T : {int64_t{1}, int64_t{100}, int64_t{2500}}) {
-      const bool norm = T % 2 == 0;
-      const std::string what = fmt::format("{} T={} norm={}", cuda::to_string(gemm), T, norm);
-      const PostPreCase c = make_post_pre_case(T, 7168, 800 + T);
-      const PostPreResult got = run_post_pre(op, *device_, c, norm);
-      expect_close(compare_new_residual(got.new_residual, c), what);
-      EXPECT_TRUE(same_bits(got.new_residual, run_cuda_hc_post(*device_, jit_, c))) << what;
-      const PostPreResult in = run_post_pre(op, *device_, c, norm, 0, /*in_place=*/true);
-      EXPECT_TRUE(same_bits(in.new_residual, got.new_residual) && same_bits(in.pre, got.pre)) << what << " in place";
-      const Comparison cmp = check_pre_step(got, c, norm);
-      expect_close(cmp, what);
-      all.merge(cmp);
-    }
-    report(fmt::format("cuda post-pre {} D=7168", cuda::to_string(gemm)), all);
-  }
-}
-
 // new_residual == residual: every element is read before it is overwritten,
 // so the results equal the out-of-place call's bit for bit.
 TEST_F(HcPostPreCuda, InPlaceEqualsOutOfPlace) {

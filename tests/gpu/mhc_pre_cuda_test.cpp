@@ -98,21 +98,6 @@ TEST_F(MhcPreCuda, LargeMagnitudeResidual) {
   report("cuda residual ~ N(0,1000)", all);
 }
 
-TEST_F(MhcPreCuda, OtherGemmVariants) {
-  for (auto gemm : {cuda::CudaGemm::Ffma, cuda::CudaGemm::Mma}) {
-    Comparison all;
-    HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
-    op.set_cuda_gemm(gemm);
-    for (int64_t T : {1, 100, 600, 2500}) {
-      const auto in = random_hc_pre_inputs(T, 4, 7168, 500 + T, 1.0f);
-      const auto c = check_against_reference(run_op(op, *device_, in, T % 2 == 0), in, T % 2 == 0);
-      expect_close(c, fmt::format("{} T={}", cuda::to_string(gemm), T));
-      all.merge(c);
-    }
-    report(fmt::format("cuda specialized {} D=7168", cuda::to_string(gemm)), all);
-  }
-}
-
 // num_splits == 1: the one-pass kernel (default) and the two-kernel path, specialized and generic.
 TEST_F(MhcPreCuda, OnePassLargeT) {
   struct Case {

@@ -29,7 +29,7 @@ using namespace hcwarm_kernels::cuda;
 constexpr int kSplitParts = HCWARM_MHC_CUDA_SUBSPLITS(1);
 
 template <int kD>
-__global__ void __launch_bounds__(256) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, kD, 2>(p); }
+__global__ void __launch_bounds__(256) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, kD>(p); }
 template <int kD>
 __global__ void __launch_bounds__(128, 8) k_finish(hcwarm_mhc_pre_params p) { mhc_pre_finish<1, 4, kD, true, true>(p); }
 template <int kD>

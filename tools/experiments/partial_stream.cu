@@ -15,7 +15,7 @@ using namespace hcwarm_kernels::cuda;
 constexpr int D = 7168, T = 8192, P = 24;
 constexpr long long K = 4LL * D;
 
-__global__ void __launch_bounds__(256, 2) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, D, 2>(p); }
+__global__ void __launch_bounds__(256, 2) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, D>(p); }
 
 // Rows and columns a thread loads in chunk step u (0..7): 8 x 16 B per chunk.
 template <int MAP>

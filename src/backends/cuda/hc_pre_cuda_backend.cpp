@@ -35,11 +35,10 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
                                                                const jit::KernelSpec& spec, int num_splits) {
   const CudaDriver& d = device_.driver();
   auto k = std::make_unique<CudaKernels>();
-  const CudaGemm gemm = parse_cuda_gemm(spec.param("gemm"));
   k->cuda.partial = static_cast<CUfunction>(module->function(kCudaPartialSymbol));
   k->cuda.finish = static_cast<CUfunction>(module->function(kCudaFinishSymbol));
-  k->cuda.partial_warps = cuda_partial_warps(num_splits, gemm);
-  if (gemm == CudaGemm::MmaSmem) HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
+  k->cuda.partial_warps = cuda_partial_warps(num_splits);
+  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
   if (spec.param("one_pass") == "1" && one_pass_) {
     HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaOnePassSymbol)), hidden_,
                                         device_.num_sms(), k->cuda));
@@ -63,7 +62,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbol));
   k->cuda.finish =
       static_cast<CUfunction>(k->module->function(fused_norm ? kGenericFinishNormSymbol : kGenericFinishSymbol));
-  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));  // the generic partial kernel is mma_smem
+  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
   if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
     const auto f = static_cast<CUfunction>(
         k->module->function(fused_norm ? kGenericOnePassNormSymbol : kGenericOnePassSymbol));

@@ -18,12 +18,8 @@ inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
 // (partial + finish in one launch, sm_90+; see cuda/mhc_pre_chunk.cuh).
 inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
-// Ffma: FP32 cores; Mma: mma.sync, fn fragments per warp; MmaSmem: mma.sync, fn staged per block.
-enum class CudaGemm { Mma, Ffma, MmaSmem };
-const char* to_string(CudaGemm g);
-CudaGemm parse_cuda_gemm(std::string_view name);  // "mma" | "ffma" | "mma_smem"; else InvalidArgument
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
-int cuda_partial_warps(int num_splits, CudaGemm gemm);
+int cuda_partial_warps(int num_splits);
 // The split class of num_splits >= 1 (HCWARM_MHC_CUDA_SPLIT_CLASS: 1, 2, 3, 5 or 22),
 // the unit of CUDA specialization; its name in keys and logs: "1", "2", "3-4", "5-21", "22+".
 int cuda_split_class(int num_splits);
@@ -37,14 +33,14 @@ std::string cuda_split_class_name(int split_class);
 // input (HCWARM_MHC_INPUT_*): _RESIDUAL, the hc streams; _EMBED, the first
 // layer's (T, D) embedding as hc identical streams; _POST, the fused sublayer
 // boundary. Neither of the last two with one_pass (InvalidArgument).
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm = CudaGemm::MmaSmem,
-                                bool one_pass = false, bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
+                                bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
-  unsigned partial_smem = 0;  // its dynamic shared memory, bytes (mma_smem: set by prepare_partial_smem)
+  unsigned partial_smem = 0;  // its dynamic shared memory, bytes (set by prepare_partial_smem)
   unsigned partial_smem_post = 0;  // the same with input POST (the previous sublayer's output staged too)
   // The one-pass kernel (num_splits == 1 modules, sm_90+), or null. Set up by
   // prepare_one_pass, which also fills the launch geometry.

@@ -2,15 +2,11 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
-#include "core/enum_names.hpp"
 #include "core/error.hpp"
 
 namespace hcwarm::cuda {
 
 namespace {
-constexpr EnumName<CudaGemm> kGemmNames[] = {
-    {CudaGemm::Mma, "mma"}, {CudaGemm::Ffma, "ffma"}, {CudaGemm::MmaSmem, "mma_smem"}};
-int gemm_template_arg(CudaGemm g) { return g == CudaGemm::Ffma ? 0 : (g == CudaGemm::Mma ? 1 : 2); }
 // The kernels' INPUT template argument and the source's comment word.
 const char* input_macro(int input) {
   return input == HCWARM_MHC_INPUT_EMBED  ? "HCWARM_MHC_INPUT_EMBED"
@@ -22,13 +18,7 @@ const char* input_word(int input) {
 }
 }  // namespace
 
-const char* to_string(CudaGemm g) { return enum_name(kGemmNames, g); }
-
-int cuda_partial_warps(int num_splits, CudaGemm gemm) {
-  return gemm == CudaGemm::MmaSmem ? HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) : HCWARM_MHC_CUDA_THREADS / 32;
-}
-
-CudaGemm parse_cuda_gemm(std::string_view name) { return parse_enum(kGemmNames, name, "CUDA GEMM"); }
+int cuda_partial_warps(int num_splits) { return HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits); }
 
 int cuda_split_class(int num_splits) {
   HCWARM_CHECK_ARG(num_splits >= 1, "num_splits must be >= 1, got {}", num_splits);
@@ -46,8 +36,8 @@ std::string cuda_split_class_name(int split_class) {
   HCWARM_THROW(ErrorKind::InvalidArgument, "{} is not a CUDA split class (1, 2, 3, 5 or 22)", split_class);
 }
 
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, CudaGemm gemm, bool one_pass,
-                                bool fast_finish, int input) {
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
+                                int input) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
   HCWARM_CHECK_ARG(input == HCWARM_MHC_INPUT_RESIDUAL || input == HCWARM_MHC_INPUT_EMBED ||
@@ -62,7 +52,7 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   const int split_class = cuda_split_class(num_splits);
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
-  const int warps = cuda_partial_warps(split_class, gemm);
+  const int warps = cuda_partial_warps(split_class);
   // Each kernel is a part of its own (jit/cubin_set.hpp): NVRTC compiles them
   // in parallel, so a specialization takes about as long as its slowest kernel.
   const int parts = num_splits == 1 && one_pass ? 3 : 2;
@@ -73,13 +63,13 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
   const std::string fast = fast_finish ? "true" : "false";
   std::string src = fmt::format(
       "// hcwarm: parts={}\n"
-      "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} gemm={} fast_finish={} input={}\n"
+      "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} fast_finish={} input={}\n"
       "#include \"cuda/mhc_pre.cuh\"\n",
-      parts, cuda_split_class_name(split_class), hc, hidden, norm, to_string(gemm), fast, input_word(input));
+      parts, cuda_split_class_name(split_class), hc, hidden, norm, fast, input_word(input));
   src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
-                             "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}, {}>(p);\n}}\n",
+                             "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}>(p);\n}}\n",
                              32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, split_class, hc, hidden,
-                             gemm_template_arg(gemm), input_macro(input)));
+                             input_macro(input)));
   src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
                              HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(split_class) ? 8 : 3,

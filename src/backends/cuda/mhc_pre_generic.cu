@@ -7,7 +7,7 @@
 
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_partial_generic(hcwarm_mhc_pre_params p) {
-  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, 2, HCWARM_MHC_INPUT_RUNTIME>(p);
+  hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, HCWARM_MHC_INPUT_RUNTIME>(p);
 }
 extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)
     hcwarm_mhc_pre_finish_generic(hcwarm_mhc_pre_params p) {

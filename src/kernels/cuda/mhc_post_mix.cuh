@@ -56,27 +56,4 @@ __device__ __forceinline__ void post_mix8(const V& x, const V (&r)[HC], const fl
   }
 }
 
-// Output stream j alone, in the same arithmetic as post_mix8's out[j]: w[i] = comb[i * HC + j].
-template <int HC, class V>
-__device__ __forceinline__ V post_mix8_stream(const V& x, const V (&r)[HC], float post_j, const float (&w)[HC]) {
-  float o[8];
-  unpack8(x, o);
-  float acc[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) acc[e] = post_j * o[e];
-#pragma unroll
-  for (int i = 0; i < HC; ++i) {
-    float f[8];
-    unpack8(r[i], f);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = fmaf(w[i], f[e], acc[e]);
-  }
-  V out;
-  out.x = hcwarm_bf16::pack_bf16x2(acc[0], acc[1]);
-  out.y = hcwarm_bf16::pack_bf16x2(acc[2], acc[3]);
-  out.z = hcwarm_bf16::pack_bf16x2(acc[4], acc[5]);
-  out.w = hcwarm_bf16::pack_bf16x2(acc[6], acc[7]);
-  return out;
-}
-
 }  // namespace hcwarm_post

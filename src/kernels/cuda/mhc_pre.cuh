@@ -6,13 +6,13 @@
 // generic fatbin (SPLIT_CLASS = 0, HIDDEN = 0: any split count, the width read at run time).
 // No includes beyond common/, cuda/bf16.cuh and the PTX wrappers in cuda/ptx/: NVRTC sees no toolkit headers.
 //
-// Stage (a) partial, grid (num_parts, ceil(T / 64)), 128 threads: warp w of the
-//   block takes tokens [64*tile + 16w, +16) and the block's K-part. The GEMM runs
-//   on the tensor cores: mma.sync m16n8k16 bf16 -> f32, A = the residual rows
-//   (bf16, exact), B = fn split into two bf16 terms fn = hi + lo (hi = bf16(fn),
-//   lo = bf16(fn - hi): 16 significant bits, |error| <= 2^-17 |fn|), f32
-//   accumulation. GEMM_MMA = false computes the same on the FP32 cores (FFMA).
-//   The sum of squares of x is accumulated in f32 on the CUDA cores.
+// Stage (a) partial, grid (num_parts, ceil(T / (16 * warps))), 32 * warps threads:
+//   warp w of the block takes tokens [tile * 16 * warps + 16w, +16) and the
+//   block's K-part. The GEMM runs on the tensor cores: mma.sync m16n8k16 bf16 ->
+//   f32, A = the residual rows (bf16, exact), B = fn split into two bf16 terms
+//   fn = hi + lo (hi = bf16(fn), lo = bf16(fn - hi): 16 significant bits,
+//   |error| <= 2^-17 |fn|), f32 accumulation. The sum of squares of x is
+//   accumulated in f32 on the CUDA cores.
 // Stage (b) finish, grid T, 128 threads: sums the parts (f32), rsqrt, sigmoids
 //   and Sinkhorn in f32 (accurate expf; IEEE division and sqrt, or with FAST
 //   one-Newton-step reciprocals), y in f32, rounded once to bf16; the fused norm
@@ -107,46 +107,6 @@ __device__ __forceinline__ const unsigned short* input_row(const hcwarm_mhc_pre_
 }
 __device__ __forceinline__ long long input_col(long long k, int D, bool embed) { return embed ? k % D : k; }
 
-// The two token rows of thread (g, q) in the 16-token block starting at t0:
-// r0 = t0 + g and r1 = r0 + 8, whether each is below T, and their input rows
-// (row 0 when out of range, so addresses stay valid).
-struct WarpRows {
-  long long r0, r1;
-  bool v0, v1;
-  const unsigned short* x0;
-  const unsigned short* x1;
-};
-__device__ __forceinline__ WarpRows warp_rows(const hcwarm_mhc_pre_params& p, long long t0, int g, int q, long long K,
-                                              long long T, int D, bool embed) {
-  WarpRows w;
-  w.r0 = t0 + g;
-  w.r1 = t0 + g + 8;
-  w.v0 = w.r0 < T;
-  w.v1 = w.r1 < T;
-  w.x0 = input_row(p, w.v0 ? w.r0 : 0, K, D, embed);
-  w.x1 = input_row(p, w.v1 ? w.r1 : 0, K, D, embed);
-  return w;
-}
-
-// Input POST in the mma / ffma partial kernels: lanes 4g + i of a quad hold
-// stream i of one token row at the same 8 positions (raw); each lane returns
-// the new residual of its own stream (post_mix8_stream: hc_post's arithmetic).
-// Called by the whole warp (shuffles).
-template <int HC>
-__device__ __forceinline__ U4 post_quad_stream(U4 raw, U4 x, float post_q, const float (&w)[HC], int lane) {
-  static_assert(HC == 4, "a quad of lanes holds the 4 streams");
-  U4 r[HC];
-#pragma unroll
-  for (int i = 0; i < HC; ++i) {
-    const int src = (lane & ~3) | i;
-    r[i].x = __shfl_sync(0xffffffffu, raw.x, src);
-    r[i].y = __shfl_sync(0xffffffffu, raw.y, src);
-    r[i].z = __shfl_sync(0xffffffffu, raw.z, src);
-    r[i].w = __shfl_sync(0xffffffffu, raw.w, src);
-  }
-  return hcwarm_post::post_mix8_stream<HC>(x, r, post_q, w);
-}
-
 // Writes the mma accumulators of thread (g, q) as two rows of the 24 mix
 // columns: acc[j][0..1] are row g, columns 8j + 2q + {0,1}; acc[j][2..3] row g + 8.
 __device__ __forceinline__ void store_acc_rows(const float (&acc)[3][4], float* row0, float* row1, bool v0, bool v1,
@@ -175,9 +135,12 @@ __device__ __forceinline__ void add_squares8(U4 x, float& ss) {
   }
 }
 
-// One 32-k step of a warp's GEMM: rows g / g + 8 hold xa / xb (k + 8q + [0, 8),
-// see mhc_pre_partial_regs), B fragments of the 3 n-tiles come from shared
-// memory as frag[(n-tile * 32 + lane) * 8 + (hi 0..3 | lo 4..7)].
+// One 32-k step of a warp's GEMM: rows g / g + 8 hold xa / xb, the 8 values
+// k + 8q + [0, 8); B fragments of the 3 n-tiles come from shared memory as
+// frag[(n-tile * 32 + lane) * 8 + (hi 0..3 | lo 4..7)]. The k order inside the
+// mma is permuted identically for A and B (logical column 2q + e <-> k + 8q + e,
+// 8 + 2q + e <-> k + 8q + 2 + e; second mma: + 4), which leaves the dot
+// products unchanged.
 __device__ __forceinline__ void mma_step_smem(float (&acc)[3][4], U4 xa, U4 xb, const unsigned int* frag, int lane) {
 #pragma unroll
   for (int j = 0; j < 3; ++j) {
@@ -221,182 +184,11 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
 }
 
 // ---------------------------------------------------------------------------
-// Stage (a): partial mixes and sum of squares of one 64-token tile over one K-part.
-// Thread (g = lane / 4, q = lane % 4) of warp w holds tokens r0 = t0 + g and
-// r1 = t0 + g + 8; per 32-wide k step it loads x[r][k + 8q, +8) (16 bytes) and
-// fn[n][k + 8q, +8) for the 24 columns n = 8j + g. The k order inside the mma is
-// permuted identically for A and B (logical column 2q+e <-> k + 8q + e, logical
-// column 8+2q+e <-> k + 8q + 2 + e, second mma: + 4), which leaves the dot
-// products unchanged.
-template <int SPLIT_CLASS, int HC, int HIDDEN, bool GEMM_MMA, int INPUT>
-__device__ __forceinline__ void mhc_pre_partial_regs(const hcwarm_mhc_pre_params& p) {
-  if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;  // the launcher checked; never write garbage
-  const bool embed = input_is_embed<INPUT>(p);
-  const bool post_in = input_is_post<INPUT>(p);
-  constexpr int kMix = HC * (2 + HC);
-  const int S = p.num_splits;
-  const int P = S * HCWARM_MHC_CUDA_SUBSPLITS(S);
-  const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
-  const long long K = (long long)HC * D;
-  const long long T = p.num_tokens;
-
-  const int part = blockIdx.x;
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int g = lane >> 2;
-  const int q = lane & 3;
-  const long long t0 = (long long)blockIdx.y * HCWARM_MHC_TOKENS_PER_TILE + warp * 16;
-  if (t0 >= T) return;
-
-  long long k0, k1;
-  if (post_in) {
-    post_part_range(D, P, part, k0, k1);
-  } else {
-    k_part_range(K, P, part, k0, k1);
-  }
-  const WarpRows rows = warp_rows(p, t0, g, q, K, T, D, embed);
-  const bool v0 = rows.v0, v1 = rows.v1;
-  const unsigned short* x0 = rows.x0;
-  const unsigned short* x1 = rows.x1;
-  const float* f0 = p.fn + (long long)g * K;  // column n = 8j + g -> f0 + 8j*K
-  // The columns of this thread's 8 values of step k: fcol in fn (K wide),
-  // xcol in its input row (the embedding's is D wide). With input POST k is
-  // virtual: stream q of positions k / 4 + [0, 8) (post_part_range); the mma's
-  // k order depends on q only, as it must, for A and B alike.
-  auto fcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : k + 8 * q; };
-  auto xcol = [&](long long k) { return post_in ? (long long)q * D + (k >> 2) : input_col(k + 8 * q, D, embed); };
-  // Input POST: stream q of rows r0 / r1 is this thread's; its gate and comb
-  // column (comb[r][i][q]), and the previous sublayer's output of the rows.
-  float pq0 = 0.f, pq1 = 0.f, wq0[HC], wq1[HC];
-  if (post_in) {
-    if (v0) pq0 = p.prev_post[rows.r0 * HC + q];
-    if (v1) pq1 = p.prev_post[rows.r1 * HC + q];
-#pragma unroll
-    for (int i = 0; i < HC; ++i) {
-      wq0[i] = v0 ? p.prev_comb[(rows.r0 * HC + i) * HC + q] : 0.f;
-      wq1[i] = v1 ? p.prev_comb[(rows.r1 * HC + i) * HC + q] : 0.f;
-    }
-  }
-  const unsigned short* o0 = post_in ? p.post_x + (v0 ? rows.r0 : 0) * D : nullptr;
-  const unsigned short* o1 = post_in ? p.post_x + (v1 ? rows.r1 : 0) * D : nullptr;
-
-  float acc[3][4];
-#pragma unroll
-  for (int j = 0; j < 3; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-  // The FFMA path keeps one dot product per (token, column): [row r0/r1][24].
-  float facc[2][GEMM_MMA ? 1 : kMix];
-  if (!GEMM_MMA) {
-#pragma unroll
-    for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) facc[0][m] = facc[1][m] = 0.f;
-  }
-  float ss0 = 0.f, ss1 = 0.f;
-  const U4 zero = {0u, 0u, 0u, 0u};
-
-  constexpr int kUnroll = 4;
-  for (long long kb = k0; kb < k1; kb += 32 * kUnroll) {
-    U4 xa[kUnroll], xb[kUnroll], oa[kUnroll], ob[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const long long k = kb + 32 * u;
-      const bool in = k < k1;
-      const long long c = xcol(k);
-      if (post_in) {
-        // Coherent loads: residual_out (written below) may be this memory.
-        xa[u] = (in && v0) ? ldcg_u4(x0 + c) : zero;
-        xb[u] = (in && v1) ? ldcg_u4(x1 + c) : zero;
-        oa[u] = (in && v0) ? ldg_u4(o0 + (k >> 2)) : zero;
-        ob[u] = (in && v1) ? ldg_u4(o1 + (k >> 2)) : zero;
-      } else {
-        xa[u] = (in && v0) ? ldg_u4(x0 + c) : zero;
-        xb[u] = (in && v1) ? ldg_u4(x1 + c) : zero;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const long long k = kb + 32 * u;
-      if (k < k1) {
-        if (post_in) {
-          // The new residual of stream q from the 4 streams the quad's lanes
-          // loaded (shuffled, not re-read); stored where this lane read it.
-          xa[u] = post_quad_stream<HC>(xa[u], oa[u], pq0, wq0, lane);
-          xb[u] = post_quad_stream<HC>(xb[u], ob[u], pq1, wq1, lane);
-          if (v0) stg_u4(p.residual_out + rows.r0 * K + xcol(k), xa[u]);
-          if (v1) stg_u4(p.residual_out + rows.r1 * K + xcol(k), xb[u]);
-        }
-        add_squares8(xa[u], ss0);
-        add_squares8(xb[u], ss1);
-        if (GEMM_MMA) {
-#pragma unroll
-          for (int j = 0; j < 3; ++j) {
-            const float* fr = f0 + (long long)(8 * j) * K + fcol(k);
-            const F4 fa = ldg_f4(fr);
-            const F4 fb = ldg_f4(fr + 4);
-            unsigned int h0, l0, h1, l1, h2, l2, h3, l3;
-            split_fn_pair(fa.x, fa.y, h0, l0);
-            split_fn_pair(fa.z, fa.w, h1, l1);
-            split_fn_pair(fb.x, fb.y, h2, l2);
-            split_fn_pair(fb.z, fb.w, h3, l3);
-            // k + 8q + [0, 4): a0/a1 = elements 0-1 of rows r0/r1, a2/a3 = elements 2-3.
-            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, h0, h1);
-            mma_bf16_16816(acc[j], xa[u].x, xb[u].x, xa[u].y, xb[u].y, l0, l1);
-            // k + 8q + [4, 8)
-            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, h2, h3);
-            mma_bf16_16816(acc[j], xa[u].z, xb[u].z, xa[u].w, xb[u].w, l2, l3);
-          }
-        } else {
-          const unsigned int xw0[4] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w};
-          const unsigned int xw1[4] = {xb[u].x, xb[u].y, xb[u].z, xb[u].w};
-          float xf0[8], xf1[8];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            xf0[2 * e] = bf16_lo(xw0[e]);
-            xf0[2 * e + 1] = bf16_hi(xw0[e]);
-            xf1[2 * e] = bf16_lo(xw1[e]);
-            xf1[2 * e + 1] = bf16_hi(xw1[e]);
-          }
-          // Each thread does all 24 columns for its two rows over its 8 k values.
-          const float* fq = p.fn + fcol(k);
-#pragma unroll
-          for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
-            const F4 fa = ldg_f4(fq + (long long)m * K);
-            const F4 fb = ldg_f4(fq + (long long)m * K + 4);
-            const float fv[8] = {fa.x, fa.y, fa.z, fa.w, fb.x, fb.y, fb.z, fb.w};
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-              facc[0][m] = fmaf(fv[e], xf0[e], facc[0][m]);
-              facc[1][m] = fmaf(fv[e], xf1[e], facc[1][m]);
-            }
-          }
-        }
-      }
-    }
-  }
-
-  ss0 = quad_sum(ss0);
-  ss1 = quad_sum(ss1);
-
-  float* out0 = p.partials + (rows.r0 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-  float* out1 = p.partials + (rows.r1 * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-  if (GEMM_MMA) {
-    store_acc_rows(acc, out0, out1, v0, v1, q);
-  } else {
-#pragma unroll
-    for (int m = 0; m < (GEMM_MMA ? 1 : kMix); ++m) {
-      const float a = quad_sum(facc[0][m]), b = quad_sum(facc[1][m]);
-      if (q == (m & 3)) {
-        if (v0) out0[m] = a;
-        if (v1) out1[m] = b;
-      }
-    }
-  }
-  if (q == 0) {
-    if (v0) out0[kMix] = ss0;
-    if (v1) out1[kMix] = ss1;
-  }
-}
-
-// Stage (a), GEMM_SMEM variant: the same mma.sync arithmetic, but fn is read
-// once per block (not once per warp) in chunks of 128 k, split into hi/lo bf16
+// Stage (a): the 24 mix dot products and the sum of squares of one tile of
+// 16 * WARPS tokens over one K-part, on the tensor cores (mma.sync m16n8k16,
+// bf16 -> f32; fn split into hi + lo bf16, see the top of this file). Warp w
+// holds tokens t0 + 16w + [0, 16); thread (g = lane / 4, q = lane % 4) rows g
+// and g + 8 of them. fn is read once per block in chunks of 128 k, split into hi/lo bf16
 // by the whole block and stored in shared memory in B-fragment order
 // (sb[buf][step][n-tile][lane][hi0..3, lo0..3]); fn of the next chunk is loaded
 // into registers while the current one is multiplied.
@@ -663,19 +455,12 @@ __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params
   partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
 }
 
-// GEMM: 0 = FFMA (FP32 cores), 1 = mma.sync with fn fragments loaded per warp,
-// 2 = mma.sync with fn staged once per block in shared memory.
-template <int SPLIT_CLASS, int HC, int HIDDEN, int GEMM, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
-  static_assert(GEMM >= 0 && GEMM <= 2, "GEMM must be 0 (ffma), 1 (mma) or 2 (mma_smem)");
   // The finish kernel may be scheduled now: it prefetches the residual rows
   // and waits (griddepcontrol.wait) for this grid before reading the partials.
   griddep_launch_dependents();
-  if constexpr (GEMM == 2) {
-    mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
-  } else {
-    mhc_pre_partial_regs<SPLIT_CLASS, HC, HIDDEN, GEMM == 1, INPUT>(p);
-  }
+  mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
 }
 
 // ---------------------------------------------------------------------------
@@ -1048,9 +833,9 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 
 // The launch geometry, for the host side (kept here beside the kernels).
 //   partial:  grid (num_parts, ceil(T / (16 * warps))), block 32 * warps; warps =
-//             HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the specialized mma_smem
-//             kernel, else 4; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
-//             for mma_smem (the generic kernel too), none otherwise.
+//             HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the specialized kernel,
+//             4 for the generic one; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
+//             (HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(warps) with input POST).
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
 //   one-pass: see cuda/mhc_pre_chunk.cuh: grid HCWARM_MHC_CHUNK_BLOCKS, cooperative,
 //             block HCWARM_MHC_CHUNK_THREADS(hidden), dynamic shared memory
