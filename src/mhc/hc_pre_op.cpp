@@ -1,6 +1,7 @@
 #include "mhc/hc_pre_op.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <optional>
 
@@ -193,11 +194,11 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
 int hc_pre_spec_num_splits(const jit::KernelSpec& spec) {
   HCWARM_CHECK_ARG(spec.family == "mhc_pre", "{} is not an hc_pre spec", spec.family);
   const std::string_view n = spec.param("num_splits");
-  const std::string_view c = n.empty() ? spec.param("splits") : n;
+  const std::string_view c = n.empty() ? spec.param("splits") : n;  // a class: "3-4", "22+" -> its first count
   int v = 0;
-  size_t i = 0;
-  for (; i < c.size() && c[i] >= '0' && c[i] <= '9'; ++i) v = v * 10 + (c[i] - '0');
-  HCWARM_CHECK_ARG(i > 0 && v >= 1, "hc_pre spec with no split count (num_splits or splits): {}", spec.describe());
+  const auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+  HCWARM_CHECK_ARG(ec == std::errc{} && end != c.data() && v >= 1,
+                   "hc_pre spec with no split count (num_splits or splits): {}", spec.describe());
   return v;
 }
 

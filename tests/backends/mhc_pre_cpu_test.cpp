@@ -325,6 +325,12 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
   EXPECT_EQ(spec(16).param("num_splits"), "");
   EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(16)), 5);
   EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(4)), 3);
+  EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(112)), 22);
+  jit::KernelSpec no_count;
+  no_count.family = "mhc_pre";
+  EXPECT_THROW(mhc::hc_pre_spec_num_splits(no_count), Error);
+  no_count.params = {{"splits", "+"}};
+  EXPECT_THROW(mhc::hc_pre_spec_num_splits(no_count), Error);
   // dsv4-pro, 132 SMs, 16384 tokens: 22 buckets, 5 CUDA classes; the CPU plans every bucket.
   const auto cuda_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true);
   ASSERT_EQ(cuda_plan.size(), 5u);

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <span>
 #include <string>
-#include <string_view>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "kernels/common/mhc_params.hpp"
