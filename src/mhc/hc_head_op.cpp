@@ -14,10 +14,11 @@ HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::Ji
                    "hc_head: bad dims hc={} hidden={} (hc in [1, 8])", dims.hc_mult, dims.hidden);
   if (device.kind() == DeviceKind::Cuda) {
     HCWARM_CHECK_ARG(jit_ != nullptr, "hc_head on CUDA needs a JIT runtime");
-    HCWARM_CHECK_ARG(dims.hidden % 8 == 0, "hc_head on CUDA needs hidden % 8 == 0, got {}", dims.hidden);
+    const char* bad = cuda::head_shape_unsupported(dims.hc_mult, dims.hidden);
+    HCWARM_CHECK_ARG(bad == nullptr, "hc_head on CUDA (hc {}, hidden {}): {}", dims.hc_mult, dims.hidden, bad ? bad : "");
     auto* cd = dynamic_cast<cuda::CudaDevice*>(&device);
     HCWARM_CHECK_ARG(cd != nullptr, "hc_head: device {} is not a CUDA device", device.name());
-    backend_ = std::make_unique<cuda::CudaHcHeadBackend>(*cd);
+    backend_ = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hidden);
   } else {
     HCWARM_CHECK_ARG(dims.hidden % 16 == 0, "hc_head on the CPU needs hidden % 16 == 0, got {}", dims.hidden);
     backend_ = std::make_unique<cpu::CpuHcHeadBackend>(std::move(pool));

@@ -1,6 +1,10 @@
 // The mHC head: the CPU op against the double-precision reference, its
 // argument checks, and the CUDA kernel's source under NVRTC (no GPU needed).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
+#include <utility>
 
 #include "backends/cuda/hc_head_cuda.hpp"
 #include "core/embedded_kernels.hpp"
@@ -129,7 +133,7 @@ TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
   EXPECT_EQ(a.family, "mhc_head");
   EXPECT_EQ(a.param("hidden"), "7168");
   EXPECT_EQ(a.param("hc"), "4");
-  EXPECT_NE(a.source.find("mhc_head<4, 7168"), std::string::npos) << a.source;
+  EXPECT_NE(a.source.find("mhc_head_cluster<4, 7168"), std::string::npos) << a.source;
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
   jit::JitRuntime rt(o);
@@ -147,24 +151,53 @@ std::unique_ptr<jit::NvrtcCompiler> head_nvrtc_or_null(std::string* why) {
 }
 
 // The CUDA head compiles under NVRTC with only the embedded headers (no GPU
-// needed), and a shape the template refuses fails with its static_assert message.
+// needed), with the thread count and cluster size of its launch in the source;
+// shapes it cannot take are refused by name before any compile, and the
+// template's own static_assert names the rule for a hand-written instantiation.
 TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   std::string why;
   const auto nvrtc = head_nvrtc_or_null(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
-  for (const int hidden : {4096, 7168}) {
-    const auto out = nvrtc->compile(cuda::mhc_head_cuda_source(4, hidden), kernels::embedded_files(), work.path());
+  for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
+    const std::string src = cuda::mhc_head_cuda_source(hc, hidden);
+    EXPECT_NE(src.find(fmt::format("__launch_bounds__({})", HCWARM_MHC_HEAD_THREADS(hidden))), std::string::npos) << src;
+    EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", HCWARM_MHC_HEAD_CLUSTER(hidden))), std::string::npos);
+    const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
     const std::string bytes(reinterpret_cast<const char*>(out.binary.data()), out.binary.size());
     EXPECT_EQ(bytes.substr(0, 4), "\x7f" "ELF");
-    EXPECT_NE(bytes.find(cuda::kCudaHeadSymbol), std::string::npos);
+    for (const char* symbol : {cuda::kCudaHeadSymbol, cuda::kCudaHeadRowsSymbol}) {
+      EXPECT_NE(bytes.find(symbol), std::string::npos) << symbol;
+    }
   }
   try {
-    nvrtc->compile(cuda::mhc_head_cuda_source(4, 100), kernels::embedded_files(), work.path());
+    nvrtc->compile(
+        "#include \"cuda/mhc_head.cuh\"\n"
+        "extern \"C\" __global__ void k(hcwarm_mhc_head_params p) { hcwarm_head::mhc_head_cluster<4, 100>(p); }\n",
+        kernels::embedded_files(), work.path());
     FAIL() << "hidden 100 compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Compile);
     EXPECT_NE(e.log().find("multiple of 8"), std::string::npos) << e.log();
+  }
+}
+
+TEST(MhcHeadCudaSource, ShapesTheKernelCannotTakeAreRefusedByName) {
+  EXPECT_EQ(cuda::head_shape_unsupported(4, 7168), nullptr);
+  EXPECT_EQ(cuda::head_shape_unsupported(4, 16384), nullptr);
+  EXPECT_EQ(cuda::head_shape_unsupported(8, 8192), nullptr);
+  for (const auto& [hc, hidden, words] :
+       {std::tuple{4, 100, "multiple of 8"}, std::tuple{9, 4096, "[1, 8]"}, std::tuple{4, 16392, "1024 threads"}}) {
+    const char* bad = cuda::head_shape_unsupported(hc, hidden);
+    ASSERT_NE(bad, nullptr) << hc << " " << hidden;
+    EXPECT_NE(std::string(bad).find(words), std::string::npos) << bad;
+    try {
+      (void)cuda::mhc_head_cuda_source(hc, hidden);
+      FAIL() << "hc " << hc << " hidden " << hidden << " made a source";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(e.message().find(std::to_string(hidden)), std::string::npos) << e.message();
+    }
   }
 }
 

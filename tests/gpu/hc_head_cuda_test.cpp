@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 
 #include "../backends/head_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
@@ -55,10 +56,13 @@ mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
 TEST(HcHeadCuda, MatchesTheReference) {
   Rig rig = make_rig();
   if (!rig.device) GTEST_SKIP() << "no CUDA device";
-  for (const int hidden : {4096, 7168}) {
-    mhc::HcHeadOp op({4, hidden}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
-    for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{130}}) {
-      const auto in = random_hc_head_inputs(T, 4, hidden, 90 + T);
+  // T <= 520 runs the cluster kernel (520: the largest grid it takes on 132
+  // SMs), T = 999 and 4100 the rows kernel; hc 8, hidden 1000 has a slice
+  // that does not divide the hidden size.
+  for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{8, 1000}}) {
+    mhc::HcHeadOp op({hc, hidden}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
+    for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{130}, int64_t{520}, int64_t{999}, int64_t{4100}}) {
+      const auto in = random_hc_head_inputs(T, hc, hidden, 90 + T);
       const auto y = mhc::run_hc_head_host(op, *rig.device, in.residual, in.fn, in.scale, in.base);
       const auto c = compare_head(y, in);
       expect_head_close(c, "hidden " + std::to_string(hidden) + " T " + std::to_string(T));

@@ -1,6 +1,8 @@
 #pragma once
 // The mHC head on a CUDA device: the "mhc_head" JIT kernel (one per hc and
-// hidden, kernels/cuda/mhc_head.cuh) launched on the caller's stream.
+// hidden, kernels/cuda/mhc_head.cuh) launched on the caller's stream: the
+// cluster kernel while every 4-token tile gets a resident cluster (decode), the
+// rows kernels beyond. Clusters need compute capability 9.0 or newer.
 #include <memory>
 #include <string>
 
@@ -9,16 +11,17 @@
 
 namespace hcwarm::cuda {
 
-inline constexpr const char* kCudaHeadSymbol = "hcwarm_mhc_head";
-inline constexpr unsigned kCudaHeadThreads = 256;
-inline constexpr unsigned kCudaHeadTokens = 4;  // tokens per block: fn is read once for all of them
+inline constexpr const char* kCudaHeadSymbol = "hcwarm_mhc_head";  // the decode (cluster) kernel
+inline constexpr const char* kCudaHeadRowsSymbol = "hcwarm_mhc_head_rows";    // the prefill kernel
 
+// Why the CUDA head cannot take this shape, or nullptr.
+const char* head_shape_unsupported(int hc, int hidden);
 // The translation unit of one (hc, hidden) specialization.
 std::string mhc_head_cuda_source(int hc, int hidden);
 
 class CudaHcHeadBackend final : public backends::HcHeadBackend {
  public:
-  explicit CudaHcHeadBackend(CudaDevice& device) : device_(device) {}
+  CudaHcHeadBackend(CudaDevice& device, int hidden) : device_(device), hidden_(hidden) {}
   bool needs_module() const override { return true; }
   void bind(std::shared_ptr<const jit::LoadedModule> module) override;
   bool capturing(const LaunchContext& launch) const override;
@@ -29,8 +32,10 @@ class CudaHcHeadBackend final : public backends::HcHeadBackend {
   CUstream stream_of(const LaunchContext& launch) const;
 
   CudaDevice& device_;
+  int hidden_;
   std::shared_ptr<const jit::LoadedModule> module_;
-  CUfunction fn_ = nullptr;
+  CUfunction cluster_ = nullptr;
+  CUfunction rows_ = nullptr;
 };
 
 }  // namespace hcwarm::cuda
