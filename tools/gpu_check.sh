@@ -7,8 +7,9 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
-# Other steps: check (warm --check), buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start,
-# COLD_PROCESSES=8), multigpu (scripts/multi_gpu_check.py, RANKS=2).
+# Other steps: check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
+# buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8),
+# multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -64,7 +65,11 @@ case " $STEPS " in *" check "*)
     timeout 120 build/src/hcwarm warm --check --backend cuda --model "$m" --chunked-prefill-size 16384 \
       --cache-dir "$OUT/check-cache" >"$OUT/check_$m.txt" 2>&1
     echo "warm --check $m rc=$?"; tail -8 "$OUT/check_$m.txt"
-  done ;;
+  done
+  # A restart on the now populated cache: nothing compiles.
+  timeout 120 build/src/hcwarm warm --check --backend cuda --model dsv4-pro --chunked-prefill-size 16384 \
+    --cache-dir "$OUT/check-cache" >"$OUT/check_restart.txt" 2>&1
+  echo "warm --check restart rc=$?"; tail -8 "$OUT/check_restart.txt" ;;
 esac
 case " $STEPS " in *" serve "*)
   log "bench serve"
@@ -92,6 +97,12 @@ case " $STEPS " in *" bench "*|*" benchop "*)
   timeout 300 build/src/hcwarm bench op --backend cuda --min-seconds 0.1 --json-out "$OUT/bench_op.json" \
     >"$OUT/bench_op.txt" 2>&1
   echo "bench op rc=$?"; grep -v "^\[" "$OUT/bench_op.txt" | tail -45 ;;
+esac
+case " $STEPS " in *" family "*)
+  log "bench op --op all"
+  timeout 300 build/src/hcwarm bench op --backend cuda --op all --tokens "${FAMILY_TOKENS:-1,8,64,512,2048,8192}" \
+    --min-seconds 0.05 --json-out "$OUT/family.json" >"$OUT/family.txt" 2>&1
+  echo "bench op --op all rc=$?"; grep -v "^\[" "$OUT/family.txt" | tail -40 ;;
 esac
 case " $STEPS " in *" buckets "*)
   log "bench op --buckets"

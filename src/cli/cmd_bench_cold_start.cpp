@@ -42,6 +42,7 @@ void run_child(const CliContext& ctx, const ColdStartOptions& o) {
   std::this_thread::sleep_until(start);
   runtime::RunnerConfig cfg = make_runner_config(ctx, o.runner);
   cfg.build.num_layers = 1;  // warmup needs the first layer only
+  cfg.compile_while_device_starts = true;  // as `hcwarm warm` starts
   runtime::ModelRunner runner(cfg);
   // Where start-up time goes: the device (context, model) before warmup, then the warmup.
   const double runner_s = to_seconds(SysClock::now() - start);

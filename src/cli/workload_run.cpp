@@ -6,6 +6,7 @@ WarmedRunner warm_runner(runtime::RunnerConfig cfg, bool prewarm, bool quiet) {
   WarmedRunner w;
   w.progress = std::make_unique<BuildProgressDisplay>(!quiet);
   cfg.jit.progress = w.progress->callback();
+  cfg.compile_while_device_starts = prewarm;
   w.runner = std::make_unique<runtime::ModelRunner>(std::move(cfg));
   w.warmup = w.runner->kernel_warmup(prewarm);
   return w;

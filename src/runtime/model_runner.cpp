@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -30,19 +31,63 @@ std::unique_ptr<Device> make_device(mhc::Backend backend, const EnvConfig& env) 
   return std::make_unique<CpuDevice>();
 }
 
+model::ServerArgs ModelRunner::server_args_for(const std::optional<cuda::DeviceInfo>& gpu) const {
+  model::ServerArgsInput in = config_.server_input;
+  if (gpu) {
+    in.device_num_sms = gpu->num_sms;
+    if (gpu->total_memory_gb > 0) in.device_memory_gb = gpu->total_memory_gb;
+  }
+  return model::ServerArgs::process(in, config_.env.num_sms);
+}
+
+KernelRegistry ModelRunner::make_registry(const model::ServerArgs& server, mhc::Variant variant,
+                                          const mhc::CudaKernelOptions& cuda) const {
+  KernelPlanInput plan;
+  plan.model = config_.model;
+  plan.server = server;
+  plan.env = config_.env;
+  plan.backend = config_.backend;
+  plan.variant = variant;
+  plan.cuda = cuda;
+  plan.mlp_width = config_.mlp_width;
+  KernelRegistry registry = make_kernel_registry(plan);
+  for (const std::string& f : config_.drop_families) registry.remove(f);
+  return registry;
+}
+
+void ModelRunner::start_early_build() {
+  if (!jit_ || !jit_->disk_writable()) return;  // compile-only results live on disk
+  std::optional<cuda::DeviceInfo> gpu;
+  mhc::CudaKernelOptions cuda;
+  cuda.one_pass = config_.env.mhc_one_pass;
+  if (config_.backend == mhc::Backend::Cuda) {
+    gpu = cuda::query_device(0, config_.env.cuda_library);
+    if (!gpu || gpu->arch.empty()) return;  // the device's own error comes from make_device
+    cuda.arch = gpu->arch;
+  }
+  // The same plan the constructor makes once the ops exist, from the op's
+  // defaults; where they differ, warmup compiles the rest.
+  std::vector<jit::KernelSpec> specs =
+      make_registry(server_args_for(gpu), mhc::Variant::Specialized, cuda).planned(/*include_mhc=*/true);
+  jit::JitRuntime* jit = jit_.get();
+  early_build_ = std::async(std::launch::async, [jit, specs = std::move(specs)] {
+    return jit->build(specs, jit::BuildMode::CompileOnly);
+  });
+}
+
 ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
   const model::ModelConfig& mc = config_.model;
+  if (config_.backend != mhc::Backend::Reference) jit_ = std::make_unique<jit::JitRuntime>(config_.jit);
+  if (config_.compile_while_device_starts) start_early_build();
   device_ = make_device(config_.backend, config_.env);
-  model::ServerArgsInput server_input = config_.server_input;
+  std::optional<cuda::DeviceInfo> gpu;
   if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) {
-    server_input.device_num_sms = cd->num_sms();
-    if (const auto gpu = cuda::query_device(cd->ordinal(), config_.env.cuda_library); gpu && gpu->total_memory_gb > 0) {
-      server_input.device_memory_gb = gpu->total_memory_gb;
-    }
+    gpu = cuda::query_device(cd->ordinal(), config_.env.cuda_library);
+    if (!gpu) gpu = cuda::DeviceInfo{};
+    gpu->num_sms = cd->num_sms();
   }
-  server_ = model::ServerArgs::process(server_input, config_.env.num_sms);
-  if (config_.backend != mhc::Backend::Reference) {
-    jit_ = std::make_unique<jit::JitRuntime>(config_.jit);
+  server_ = server_args_for(gpu);
+  if (jit_) {
     if (auto* cuda_dev = dynamic_cast<cuda::CudaDevice*>(device_.get())) {
       jit_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cuda_dev));
     }
@@ -80,16 +125,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
 
   // Kernel families and the keys they will ask for: the same plan `hcwarm cache
   // build` compiles ahead of time, with this op's own CUDA build options.
-  KernelPlanInput plan;
-  plan.model = mc;
-  plan.server = server_;
-  plan.env = config_.env;
-  plan.backend = config_.backend;
-  plan.variant = hc_pre_->variant();
-  plan.cuda = hc_pre_->cuda_options();
-  plan.mlp_width = config_.mlp_width;
-  registry_ = make_kernel_registry(plan);
-  for (const std::string& f : config_.drop_families) registry_.remove(f);
+  registry_ = make_registry(server_, hc_pre_->variant(), hc_pre_->cuda_options());
   const int64_t max_tokens = server_.max_num_tokens();
 
   // The batch's token embedding, N(0, 1) bf16 written once (one 64-token block
@@ -127,10 +163,17 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   const size_t base_bytes = device_->memory_stats().current_bytes;
 
   if (jit_) {
+    // What compiled while the device started (compile_while_device_starts) is
+    // this process's compile all the same: counted as compiled, not as a disk load.
+    int early_compiled = 0;
+    if (early_build_.valid()) early_compiled = early_build_.get().compiled;
     // Framework-level warmup: every registered family's planned keys, in parallel.
     const std::vector<jit::KernelSpec> specs = registry_.planned(/*include_mhc=*/prewarm);
     const jit::BuildReport b = jit_->build(specs);
     static_cast<jit::BuildCounts&>(r) = b;
+    const int moved = std::min(early_compiled, r.loaded_from_disk);
+    r.compiled += moved;
+    r.loaded_from_disk -= moved;
     HCWARM_CHECK_ARG(b.failed == 0, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
                      b.errors.empty() ? std::string() : b.errors.front());
     load_into_ops(specs);

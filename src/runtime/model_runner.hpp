@@ -4,11 +4,13 @@
 // family's planned keys, compiled in parallel), then the model's own warmup
 // hook when the model has one, then reset what warmup touched and mark the
 // runtime ready. forward() runs the layers on a token count.
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_driver.hpp"
 #include "core/device.hpp"
 #include "core/thread_pool.hpp"
 #include "core/env_config.hpp"
@@ -22,6 +24,7 @@
 #include "model/runner_view.hpp"
 #include "model/server_args.hpp"
 #include "runtime/coverage_check.hpp"
+#include "runtime/kernel_plan.hpp"
 #include "runtime/kernel_registry.hpp"
 
 namespace hcwarm::runtime {
@@ -38,6 +41,11 @@ struct RunnerConfig {
   int cpu_threads = 0;  // CPU backend threads (0: hardware threads)
   // Tests only: kernel families left out of the plan (a warmup that misses them).
   std::vector<std::string> drop_families;
+  // Start compiling the planned kernels into the disk cache before the device
+  // is created (planned from the GPU's attributes, read without a context), so
+  // that creating the CUDA context, about 1 s when several ranks share a GPU,
+  // overlaps the compiles; kernel_warmup() waits for them. Needs a writable disk cache.
+  bool compile_while_device_starts = false;
 };
 
 // The counts (keys, compiled, ...) are the framework warmup's build's.
@@ -96,10 +104,19 @@ class ModelRunner final : public model::RunnerView {
   int64_t max_num_tokens() const { return server_.max_num_tokens(); }
 
  private:
+  // The plan of this configuration for `server` (processed for the device) and
+  // the hc_pre op's variant and CUDA build options: the one place the runner builds it.
+  KernelRegistry make_registry(const model::ServerArgs& server, mhc::Variant variant,
+                               const mhc::CudaKernelOptions& cuda) const;
+  // The device's server arguments from its attributes alone (no context).
+  model::ServerArgs server_args_for(const std::optional<cuda::DeviceInfo>& gpu) const;
+  void start_early_build();
+
   RunnerConfig config_;
   std::unique_ptr<Device> device_;
   model::ServerArgs server_;
   std::unique_ptr<jit::JitRuntime> jit_;
+  std::future<jit::BuildReport> early_build_;  // compile_while_device_starts; destroyed (waited for) before jit_
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<mhc::HcPreOp> hc_pre_;
   std::unique_ptr<mhc::HcPostOp> hc_post_;

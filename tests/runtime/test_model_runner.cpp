@@ -3,7 +3,9 @@
 // normalisation and the warmup memory peak.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "common/test_util.hpp"
 #include "jit/jit_runtime.hpp"
@@ -54,6 +56,46 @@ TEST(ModelRunner, AfterWarmupNoTokenCountCompiles) {
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);
   EXPECT_EQ(runner.compiles_after_ready(), 0);
   EXPECT_EQ(runner.jit().stats().compiled, 0);
+}
+
+// compile_while_device_starts: the plan compiles into the disk cache before the
+// device exists; warmup then finds every key there and still counts them as
+// this process's compiles. A restart on that cache compiles nothing.
+TEST(ModelRunner, CompilingWhileTheDeviceStartsCountsAsCompiledAndRestartsFromDisk) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.compile_while_device_starts = true;
+  {
+    ModelRunner runner(c);
+    // The compiles run without a call to kernel_warmup.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (runner.jit().stats().compiled < 9 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(runner.jit().stats().compiled, 9);
+    const WarmupReport w = runner.kernel_warmup();
+    EXPECT_EQ(w.keys, 9);
+    EXPECT_EQ(w.compiled, 9);
+    EXPECT_EQ(w.loaded_from_disk, 0);
+    for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) runner.forward(t);
+    EXPECT_EQ(runner.compiles_after_ready(), 0);
+  }
+  ModelRunner again(c);
+  const WarmupReport w = again.kernel_warmup();
+  EXPECT_EQ(w.compiled, 0);
+  EXPECT_EQ(w.loaded_from_disk, 9);
+}
+
+// Without a disk cache there is nowhere to compile ahead to: warmup compiles as usual.
+TEST(ModelRunner, CompilingWhileTheDeviceStartsNeedsADiskCache) {
+  test::TempDir cache;
+  RunnerConfig c = tiny_runner(cache);
+  c.jit.cache_dir.reset();
+  c.compile_while_device_starts = true;
+  ModelRunner runner(c);
+  const WarmupReport w = runner.kernel_warmup();
+  EXPECT_EQ(w.compiled, 9);
+  EXPECT_EQ(w.loaded_from_disk, 0);
 }
 
 TEST(ModelRunner, WithoutPrewarmOrTieringFirstForwardOfEachBucketCompilesDuringServing) {

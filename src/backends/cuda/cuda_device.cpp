@@ -40,11 +40,7 @@ CudaDevice::~CudaDevice() {
   if (ctx_ != nullptr) d.cuDevicePrimaryCtxRelease(dev_);
 }
 
-std::string CudaDevice::arch() const {
-  if (cc_major_ == 9 && cc_minor_ == 0) return "sm_90a";
-  if (cc_major_ == 10 && cc_minor_ == 0) return "sm_100a";
-  return fmt::format("sm_{}{}", cc_major_, cc_minor_);
-}
+std::string CudaDevice::arch() const { return arch_name(cc_major_, cc_minor_); }
 
 ScopedContext::ScopedContext(const CudaDevice& device) : driver_(device.driver()) {
   HCWARM_CHECK_CU(driver_, driver_.cuCtxGetCurrent(&previous_));

@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 
+#include <fmt/format.h>
+
 #include <dlfcn.h>
 
 #include <map>
@@ -129,6 +131,12 @@ bool cuda_device_present(const std::string& library_path) {
   }
 }
 
+std::string arch_name(int cc_major, int cc_minor) {
+  if (cc_major == 9 && cc_minor == 0) return "sm_90a";
+  if (cc_major == 10 && cc_minor == 0) return "sm_100a";
+  return fmt::format("sm_{}{}", cc_major, cc_minor);
+}
+
 std::optional<DeviceInfo> query_device(int ordinal, const std::string& library_path) {
   try {
     auto d = open_cuda_driver(library_path);
@@ -147,6 +155,11 @@ std::optional<DeviceInfo> query_device(int ordinal, const std::string& library_p
     }
     char name[256] = {};
     if (d->cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS) info.name = name;
+    int major = 0, minor = 0;
+    if (d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
+        d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS) {
+      info.arch = arch_name(major, minor);
+    }
     return info;
   } catch (...) {
     return std::nullopt;

@@ -145,7 +145,11 @@ struct DeviceInfo {
   int num_sms = 0;
   double total_memory_gb = 0;  // 0 when the driver does not say
   std::string name;
+  std::string arch;  // what NVRTC compiles for (arch_name), empty when the driver does not say
 };
+// The NVRTC architecture of compute capability major.minor: the arch-specific
+// sm_90a / sm_100a where the kernels use their instructions, else sm_XY.
+std::string arch_name(int cc_major, int cc_minor);
 // Device `ordinal`'s info, or nullopt when there is no driver or no such device. Never throws.
 std::optional<DeviceInfo> query_device(int ordinal = 0, const std::string& library_path = {});
 
