@@ -10,6 +10,25 @@ namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
+// One token's row of K = kk values in double (into x), and mixes[m] =
+// r * dot(fn[m, :], x) for its first `rows` fn rows, r = 1 / sqrt(mean(x^2) + rms_eps):
+// the step hc_pre and the head share.
+void rms_scaled_mixes(const bf16* row, const float* fn, int rows, int64_t kk, double rms_eps, std::vector<double>& x,
+                      std::vector<double>& mixes) {
+  double sumsq = 0;
+  for (int64_t i = 0; i < kk; ++i) {
+    x[i] = row[i].to_float();
+    sumsq += x[i] * x[i];
+  }
+  const double r = 1.0 / std::sqrt(sumsq / static_cast<double>(kk) + rms_eps);
+  for (int m = 0; m < rows; ++m) {
+    const float* w = fn + m * kk;
+    double acc = 0;
+    for (int64_t i = 0; i < kk; ++i) acc += static_cast<double>(w[i]) * x[i];
+    mixes[m] = acc * r;
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -106,19 +125,7 @@ HcPreResult hc_pre_reference(const HostTensor<bf16>& residual, const HostTensor<
   std::vector<double> y(static_cast<size_t>(d));
 
   for (int64_t t = 0; t < t_count; ++t) {
-    const bf16* row = residual.data() + t * kk;
-    double sumsq = 0;
-    for (int64_t i = 0; i < kk; ++i) {
-      x[i] = row[i].to_float();
-      sumsq += x[i] * x[i];
-    }
-    const double r = 1.0 / std::sqrt(sumsq / static_cast<double>(kk) + k.rms_eps);
-    for (int m = 0; m < mix; ++m) {
-      const float* w = fn.data() + m * kk;
-      double acc = 0;
-      for (int64_t i = 0; i < kk; ++i) acc += static_cast<double>(w[i]) * x[i];
-      mixes[m] = acc * r;
-    }
+    rms_scaled_mixes(residual.data() + t * kk, fn.data(), mix, kk, k.rms_eps, x, mixes);
     for (int i = 0; i < hc; ++i) {
       pre[i] = sigmoid(mixes[i] * scale[0] + base[i]) + k.hc_eps;
       out.post[t * hc + i] = static_cast<float>(k.post_mult * sigmoid(mixes[hc + i] * scale[1] + base[hc + i]));
@@ -204,21 +211,11 @@ HostTensor<bf16> hc_head_reference(const HostTensor<bf16>& residual, const HostT
   const int64_t kk = hc * d;
   HostTensor<bf16> y({t_count, d});
   std::vector<double> x(static_cast<size_t>(kk));
+  std::vector<double> mixes(static_cast<size_t>(hc));
   std::vector<double> pre(static_cast<size_t>(hc));
   for (int64_t t = 0; t < t_count; ++t) {
-    const bf16* row = residual.data() + t * kk;
-    double sumsq = 0;
-    for (int64_t i = 0; i < kk; ++i) {
-      x[i] = row[i].to_float();
-      sumsq += x[i] * x[i];
-    }
-    const double r = 1.0 / std::sqrt(sumsq / static_cast<double>(kk) + k.rms_eps);
-    for (int i = 0; i < hc; ++i) {
-      const float* w = fn.data() + i * kk;
-      double acc = 0;
-      for (int64_t e = 0; e < kk; ++e) acc += static_cast<double>(w[e]) * x[e];
-      pre[i] = sigmoid(acc * r * scale[0] + base[i]) + k.hc_eps;
-    }
+    rms_scaled_mixes(residual.data() + t * kk, fn.data(), hc, kk, k.rms_eps, x, mixes);
+    for (int i = 0; i < hc; ++i) pre[i] = sigmoid(mixes[i] * scale[0] + base[i]) + k.hc_eps;
     for (int64_t j = 0; j < d; ++j) {
       double acc = 0;
       for (int i = 0; i < hc; ++i) acc += pre[i] * x[i * d + j];

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../backends/head_check.hpp"
+#include "cuda_fixture.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
@@ -15,23 +16,7 @@
 namespace hcwarm::test {
 namespace {
 
-struct Rig {
-  std::unique_ptr<cuda::CudaDevice> device;
-  std::unique_ptr<jit::JitRuntime> jit;
-};
-
-Rig make_rig() {
-  Rig r;
-  const auto env = EnvConfig::from_environment();
-  if (!cuda::cuda_device_present(env.cuda_library)) return r;
-  r.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  o.nvrtc_library = env.nvrtc_library;
-  r.jit = std::make_unique<jit::JitRuntime>(o);
-  r.jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*r.device));
-  return r;
-}
+using HcHeadCuda = CudaTest;
 
 struct HeadBuffers {
   DeviceBuffer residual, fn, scale, base, y;
@@ -53,17 +38,15 @@ mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
   return {T, b.residual.as<bf16>(), b.fn.as<float>(), b.scale.as<float>(), b.base.as<float>(), b.y.as<bf16>()};
 }
 
-TEST(HcHeadCuda, MatchesTheReference) {
-  Rig rig = make_rig();
-  if (!rig.device) GTEST_SKIP() << "no CUDA device";
+TEST_F(HcHeadCuda, MatchesTheReference) {
   // T <= 520 runs the cluster kernel (520: the largest grid it takes on 132
   // SMs), T = 999 and 4100 the rows kernel; hc 8, hidden 1000 has a slice
   // that does not divide the hidden size.
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{8, 1000}}) {
-    mhc::HcHeadOp op({hc, hidden}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
+    mhc::HcHeadOp op({hc, hidden}, {}, *device_, jit_, device_->arch(), nullptr);
     for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{130}, int64_t{520}, int64_t{999}, int64_t{4100}}) {
       const auto in = random_hc_head_inputs(T, hc, hidden, 90 + T);
-      const auto y = mhc::run_hc_head_host(op, *rig.device, in.residual, in.fn, in.scale, in.base);
+      const auto y = mhc::run_hc_head_host(op, *device_, in.residual, in.fn, in.scale, in.base);
       const auto c = compare_head(y, in);
       expect_head_close(c, "hidden " + std::to_string(hidden) + " T " + std::to_string(T));
       EXPECT_EQ(c.values, T * hidden);
@@ -71,12 +54,10 @@ TEST(HcHeadCuda, MatchesTheReference) {
   }
 }
 
-TEST(HcHeadCuda, MisalignedPointersAreRefused) {
-  Rig rig = make_rig();
-  if (!rig.device) GTEST_SKIP() << "no CUDA device";
-  mhc::HcHeadOp op({4, 4096}, {}, *rig.device, rig.jit.get(), rig.device->arch(), nullptr);
+TEST_F(HcHeadCuda, MisalignedPointersAreRefused) {
+  mhc::HcHeadOp op({4, 4096}, {}, *device_, jit_, device_->arch(), nullptr);
   const auto in = random_hc_head_inputs(2, 4, 4096, 5);
-  HeadBuffers b = upload(*rig.device, in);
+  HeadBuffers b = upload(*device_, in);
   auto a = args_of(b, 2);
   a.residual = reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(a.residual) + 2);
   try {
@@ -88,10 +69,8 @@ TEST(HcHeadCuda, MisalignedPointersAreRefused) {
   }
 }
 
-TEST(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
-  Rig rig = make_rig();
-  if (!rig.device) GTEST_SKIP() << "no CUDA device";
-  auto& dev = *rig.device;
+TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
+  auto& dev = *device_;
   const auto& d = dev.driver();
   cuda::CUstream stream = nullptr;
   {
@@ -103,7 +82,7 @@ TEST(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
   HeadBuffers b = upload(dev, in);
 
   // Not loaded yet: inside capture the call refuses, and the capture stays valid.
-  mhc::HcHeadOp cold({4, 4096}, {}, dev, rig.jit.get(), dev.arch(), nullptr);
+  mhc::HcHeadOp cold({4, 4096}, {}, dev, jit_, dev.arch(), nullptr);
   {
     const cuda::ScopedContext scoped(dev);
     ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
