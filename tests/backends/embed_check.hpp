@@ -25,40 +25,13 @@ inline EmbedCase make_case(int64_t T, int hidden, uint64_t seed) {
 
 // hc_pre from the embedding on `device` (outputs poisoned first).
 inline mhc::HcPreResult run_embed(mhc::HcPreOp& op, Device& device, const EmbedCase& c, bool norm) {
-  const int64_t T = c.embed.dim(0), D = c.embed.dim(1);
-  const int hc = 4;
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, std::max<size_t>(bytes, 16));
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer e = upload(c.embed.data(), c.embed.numel() * sizeof(bf16));
-  DeviceBuffer fn = upload(c.copies.fn.data(), c.copies.fn.numel() * sizeof(float));
-  DeviceBuffer scale = upload(c.copies.scale.data(), 3 * sizeof(float));
-  DeviceBuffer base = upload(c.copies.base.data(), c.copies.base.numel() * sizeof(float));
-  DeviceBuffer w = upload(c.copies.norm_weight.data(), D * sizeof(bf16));
-  std::vector<unsigned char> poison(static_cast<size_t>(T * D * 2 + T * hc * hc * 4 + 16), 0xff);
-  DeviceBuffer y = upload(poison.data(), T * D * sizeof(bf16));
-  DeviceBuffer post = upload(poison.data(), T * hc * sizeof(float));
-  DeviceBuffer comb = upload(poison.data(), T * hc * hc * sizeof(float));
-  mhc::HcPreArgs a;
-  a.num_tokens = T;
-  a.residual = e.as<bf16>();
-  a.fn = fn.as<float>();
-  a.scale = scale.as<float>();
-  a.base = base.as<float>();
-  a.norm_weight = norm ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
-  a.input = mhc::HcPreInput::Embed;
-  op.run(a);
+  StagedHcPre s = stage_hc_pre(device, c.copies, c.embed.dim(0), norm);
+  const DeviceBuffer e = upload(device, c.embed.data(), c.embed.numel() * sizeof(bf16));
+  s.args.residual = e.as<bf16>();
+  s.args.input = mhc::HcPreInput::Embed;
+  op.run(s.args);
   device.synchronize();
-  mhc::HcPreResult r{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}), norm};
-  device.copy_to_host(r.y.data(), y.get(), T * D * sizeof(bf16));
-  device.copy_to_host(r.post.data(), post.get(), T * hc * sizeof(float));
-  device.copy_to_host(r.comb.data(), comb.get(), T * hc * hc * sizeof(float));
-  return r;
+  return s.read_back(device);
 }
 
 inline void expect_same(const mhc::HcPreResult& a, const mhc::HcPreResult& b, const std::string& what) {

@@ -29,49 +29,77 @@ inline std::set<int> dsv4_split_counts(int hidden) {
   return out;
 }
 
+// `bytes` of `src` in a new buffer on `device` (at least 16 bytes: a
+// zero-token case still gets an aligned pointer).
+inline DeviceBuffer upload(Device& device, const void* src, size_t bytes) {
+  DeviceBuffer b(device, std::max<size_t>(bytes, 16));
+  device.copy_from_host(b.get(), src, bytes);
+  return b;
+}
+// `bytes` of 0xFF: an output a kernel fails to write reads back as NaN.
+inline DeviceBuffer poisoned(Device& device, size_t bytes) {
+  const std::vector<unsigned char> poison(std::max<size_t>(bytes, 16), 0xff);
+  return upload(device, poison.data(), poison.size());
+}
+
+// hc_pre's weights (fn, scale, base, norm weight) and its poisoned outputs on
+// `device`, with the args that point at them; the caller adds the input
+// (residual streams, embedding or the post step's) and runs the op.
+struct StagedHcPre {
+  DeviceBuffer fn, scale, base, norm_weight, y, post, comb;
+  mhc::HcPreArgs args;
+  int64_t tokens = 0, hidden = 0;
+  int hc = 0;
+
+  mhc::HcPreResult read_back(Device& device) const {
+    mhc::HcPreResult r{HostTensor<bf16>({tokens, hidden}), HostTensor<float>({tokens, hc}),
+                       HostTensor<float>({tokens, hc, hc}), args.norm_weight != nullptr};
+    device.copy_to_host(r.y.data(), y.get(), r.y.numel() * sizeof(bf16));
+    device.copy_to_host(r.post.data(), post.get(), r.post.numel() * sizeof(float));
+    device.copy_to_host(r.comb.data(), comb.get(), r.comb.numel() * sizeof(float));
+    return r;
+  }
+};
+inline StagedHcPre stage_hc_pre(Device& device, const HcPreInputs& in, int64_t T, bool norm) {
+  const int hc = static_cast<int>(in.residual.dim(1));
+  const int64_t D = in.residual.dim(2);
+  StagedHcPre s{upload(device, in.fn.data(), in.fn.numel() * sizeof(float)),
+                upload(device, in.scale.data(), in.scale.numel() * sizeof(float)),
+                upload(device, in.base.data(), in.base.numel() * sizeof(float)),
+                upload(device, in.norm_weight.data(), in.norm_weight.numel() * sizeof(bf16)),
+                poisoned(device, static_cast<size_t>(T * D) * sizeof(bf16)),
+                poisoned(device, static_cast<size_t>(T * hc) * sizeof(float)),
+                poisoned(device, static_cast<size_t>(T * hc * hc) * sizeof(float)),
+                {},
+                T,
+                D,
+                hc};
+  mhc::HcPreArgs& a = s.args;
+  a.num_tokens = T;
+  a.fn = s.fn.as<float>();
+  a.scale = s.scale.as<float>();
+  a.base = s.base.as<float>();
+  a.norm_weight = norm ? s.norm_weight.as<bf16>() : nullptr;
+  a.y = s.y.as<bf16>();
+  a.post = s.post.as<float>();
+  a.comb = s.comb.as<float>();
+  return s;
+}
+
 // Runs op on `device` (inputs copied there, outputs poisoned with 0xFF first and copied back).
 // splits == 0: the op's own split policy.
 inline mhc::HcPreResult run_op(mhc::HcPreOp& op, Device& device, const HcPreInputs& in, bool norm, int splits = 0) {
   const int64_t T = in.residual.dim(0);
-  const int hc = static_cast<int>(in.residual.dim(1));
-  const int64_t D = in.residual.dim(2);
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, bytes);
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer res = upload(in.residual.data(), in.residual.numel() * sizeof(bf16));
-  DeviceBuffer fn = upload(in.fn.data(), in.fn.numel() * sizeof(float));
-  DeviceBuffer scale = upload(in.scale.data(), in.scale.numel() * sizeof(float));
-  DeviceBuffer base = upload(in.base.data(), in.base.numel() * sizeof(float));
-  DeviceBuffer w = upload(in.norm_weight.data(), in.norm_weight.numel() * sizeof(bf16));
-  const size_t y_bytes = T * D * sizeof(bf16), post_bytes = T * hc * sizeof(float),
-               comb_bytes = T * hc * hc * sizeof(float);
-  std::vector<unsigned char> poison(std::max({y_bytes, post_bytes, comb_bytes, size_t{1}}), 0xff);
-  DeviceBuffer y = upload(poison.data(), y_bytes);
-  DeviceBuffer post = upload(poison.data(), post_bytes);
-  DeviceBuffer comb = upload(poison.data(), comb_bytes);
-  mhc::HcPreArgs a;
-  a.num_tokens = T;
-  a.residual = res.as<bf16>();
-  a.fn = fn.as<float>();
-  a.scale = scale.as<float>();
-  a.base = base.as<float>();
-  a.norm_weight = norm ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
+  StagedHcPre s = stage_hc_pre(device, in, T, norm);
+  const DeviceBuffer res = upload(device, in.residual.data(), in.residual.numel() * sizeof(bf16));
+  s.args.residual = res.as<bf16>();
   if (splits > 0) {
-    op.run_with_splits(a, splits);
+    op.run_with_splits(s.args, splits);
   } else {
-    op.run(a);
+    op.run(s.args);
   }
   device.synchronize();
-  mhc::HcPreResult r{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}), norm};
-  device.copy_to_host(r.y.data(), y.get(), y_bytes);
-  device.copy_to_host(r.post.data(), post.get(), post_bytes);
-  device.copy_to_host(r.comb.data(), comb.get(), comb_bytes);
-  return r;
+  return s.read_back(device);
 }
 
 struct Comparison {

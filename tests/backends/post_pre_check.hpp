@@ -50,53 +50,29 @@ inline mhc::HcPostPreResult run_post_pre(mhc::HcPreOp& op, Device& device, const
                                          bool in_place = false, int splits = 0) {
   const int64_t T = c.x.dim(0), D = c.x.dim(1);
   const int64_t hc = c.prev_post.dim(1);
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(device, std::max<size_t>(bytes, 16));
-    device.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
   const size_t res_bytes = static_cast<size_t>(T * hc * D) * sizeof(bf16);
-  DeviceBuffer x = upload(c.x.data(), c.x.numel() * sizeof(bf16));
-  DeviceBuffer res = upload(c.pre.residual.data(), res_bytes);
-  DeviceBuffer pp = upload(c.prev_post.data(), c.prev_post.numel() * sizeof(float));
-  DeviceBuffer pc = upload(c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
-  DeviceBuffer fn = upload(c.pre.fn.data(), c.pre.fn.numel() * sizeof(float));
-  DeviceBuffer scale = upload(c.pre.scale.data(), 3 * sizeof(float));
-  DeviceBuffer base = upload(c.pre.base.data(), c.pre.base.numel() * sizeof(float));
-  DeviceBuffer w = upload(c.pre.norm_weight.data(), D * sizeof(bf16));
-  std::vector<unsigned char> poison(std::max(res_bytes, static_cast<size_t>(T * hc * hc) * sizeof(float)) + 16, 0xff);
-  DeviceBuffer y = upload(poison.data(), T * D * sizeof(bf16));
-  DeviceBuffer post = upload(poison.data(), T * hc * sizeof(float));
-  DeviceBuffer comb = upload(poison.data(), T * hc * hc * sizeof(float));
+  StagedHcPre s = stage_hc_pre(device, c.pre, T, norm);
+  const DeviceBuffer x = upload(device, c.x.data(), c.x.numel() * sizeof(bf16));
+  const DeviceBuffer res = upload(device, c.pre.residual.data(), res_bytes);
+  const DeviceBuffer pp = upload(device, c.prev_post.data(), c.prev_post.numel() * sizeof(float));
+  const DeviceBuffer pc = upload(device, c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
   DeviceBuffer out;
-  if (!in_place) out = upload(poison.data(), res_bytes);
-  mhc::HcPreArgs a;
-  a.num_tokens = T;
+  if (!in_place) out = poisoned(device, res_bytes);
+  mhc::HcPreArgs& a = s.args;
   a.input = mhc::HcPreInput::Post;
   a.x = x.as<bf16>();
   a.residual = res.as<bf16>();
   a.prev_post = pp.as<float>();
   a.prev_comb = pc.as<float>();
   a.new_residual = in_place ? res.as<bf16>() : out.as<bf16>();
-  a.fn = fn.as<float>();
-  a.scale = scale.as<float>();
-  a.base = base.as<float>();
-  a.norm_weight = norm ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
   if (splits > 0) {
     op.run_with_splits(a, splits);
   } else {
     op.run(a);
   }
   device.synchronize();
-  mhc::HcPostPreResult r{HostTensor<bf16>({T, hc, D}),
-                         {HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}), norm}};
+  mhc::HcPostPreResult r{HostTensor<bf16>({T, hc, D}), s.read_back(device)};
   device.copy_to_host(r.new_residual.data(), a.new_residual, res_bytes);
-  device.copy_to_host(r.pre.y.data(), y.get(), T * D * sizeof(bf16));
-  device.copy_to_host(r.pre.post.data(), post.get(), T * hc * sizeof(float));
-  device.copy_to_host(r.pre.comb.data(), comb.get(), T * hc * hc * sizeof(float));
   return r;
 }
 

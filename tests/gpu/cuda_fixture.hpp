@@ -92,28 +92,19 @@ struct PostPreBuffers {
   bool in_place = false;
   DeviceBuffer residual, x, prev_post, prev_comb, fn, scale, base, norm_weight, y, post, comb, out;
 };
-inline DeviceBuffer upload_bytes(Device& dev, const void* src, size_t bytes) {
-  DeviceBuffer b(dev, std::max<size_t>(bytes, 16));
-  dev.copy_from_host(b.get(), src, bytes);
-  return b;
-}
-inline DeviceBuffer poisoned(Device& dev, size_t bytes) {
-  const std::vector<unsigned char> poison(std::max<size_t>(bytes, 16), 0xff);
-  return upload_bytes(dev, poison.data(), poison.size());
-}
 inline PostPreBuffers upload_post_pre(Device& dev, const PostPreCase& c, bool in_place) {
   PostPreBuffers b;
   b.T = c.x.dim(0);
   b.D = c.x.dim(1);
   b.in_place = in_place;
-  b.residual = upload_bytes(dev, c.pre.residual.data(), c.pre.residual.numel() * sizeof(bf16));
-  b.x = upload_bytes(dev, c.x.data(), c.x.numel() * sizeof(bf16));
-  b.prev_post = upload_bytes(dev, c.prev_post.data(), c.prev_post.numel() * sizeof(float));
-  b.prev_comb = upload_bytes(dev, c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
-  b.fn = upload_bytes(dev, c.pre.fn.data(), c.pre.fn.numel() * sizeof(float));
-  b.scale = upload_bytes(dev, c.pre.scale.data(), c.pre.scale.numel() * sizeof(float));
-  b.base = upload_bytes(dev, c.pre.base.data(), c.pre.base.numel() * sizeof(float));
-  b.norm_weight = upload_bytes(dev, c.pre.norm_weight.data(), c.pre.norm_weight.numel() * sizeof(bf16));
+  b.residual = upload(dev, c.pre.residual.data(), c.pre.residual.numel() * sizeof(bf16));
+  b.x = upload(dev, c.x.data(), c.x.numel() * sizeof(bf16));
+  b.prev_post = upload(dev, c.prev_post.data(), c.prev_post.numel() * sizeof(float));
+  b.prev_comb = upload(dev, c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
+  b.fn = upload(dev, c.pre.fn.data(), c.pre.fn.numel() * sizeof(float));
+  b.scale = upload(dev, c.pre.scale.data(), c.pre.scale.numel() * sizeof(float));
+  b.base = upload(dev, c.pre.base.data(), c.pre.base.numel() * sizeof(float));
+  b.norm_weight = upload(dev, c.pre.norm_weight.data(), c.pre.norm_weight.numel() * sizeof(bf16));
   b.y = poisoned(dev, b.T * b.D * sizeof(bf16));
   b.post = poisoned(dev, b.T * 4 * sizeof(float));
   b.comb = poisoned(dev, b.T * 16 * sizeof(float));
@@ -172,10 +163,10 @@ inline PostPreResult run_post_pre(mhc::HcPreOp& op, Device& dev, const PostPreCa
 inline HostTensor<bf16> run_cuda_hc_post(cuda::CudaDevice& dev, jit::JitRuntime* jit, const PostPreCase& c) {
   const int64_t T = c.x.dim(0), D = c.x.dim(1);
   mhc::HcPostOp op({4, static_cast<int>(D)}, dev, jit, dev.arch(), nullptr);
-  DeviceBuffer x = upload_bytes(dev, c.x.data(), c.x.numel() * sizeof(bf16));
-  DeviceBuffer r = upload_bytes(dev, c.pre.residual.data(), c.pre.residual.numel() * sizeof(bf16));
-  DeviceBuffer pp = upload_bytes(dev, c.prev_post.data(), c.prev_post.numel() * sizeof(float));
-  DeviceBuffer pc = upload_bytes(dev, c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
+  DeviceBuffer x = upload(dev, c.x.data(), c.x.numel() * sizeof(bf16));
+  DeviceBuffer r = upload(dev, c.pre.residual.data(), c.pre.residual.numel() * sizeof(bf16));
+  DeviceBuffer pp = upload(dev, c.prev_post.data(), c.prev_post.numel() * sizeof(float));
+  DeviceBuffer pc = upload(dev, c.prev_comb.data(), c.prev_comb.numel() * sizeof(float));
   DeviceBuffer out = poisoned(dev, c.pre.residual.numel() * sizeof(bf16));
   op.run(T, x.as<bf16>(), r.as<bf16>(), pp.as<float>(), pc.as<float>(), out.as<bf16>());
   dev.synchronize();
