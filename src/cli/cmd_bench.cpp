@@ -357,7 +357,7 @@ per column in "columns" the same figures plus bytes, compile_s of the first).)";
 
 void register_bench(CLI::App& app, CliContext& ctx) {
   auto* bench = app.add_subcommand(
-      "bench", "Benchmarks: op (hc_pre speed, specialized vs generic), serve (the five start-up configurations)");
+      "bench", "Benchmarks: op (the mHC kernels' speed, specialized vs generic), serve (the five start-up configurations), cold-start (N ranks warming one cache)");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchOptions>();
   auto* op = bench->add_subcommand(

@@ -166,7 +166,13 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
     // What compiled while the device started (compile_while_device_starts) is
     // this process's compile all the same: counted as compiled, not as a disk load.
     int early_compiled = 0;
-    if (early_build_.valid()) early_compiled = early_build_.get().compiled;
+    if (early_build_.valid()) {
+      try {
+        early_compiled = early_build_.get().compiled;
+      } catch (const std::exception&) {
+        // The build below compiles what it did not, and reports any error itself.
+      }
+    }
     // Framework-level warmup: every registered family's planned keys, in parallel.
     const std::vector<jit::KernelSpec> specs = registry_.planned(/*include_mhc=*/prewarm);
     const jit::BuildReport b = jit_->build(specs);
