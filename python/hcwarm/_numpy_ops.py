@@ -66,6 +66,14 @@ def addr(a: Optional[np.ndarray]) -> int:
     return 0 if a is None else a.ctypes.data
 
 
+def pre_outputs(out: Any, t: int, hc: int, d: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """hc_pre's (y, post, comb): the caller's out= arrays, checked, or new ones."""
+    if out is None:
+        return np.empty((t, d), np.float32), np.empty((t, hc), np.float32), np.empty((t, hc, hc), np.float32)
+    y_out, post, comb = _checks.pre_out_shapes(out, t, hc, d)
+    return out_array("out[0] (y)", y_out), out_array("out[1] (post)", post), out_array("out[2] (comb)", comb)
+
+
 def hc_pre(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any, out: Any,
            consts: tuple) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     for name, a in (("residual", residual), ("fn", fn), ("scale", scale), ("base", base)):
@@ -77,14 +85,7 @@ def hc_pre(residual: Any, fn: Any, scale: Any, base: Any, norm_weight: Any, out:
     r_bits = to_bf16_bits("residual", residual)
     fn_c, scale_c, base_c = f32("fn", fn), f32("scale", scale), f32("base", base)
     w_bits = None if norm_weight is None else to_bf16_bits("norm_weight", norm_weight)
-    if out is not None:
-        y_out, post, comb = _checks.pre_out_shapes(out, t, hc, d)
-        y_out, post, comb = out_array("out[0] (y)", y_out), out_array("out[1] (post)", post), \
-            out_array("out[2] (comb)", comb)
-    else:
-        y_out = np.empty((t, d), np.float32)
-        post = np.empty((t, hc), np.float32)
-        comb = np.empty((t, hc, hc), np.float32)
+    y_out, post, comb = pre_outputs(out, t, hc, d)
     if t == 0:
         return y_out, post, comb
     y_bits = np.empty((t, d), np.uint16)
@@ -139,14 +140,7 @@ def hc_post_pre(x: Any, residual: Any, prev_post: Any, prev_comb: Any, fn: Any, 
         new_residual = out_array("new_residual", new_residual)
     else:
         new_residual = np.empty((t, hc, d), np.float32)
-    if out is not None:
-        y_out, post, comb = _checks.pre_out_shapes(out, t, hc, d)
-        y_out, post, comb = out_array("out[0] (y)", y_out), out_array("out[1] (post)", post), \
-            out_array("out[2] (comb)", comb)
-    else:
-        y_out = np.empty((t, d), np.float32)
-        post = np.empty((t, hc), np.float32)
-        comb = np.empty((t, hc, hc), np.float32)
+    y_out, post, comb = pre_outputs(out, t, hc, d)
     if t == 0:
         return new_residual, y_out, post, comb
     # Everything lands in scratch first: the caller's buffers (residual itself
