@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace hcwarm::model {
@@ -70,16 +71,25 @@ void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> t
   };
   const Path paths[] = {{"attn", weights_.attn, weights_.input_layernorm},
                         {"ffn", weights_.ffn, weights_.post_attention_layernorm}};
+  int64_t largest = 0;
+  for (const int64_t count : token_counts) {
+    HCWARM_CHECK_ARG(count >= 0, "mHC prewarm: token counts must be >= 0, got {}", count);
+    largest = std::max(largest, count);
+  }
+  if (largest == 0) return;
+  // One residual and one set of outputs at the largest count; every count runs on
+  // their prefix. Allocating per count cost a driver allocation and free (which
+  // synchronizes the device) per call, which ranks sharing a GPU serialize on.
+  // Real shapes, zeroed contents: only the kernels' code paths matter.
+  DeviceBuffer residual(device, static_cast<size_t>(largest) * dims_.k() * sizeof(bf16));
+  device.fill_zero(residual.get(), residual.bytes());
+  const PathBytes b(dims_, largest);
+  DeviceBuffer y(device, b.y), post(device, b.post), comb(device, b.comb);
   for (const int64_t count : token_counts) {
     for (const Path& p : paths) {
       const auto tic = std::chrono::steady_clock::now();
-      {
-        // Real shape, uninitialised contents: only the kernels' code paths matter.
-        DeviceBuffer residual(device, static_cast<size_t>(count) * dims_.k() * sizeof(bf16));
-        device.fill_zero(residual.get(), residual.bytes());
-        HcPreOutput out = hc_pre(residual.as<bf16>(), count, p.weights, p.norm.as<bf16>());
-        device.synchronize();
-      }  // everything of this count is released before the next
+      run_hc_pre(residual.as<bf16>(), count, p.weights, p.norm.as<bf16>(), y.as<bf16>(), post.as<float>(), comb.as<float>());
+      device.synchronize();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - tic).count();
       log::debug("DeepSeek V4 mHC prewarm path={} num_tokens={} completed in {:.3f}s", p.name, count, secs);
     }

@@ -46,9 +46,10 @@ class DeepseekV4DecoderLayer {
   // are fresh allocations; the work may still be queued (synchronize to wait).
   HcPreOutput hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const bf16* norm);
 
-  // For each count and for the attn and ffn paths: a dummy residual of the real
-  // shape, hc_pre with that path's parameters and norm, synchronize, and free
-  // before the next count, so the memory peak is that of the largest count.
+  // For each count and for the attn and ffn paths: hc_pre with that path's
+  // parameters and norm on a zeroed residual of the real shape, then synchronize.
+  // One residual and output set of the largest count serves every count, so the
+  // memory peak is that of the largest count and nothing is allocated per count.
   void prewarm_mhc_token_counts(std::span<const int64_t> token_counts, Device& device);
 
   // The representatives the dispatch names for [1, max_num_tokens], prewarmed;

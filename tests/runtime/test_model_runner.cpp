@@ -289,7 +289,7 @@ TEST(ModelRunner, WarmupMemoryPeakIsTheLargestCountNotTheSum) {
   ModelRunner runner(tiny_runner(cache));
   const WarmupReport w = runner.kernel_warmup();
   ASSERT_EQ(w.token_counts, (std::vector<int64_t>{320, 256, 128}));
-  // Each count's dummy residual and outputs are freed before the next, so the
+  // One residual and output set of the largest count serves every count, so the
   // peak is one (the largest) count's footprint, far below the sum over counts.
   const auto footprint = [](int64_t t) { return static_cast<size_t>(t) * (1024 * 2 + 256 * 2 + 4 * 4 + 16 * 4); };
   size_t sum = 0;
