@@ -88,7 +88,8 @@ void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> t
   for (const int64_t count : token_counts) {
     for (const Path& p : paths) {
       const auto tic = std::chrono::steady_clock::now();
-      run_hc_pre(residual.as<bf16>(), count, p.weights, p.norm.as<bf16>(), y.as<bf16>(), post.as<float>(), comb.as<float>());
+      run_hc_pre(residual.as<bf16>(), count, p.weights, p.norm.as<bf16>(), y.as<bf16>(), post.as<float>(),
+                 comb.as<float>());
       device.synchronize();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - tic).count();
       log::debug("DeepSeek V4 mHC prewarm path={} num_tokens={} completed in {:.3f}s", p.name, count, secs);
