@@ -6,6 +6,7 @@
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
+#include "model/deepseek_v4.hpp"
 #include "runtime/model_runner.hpp"
 
 namespace hcwarm::model {
@@ -90,6 +91,22 @@ TEST(ModelWarmupMiss, FirstLayerFamilyLeftOutIsCounted) {
   // Warmup's own one-token forward met the 4-split bucket's embedding kernel
   // before the runtime was ready; serving compiles the 2-split one.
   EXPECT_EQ(runner.compiles_after_ready(), 1);
+}
+
+// A negative token count is refused by name before anything is allocated or run.
+TEST(ModelWarmupPrewarm, NegativeTokenCountIsRefusedAndAllocatesNothing) {
+  test::TempDir cache;
+  runtime::ModelRunner runner(runner_config(cache, "DeepseekV4ForCausalLM", /*fused=*/true));
+  auto& model = dynamic_cast<DeepseekV4ForCausalLM&>(runner.model());
+  const size_t before = runner.device().memory_stats().current_bytes;
+  const std::vector<int64_t> counts = {128, -3};
+  try {
+    model.layer(0).prewarm_mhc_token_counts(counts, runner.device());
+    FAIL() << "a negative token count was prewarmed";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("-3"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(runner.device().memory_stats().current_bytes, before);
 }
 
 }  // namespace
