@@ -8,8 +8,8 @@
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
 # Other steps: check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
-# buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8),
-# multigpu (scripts/multi_gpu_check.py, RANKS=2).
+# buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
+# COLD_REPEAT=5), multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -83,8 +83,9 @@ case " $STEPS " in *" coldstart "*)
   log "bench cold-start"
   rm -rf /tmp/hcwarm-cold
   timeout 300 build/src/hcwarm bench cold-start --backend cuda --model dsv4-pro --chunked-prefill-size 16384 \
-    --processes "${COLD_PROCESSES:-8}" --cache-dir /tmp/hcwarm-cold --out "$OUT/cold_start.json" >"$OUT/cold_start.txt" 2>&1
-  echo "bench cold-start rc=$?"; tail -25 "$OUT/cold_start.txt" ;;
+    --processes "${COLD_PROCESSES:-8}" --repeat "${COLD_REPEAT:-5}" --cache-dir /tmp/hcwarm-cold \
+    --out "$OUT/cold_start.json" >"$OUT/cold_start.txt" 2>&1
+  echo "bench cold-start rc=$?"; tail -12 "$OUT/cold_start.txt" ;;
 esac
 case " $STEPS " in *" multigpu "*)
   log "multi_gpu_check"

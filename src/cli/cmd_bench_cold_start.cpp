@@ -29,6 +29,7 @@ using SysClock = std::chrono::system_clock;
 struct ColdStartOptions {
   RunnerOptions runner;
   int processes = 4;
+  int repeat = 1;         // pairs of (N together, one alone), each on fresh directories
   std::string out;        // also write the JSON here
   bool json = false;
   int64_t child_start_ns = 0;  // > 0: this process is one child; warm at this system-clock time
@@ -172,41 +173,97 @@ void print_run(const Run& r) {
                            r.skew_s);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Pair {
+  Run group;
+  Run alone;
+  double ratio() const { return alone.wall_s > 0 ? group.wall_s / alone.wall_s : 0; }
+  // A correctness finding, not a timing one: a key compiled twice, or a process left short.
+  bool ok() const { return group.compiled_total == group.planned_keys && group.all_loaded && alone.all_loaded; }
+};
+
 void run_bench(CliContext& ctx, const ColdStartOptions& o) {
   HCWARM_CHECK_ARG(o.processes >= 1 && o.processes <= 256, "--processes must be in [1, 256], got {}", o.processes);
+  HCWARM_CHECK_ARG(o.repeat >= 1 && o.repeat <= 100, "--repeat must be in [1, 100], got {}", o.repeat);
   const fs::path dir(o.runner.model.cache_dir);
   std::error_code ec;
   HCWARM_CHECK_ARG(!fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)),
                    "--cache-dir {} must be an empty or absent directory: the benchmark starts from cold caches",
                    dir.string());
   const std::string backend = mhc::to_string(o.runner.model.backend_or_default(ctx));
-  const fs::path group_dir = dir / fmt::format("processes-{}", o.processes), alone_dir = dir / "one-process";
 
-  spdlog::info("bench cold-start: {} processes on one empty cache", o.processes);
-  const Run group = run_group(o, backend, o.processes, group_dir);
-  spdlog::info("bench cold-start: one process alone on another empty cache");
-  const Run alone = run_group(o, backend, 1, alone_dir);
-  const double ratio = alone.wall_s > 0 ? group.wall_s / alone.wall_s : 0;
-  // A correctness finding, not a timing one: a key compiled twice, or a process left short.
-  const bool ok = group.compiled_total == group.planned_keys && group.all_loaded && alone.all_loaded;
+  std::vector<Pair> pairs;
+  for (int k = 0; k < o.repeat; ++k) {
+    const fs::path base = o.repeat == 1 ? dir : dir / fmt::format("run-{}", k + 1);
+    const fs::path group_dir = base / fmt::format("processes-{}", o.processes), alone_dir = base / "one-process";
+    const std::string of = o.repeat == 1 ? "" : fmt::format(" (run {} of {})", k + 1, o.repeat);
+    // Alternate which goes first, so that neither always finds the host's file cache warm.
+    Pair p;
+    const bool group_first = k % 2 == 0;
+    for (int step = 0; step < 2; ++step) {
+      if ((step == 0) == group_first) {
+        spdlog::info("bench cold-start{}: {} processes on one empty cache", of, o.processes);
+        p.group = run_group(o, backend, o.processes, group_dir);
+      } else {
+        spdlog::info("bench cold-start{}: one process alone on another empty cache", of);
+        p.alone = run_group(o, backend, 1, alone_dir);
+      }
+    }
+    pairs.push_back(std::move(p));
+  }
+  bool ok = true;
+  std::vector<double> group_wall, alone_wall, skews;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const Pair& p : pairs) {
+    ok = ok && p.ok();
+    group_wall.push_back(p.group.wall_s);
+    alone_wall.push_back(p.alone.wall_s);
+    skews.push_back(p.group.skew_s);
+    runs.push_back({{"group", run_json(p.group)}, {"one_process", run_json(p.alone)}, {"wall_ratio", p.ratio()}});
+  }
   if (!ok) ctx.exit_code = 1;
+  // The ratio of the medians: one slow compile in one run moves it less than a ratio of single runs.
+  const double ratio = median(alone_wall) > 0 ? median(group_wall) / median(alone_wall) : 0;
 
   nlohmann::json j{{"command", "hcwarm bench cold-start"},
                    {"model", o.runner.model.model},
                    {"backend", backend},
                    {"processes", o.processes},
+                   {"repeat", o.repeat},
                    {"ok", ok},
-                   {"group", run_json(group)},
-                   {"one_process", run_json(alone)},
-                   {"wall_ratio", ratio}};
+                   {"group", runs[0]["group"]},
+                   {"one_process", runs[0]["one_process"]},
+                   {"wall_ratio", ratio},
+                   {"median_group_wall_s", median(group_wall)},
+                   {"median_one_process_wall_s", median(alone_wall)},
+                   {"max_ready_skew_s", *std::max_element(skews.begin(), skews.end())}};
+  if (o.repeat > 1) j["runs"] = runs;
   if (!o.out.empty()) write_output_file(o.out, versioned(j).dump(2) + "\n");
   if (o.json) {
     print_json(std::cout, j);
     return;
   }
-  print_run(group);
-  print_run(alone);
-  std::cout << fmt::format("{} processes together took {:.2f}x the wall time of one alone\n", o.processes, ratio);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (pairs.size() > 1) std::cout << fmt::format("run {} of {}:\n", k + 1, pairs.size());
+    print_run(pairs[k].group);
+    print_run(pairs[k].alone);
+  }
+  if (pairs.size() > 1) {
+    std::cout << fmt::format("{:>5}  {:>14}  {:>12}  {:>9}  {:>7}\n", "run", "together s", "alone s", "skew s", "ratio");
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      std::cout << fmt::format("{:>5}  {:>14.3f}  {:>12.3f}  {:>9.3f}  {:>6.2f}x\n", k + 1, pairs[k].group.wall_s,
+                               pairs[k].alone.wall_s, pairs[k].group.skew_s, pairs[k].ratio());
+    }
+  }
+  std::cout << fmt::format("{} processes together took {:.2f}x the wall time of one alone{}\n", o.processes, ratio,
+                           pairs.size() > 1 ? fmt::format(" (median {:.3f}s over median {:.3f}s, {} runs)",
+                                                          median(group_wall), median(alone_wall), pairs.size())
+                                            : "");
 }
 
 }  // namespace
@@ -220,12 +277,16 @@ void register_bench_cold_start(CLI::App* bench, CliContext& ctx) {
       "DIR/processes-N, then one child alone on DIR/one-process; children get HCWARM_LOCAL_WORLD_SIZE=N.\n"
       "Reports per process keys compiled / loaded, warmup seconds and ready time (from the common start),\n"
       "the compiles between them against the planned keys, the ready-time skew, and the N-process wall time\n"
-      "over the one-process one. Exits 1 when a key was compiled twice or a process did not load every key.");
+      "over the one-process one. --repeat K runs K such pairs on DIR/run-1..K (alternating which goes first)\n"
+      "and reports the median N-process wall time over the median one-process one.\n"
+      "Exits 1 when a key was compiled twice or a process did not load every key.");
   add_plan_options(cmd, o->runner.model);
   add_backend_option(cmd, o->runner.model, "cpu | cuda");
   cmd->add_option("--cache-dir", o->runner.model.cache_dir,
                   "Empty (or absent) directory for the benchmark's caches")->required();
   cmd->add_option("--processes", o->processes, "Processes warming one cache together")->capture_default_str();
+  cmd->add_option("--repeat", o->repeat, "Pairs of runs (N together, one alone) to take the medians of")
+      ->capture_default_str();
   add_mlp_width_option(cmd, o->runner.mlp_width);
   cmd->add_option("--out", o->out, "Also write the JSON report to this file");
   add_json_flag(cmd, o->json);

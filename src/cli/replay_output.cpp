@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "cli/json_output.hpp"
 
 namespace hcwarm::cli {
@@ -13,6 +15,25 @@ nlohmann::json replay_results_json(const std::vector<sim::RunReport>& runs) {
   for (const auto& r : runs) j["runs"].push_back(sim::report_json(r));
   return j;
 }
+
+namespace {
+
+void print_request_table(std::ostream& os, const std::vector<sim::RunReport>& runs) {
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const sim::RunReport& r) { return !r.requests.empty(); });
+  if (!any) return;
+  // TTFT: arrival to first token, queueing included; TPOT: the pace after it.
+  os << fmt::format("\n{:<38} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "configuration", "requests",
+                    "TTFT p50", "TTFT p99", "TTFT max", "TPOT p50", "TPOT p99", "TPOT max", "TPOT m/p99");
+  for (const auto& r : runs) {
+    const sim::RequestLatency q = sim::summarize_requests(r.requests);
+    os << fmt::format("{:<38} {:>8} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.2f}\n", r.name,
+                      q.requests, q.ttft.p50_ms, q.ttft.p99_ms, q.ttft.max_ms, q.tpot.p50_ms, q.tpot.p99_ms,
+                      q.tpot.max_ms, q.tpot.max_over_p99());
+  }
+  os << "(milliseconds; TTFT: arrival to first token, TPOT: time per output token after the first)\n";
+}
+
+}  // namespace
 
 void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& runs) {
   // waited: forwards in which a call blocked on a compile (the runtime's counters);
@@ -32,6 +53,7 @@ void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& run
                       s.forwards_waited_for_compile, s.compile_wait_s, s.served_by_generic,
                       s.compiles_during_forwards, s.slow_forwards.size(), tail_cell);
   }
+  print_request_table(os, runs);
   for (const auto& r : runs) {
     const sim::LatencySummary s = sim::summarize(r.records);
     // Every forward that waited for a compile: what warmup (or tiering) should have spared.

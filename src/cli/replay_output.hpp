@@ -14,7 +14,8 @@ inline constexpr int kReplaySchemaVersion = 2;
 
 // One run: its JSON object; several: {"runs": [...]} (without "schema_version": cli/json_output.hpp adds it).
 nlohmann::json replay_results_json(const std::vector<sim::RunReport>& runs);
-// A table, then each run's forwards that waited for a compile and its slow forwards.
+// A table of forwards, one of requests (time to first token, time per output
+// token), then each run's forwards that waited for a compile and its slow forwards.
 void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& runs);
 
 // .svg: the latency-over-time chart, forwards that waited marked; .json: every forward of every run.

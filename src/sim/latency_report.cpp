@@ -54,6 +54,33 @@ double percentile(std::vector<double> values, double q) {
   return values[lo] + (h - static_cast<double>(lo)) * (values[lo + 1] - values[lo]);
 }
 
+namespace {
+
+LatencyTail tail_of(const std::vector<double>& ms) {
+  if (ms.empty()) return {};
+  return {static_cast<int64_t>(ms.size()), percentile(ms, 0.50), percentile(ms, 0.99),
+          *std::max_element(ms.begin(), ms.end())};
+}
+
+nlohmann::json tail_json(const LatencyTail& t) {
+  return {{"requests", t.count}, {"p50", t.p50_ms}, {"p99", t.p99_ms}, {"max", t.max_ms}};
+}
+
+}  // namespace
+
+RequestLatency summarize_requests(const std::vector<RequestTiming>& requests) {
+  std::vector<double> ttft;
+  std::vector<double> tpot;
+  for (const auto& r : requests) {
+    if (r.first_token_s < 0) continue;
+    ttft.push_back((r.first_token_s - r.arrival_s) * 1e3);
+    if (r.finish_s >= 0 && r.output_tokens >= 2) {
+      tpot.push_back((r.finish_s - r.first_token_s) * 1e3 / static_cast<double>(r.output_tokens - 1));
+    }
+  }
+  return {static_cast<int64_t>(requests.size()), tail_of(ttft), tail_of(tpot)};
+}
+
 LatencySummary summarize(const std::vector<ForwardRecord>& records, double slow_factor) {
   HCWARM_CHECK_ARG(slow_factor > 0, "slow-forward factor must be > 0, got {}", slow_factor);
   LatencySummary s;
@@ -173,8 +200,28 @@ nlohmann::json report_json(const RunReport& run, bool include_records, double sl
   j["name"] = run.name;
   j["warmup_seconds"] = run.warmup_seconds;
   j["slow_factor"] = slow_factor;
+  if (!run.requests.empty()) {
+    const RequestLatency rl = summarize_requests(run.requests);
+    j["ttft_ms"] = tail_json(rl.ttft);
+    j["tpot_ms"] = tail_json(rl.tpot);
+  }
   if (run.extra.is_object()) {
     for (const auto& [k, v] : run.extra.items()) j[k] = v;
+  }
+  if (include_records && !run.requests.empty()) {
+    nlohmann::json cols = {{"id", nlohmann::json::array()},
+                           {"arrival_s", nlohmann::json::array()},
+                           {"first_token_s", nlohmann::json::array()},
+                           {"finish_s", nlohmann::json::array()},
+                           {"output_tokens", nlohmann::json::array()}};
+    for (const auto& r : run.requests) {
+      cols["id"].push_back(r.id);
+      cols["arrival_s"].push_back(r.arrival_s);
+      cols["first_token_s"].push_back(r.first_token_s);
+      cols["finish_s"].push_back(r.finish_s);
+      cols["output_tokens"].push_back(r.output_tokens);
+    }
+    j["request_records"] = std::move(cols);
   }
   if (include_records) {
     // Columns, not an array of objects: a third of the size for long runs.
@@ -227,11 +274,27 @@ RunReport run_report_from_json(const nlohmann::json& j, const std::string& sourc
     }
     run.records.push_back(r);
   }
+  if (j.contains("request_records")) {
+    const auto& q = j["request_records"];
+    HCWARM_CHECK_ARG(q.is_object() && q.contains("id") && q["id"].is_array(),
+                     "{}: request_records is not a set of columns", source);
+    const size_t m = q["id"].size();
+    for (const char* col : {"arrival_s", "first_token_s", "finish_s", "output_tokens"}) {
+      HCWARM_CHECK_ARG(q.contains(col) && q[col].is_array() && q[col].size() == m,
+                       "{}: request_records column {} is missing or short", source, col);
+    }
+    run.requests.reserve(m);
+    for (size_t i = 0; i < m; ++i) {
+      run.requests.push_back({q["id"][i].get<int64_t>(), q["arrival_s"][i].get<double>(),
+                              q["output_tokens"][i].get<int64_t>(), q["first_token_s"][i].get<double>(),
+                              q["finish_s"][i].get<double>()});
+    }
+  }
   static const char* kDerived[] = {"name", "warmup_seconds", "records", "forwards", "compiles_after_ready",
                                    "forwards_with_compiles", "waited_for_compile", "compile_wait_s",
                                    "served_by_generic", "total_s", "mean_ms", "p50_ms", "p99_ms", "p999_ms",
                                    "max_ms", "slow_forwards", "slow_forward_details", "slow_factor",
-                                   "worst_bucket_tail",
+                                   "worst_bucket_tail", "ttft_ms", "tpot_ms", "request_records",
                                    // the names of schema 1, derived too
                                    "num_stalls", "stalls", "stall_factor", "schema_version"};
   for (const auto& [k, v] : j.items()) {

@@ -7,11 +7,19 @@
 // runtime's own counters say a call inside it blocked on a compile (exact); a
 // "slow forward" is a timing heuristic (slower than 10x its bucket's median),
 // which scheduling noise can trip without any compile.
+//
+// Requests have their own measures, the ones a serving SLO names: time to
+// first token (arrival to the end of the forward that finished its prefill,
+// queueing included) and time per output token (first token to last, over the
+// tokens after the first). A compile wait raises both for every request in
+// flight; a large prefill forward, spread over a request's decode, barely.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "sim/scheduler.hpp"
 
 namespace hcwarm::sim {
 
@@ -72,6 +80,25 @@ struct LatencySummary {
   BucketTail worst_bucket_tail;
 };
 
+// p50 / p99 / max of one request measure, in milliseconds, over `count` requests.
+struct LatencyTail {
+  int64_t count = 0;
+  double p50_ms = 0.0;
+  double p99_ms = 0.0;
+  double max_ms = 0.0;
+  double max_over_p99() const { return p99_ms > 0 ? max_ms / p99_ms : 0.0; }
+};
+
+struct RequestLatency {
+  int64_t requests = 0;
+  LatencyTail ttft;  // requests with a first token
+  LatencyTail tpot;  // finished requests of at least 2 output tokens
+};
+
+// Requests the run stopped before their first token (or their last) are left
+// out of the measure they lack.
+RequestLatency summarize_requests(const std::vector<RequestTiming>& requests);
+
 // q in [0, 1]; linear interpolation between closest ranks (numpy's default). 0 for no values.
 double percentile(std::vector<double> values, double q);
 
@@ -95,6 +122,7 @@ struct RunReport {
   std::string name;                  // e.g. "no prewarm, empty cache"
   double warmup_seconds = 0.0;       // start-up warmup before serving
   std::vector<ForwardRecord> records;
+  std::vector<RequestTiming> requests;  // in the order of the trace
   nlohmann::json extra = nlohmann::json::object();  // caller's fields (keys compiled, cache hits, ...)
 };
 
@@ -102,13 +130,15 @@ struct RunReport {
 //  "waited_for_compile" (forwards), "compile_wait_s", "served_by_generic" (calls),
 //  "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "total_s", "slow_factor", "slow_forwards" (count),
 //  "slow_forward_details": [{"index","num_tokens","num_splits","ms","reference_ms","reference_splits","compiles",
-//  "compile_wait_s","description"}...], extra's fields merged in, and "records" (arrays by column) when
-//  include_records}.
+//  "compile_wait_s","description"}...], "ttft_ms" and "tpot_ms" ({"requests","p50","p99","max"}, present
+//  when the run has requests), extra's fields merged in, and "records" and "request_records" (arrays by
+//  column) when include_records}.
 nlohmann::json to_json(const LatencySummary& s);
 nlohmann::json report_json(const RunReport& run, bool include_records = false, double slow_factor = 10.0);
 
 // The inverse of report_json(run, /*include_records=*/true): name, warmup
-// seconds, the per-forward records, and every other field as `extra`.
+// seconds, the per-forward and per-request records (reports without the latter
+// read as a run without requests), and every other field as `extra`.
 // ErrorKind::InvalidArgument naming `source` when the records are missing or malformed.
 RunReport run_report_from_json(const nlohmann::json& j, const std::string& source);
 

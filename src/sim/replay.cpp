@@ -55,6 +55,7 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
     }
     return seconds;
   });
+  report.requests = result.requests;
   report.extra["warmup"] = warmup_json(warmup);
   report.extra["requests"] = static_cast<int64_t>(requests.size());
   report.extra["completed_requests"] = result.completed_requests;

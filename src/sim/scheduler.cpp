@@ -36,6 +36,7 @@ Scheduler::Scheduler(SchedulerConfig config, std::vector<Request> requests) : co
     s.req = requests[pos];
     s.timing.id = s.req.id;
     s.timing.arrival_s = s.req.arrival_s;
+    s.timing.output_tokens = s.req.output_tokens;
     states_.push_back(s);
     input_pos_.push_back(pos);
   }

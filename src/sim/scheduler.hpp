@@ -46,6 +46,7 @@ using ForwardFn = std::function<double(const Batch&)>;
 struct RequestTiming {
   int64_t id = 0;
   double arrival_s = 0.0;
+  int64_t output_tokens = 0;    // the request's, so that a time per output token needs nothing else
   double first_token_s = -1.0;  // end of the forward that finished its prefill
   double finish_s = -1.0;       // end of its last forward; -1 if the run stopped first
 };

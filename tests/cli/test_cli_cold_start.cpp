@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_fixtures.hpp"
@@ -55,6 +57,44 @@ TEST(CliColdStart, FourProcessesCompileEachKeyOnceAndAllLoadEveryKey) {
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", (caches / "processes-4").string()}).out);
   EXPECT_EQ(ls["entries"].size(), static_cast<size_t>(keys));
   EXPECT_GT(j["wall_ratio"].get<double>(), 0.0);
+}
+
+// Repeats run on their own directories and report the ratio of the medians.
+TEST(CliColdStart, RepeatRunsPairsOnFreshDirectoriesAndReportsMedians) {
+  TempDir dir("hcwarm-cold-start");
+  const fs::path caches = dir / "bench";
+  const auto r = run_cli(cat({"bench", "cold-start", "--processes", "2", "--repeat", "2", "--cache-dir",
+                              caches.string(), "--json"},
+                             test::tiny_model_args(dir, false)));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["repeat"], 2);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  std::vector<double> together, alone;
+  for (int k = 0; k < 2; ++k) {
+    const auto& run = j["runs"][k];
+    const fs::path base = caches / ("run-" + std::to_string(k + 1));
+    // Each run starts cold: its own directories, every key compiled once there.
+    EXPECT_EQ(fs::path(run["group"]["cache_dir"].get<std::string>()), base / "processes-2");
+    EXPECT_EQ(fs::path(run["one_process"]["cache_dir"].get<std::string>()), base / "one-process");
+    EXPECT_EQ(run["group"]["compiled_total"], run["group"]["planned_keys"]);
+    EXPECT_EQ(run["one_process"]["compiled_total"], run["one_process"]["planned_keys"]);
+    together.push_back(run["group"]["wall_s"].get<double>());
+    alone.push_back(run["one_process"]["wall_s"].get<double>());
+  }
+  // The median of two is their mean.
+  EXPECT_DOUBLE_EQ(j["median_group_wall_s"].get<double>(), 0.5 * (together[0] + together[1]));
+  EXPECT_DOUBLE_EQ(j["median_one_process_wall_s"].get<double>(), 0.5 * (alone[0] + alone[1]));
+  EXPECT_DOUBLE_EQ(j["wall_ratio"].get<double>(),
+                   j["median_group_wall_s"].get<double>() / j["median_one_process_wall_s"].get<double>());
+  EXPECT_EQ(j["group"], j["runs"][0]["group"]);
+  EXPECT_GE(j["max_ready_skew_s"].get<double>(), j["runs"][1]["group"]["ready_skew_s"].get<double>());
+
+  const auto bad = run_cli(cat({"bench", "cold-start", "--repeat", "0", "--cache-dir", (dir / "new").string()},
+                               test::tiny_model_args(dir, false)));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--repeat"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "new"));
 }
 
 TEST(CliColdStart, StartsOnlyFromAnEmptyDirectory) {

@@ -188,6 +188,94 @@ TEST(LatencyReportTest, Json) {
   EXPECT_FALSE(report_json(run).contains("records"));
 }
 
+// TTFT is arrival to first token; TPOT spreads first-to-last over the tokens after the first.
+TEST(LatencyReportTest, RequestLatencyFromTimings) {
+  std::vector<RequestTiming> q;
+  for (int i = 0; i < 99; ++i) q.push_back({i, 1.0, 11, 1.002, 1.012});  // TTFT 2 ms, TPOT 1 ms
+  q.push_back({99, 2.0, 3, 2.5, 2.6});       // TTFT 500 ms, TPOT 50 ms
+  q.push_back({100, 3.0, 1, 3.004, 3.004});  // one output token: a TTFT, no TPOT
+  q.push_back({101, 4.0, 5, 4.001, -1.0});   // stopped before its last token
+  q.push_back({102, 5.0, 5, -1.0, -1.0});    // stopped before its first
+  const RequestLatency r = summarize_requests(q);
+  EXPECT_EQ(r.requests, 103);
+  EXPECT_EQ(r.ttft.count, 102);
+  EXPECT_EQ(r.tpot.count, 100);
+  EXPECT_NEAR(r.ttft.p50_ms, 2.0, 1e-9);
+  EXPECT_NEAR(r.ttft.max_ms, 500.0, 1e-9);
+  EXPECT_NEAR(r.tpot.p50_ms, 1.0, 1e-9);
+  EXPECT_NEAR(r.tpot.max_ms, 50.0, 1e-9);
+  // p99 of 99 values of 1 ms and one of 50: rank 98.01 interpolates 1% of the way to 50.
+  EXPECT_NEAR(r.tpot.p99_ms, 1.0 + 0.01 * 49.0, 1e-9);
+  EXPECT_NEAR(r.tpot.max_over_p99(), 50.0 / 1.49, 1e-9);
+  const RequestLatency none = summarize_requests({});
+  EXPECT_EQ(none.ttft.count, 0);
+  EXPECT_DOUBLE_EQ(none.tpot.max_over_p99(), 0.0);
+}
+
+TEST(LatencyReportTest, JsonRoundTripKeepsForwardsAndRequests) {
+  RunReport run;
+  run.name = "tiered";
+  run.warmup_seconds = 0.25;
+  add(run.records, 1, 44, 150, 2500.0, 1);
+  add(run.records, 4, 44, 150, 1.0);
+  run.requests = {{3, 0.5, 4, 0.75, 0.90}, {8, 0.6, 1, 0.80, 0.80}};
+  run.extra = {{"keys_compiled", 22}};
+  const nlohmann::json j = report_json(run, true);
+  ASSERT_TRUE(j.contains("ttft_ms") && j.contains("tpot_ms") && j.contains("request_records"));
+  EXPECT_EQ(j["ttft_ms"]["requests"], 2);
+  EXPECT_NEAR(j["ttft_ms"]["max"].get<double>(), 250.0, 1e-9);
+  EXPECT_EQ(j["tpot_ms"]["requests"], 1);
+  EXPECT_NEAR(j["tpot_ms"]["p50"].get<double>(), 50.0, 1e-9);
+  EXPECT_FALSE(report_json(run).contains("request_records"));
+
+  const RunReport back = run_report_from_json(j, "r.json");
+  EXPECT_EQ(back.name, "tiered");
+  EXPECT_DOUBLE_EQ(back.warmup_seconds, 0.25);
+  ASSERT_EQ(back.records.size(), 5u);
+  EXPECT_EQ(back.records[0].waited_for_compile, 1);
+  ASSERT_EQ(back.requests.size(), 2u);
+  EXPECT_EQ(back.requests[0].id, 3);
+  EXPECT_EQ(back.requests[0].output_tokens, 4);
+  EXPECT_DOUBLE_EQ(back.requests[0].first_token_s, 0.75);
+  EXPECT_DOUBLE_EQ(back.requests[1].finish_s, 0.80);
+  // Derived fields are recomputed, not carried as extra; the caller's fields are.
+  EXPECT_FALSE(back.extra.contains("ttft_ms") || back.extra.contains("request_records"));
+  EXPECT_EQ(back.extra["keys_compiled"], 22);
+
+  // A run without requests writes none and reads back without them.
+  RunReport bare = run;
+  bare.requests.clear();
+  const nlohmann::json jb = report_json(bare, true);
+  EXPECT_FALSE(jb.contains("ttft_ms") || jb.contains("request_records"));
+  EXPECT_TRUE(run_report_from_json(jb, "b.json").requests.empty());
+}
+
+TEST(LatencyReportTest, MalformedRequestRecordsAreRefusedByName) {
+  RunReport run;
+  run.name = "x";
+  add(run.records, 2, 44, 150, 1.0);
+  run.requests = {{0, 0.0, 2, 0.1, 0.2}, {1, 0.0, 2, 0.1, 0.2}};
+  nlohmann::json j = report_json(run, true);
+  auto refusal = [](const nlohmann::json& report, const std::string& source) -> std::string {
+    try {
+      run_report_from_json(report, source);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.what();
+      return e.message();
+    }
+    ADD_FAILURE() << "no error for " << source;
+    return {};
+  };
+  j["request_records"]["finish_s"].erase(1);
+  std::string msg = refusal(j, "short.json");
+  EXPECT_NE(msg.find("short.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("finish_s"), std::string::npos) << msg;
+  j["request_records"] = 7;
+  msg = refusal(j, "bad.json");
+  EXPECT_NE(msg.find("bad.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("request_records"), std::string::npos) << msg;
+}
+
 TEST(LatencyReportTest, SvgMarksCompileWaitsAndDrawsWarmupBars) {
   RunReport a, b;
   a.name = "no prewarm <cold>";

@@ -46,6 +46,7 @@ TEST(SchedulerTest, ChunksPrefillThenDecodes) {
   EXPECT_DOUBLE_EQ(r.requests[0].first_token_s, 3.0);
   EXPECT_DOUBLE_EQ(r.requests[0].finish_s, 5.0);
   EXPECT_EQ(r.requests[0].id, 7);
+  EXPECT_EQ(r.requests[0].output_tokens, 3);
 }
 
 TEST(SchedulerTest, MixesDecodeWithPrefillChunks) {
