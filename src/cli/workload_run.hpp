@@ -16,6 +16,9 @@ struct WarmedRunner {
   std::unique_ptr<BuildProgressDisplay> progress;  // outlives the runner, which holds its callback
   std::unique_ptr<runtime::ModelRunner> runner;
   runtime::WarmupReport warmup;
+  // Construction (device, model, and the compiles that ran meanwhile) plus the
+  // warmup: the time to ready, where warmup.seconds is only what remained after.
+  double startup_seconds = 0.0;
 };
 WarmedRunner warm_runner(runtime::RunnerConfig cfg, bool prewarm, bool quiet);
 

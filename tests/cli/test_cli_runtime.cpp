@@ -48,6 +48,16 @@ TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
       EXPECT_TRUE(j.contains(k)) << trace << " lacks " << k;
     }
     EXPECT_GT(j["forwards"].get<int>(), 40);
+    // Start-up covers the runner's construction too: at least the warmup's share.
+    EXPECT_GE(j["startup_seconds"].get<double>(), j["warmup_seconds"].get<double>()) << trace;
+    // Every request of the trace finished: each has a time to first token.
+    EXPECT_EQ(j["ttft_ms"]["requests"], j["requests"]) << trace;
+    EXPECT_EQ(j["completed_requests"], j["requests"]) << trace;
+    for (const char* m : {"ttft_ms", "tpot_ms"}) {
+      EXPECT_LE(j[m]["p50"].get<double>(), j[m]["p99"].get<double>()) << trace << " " << m;
+      EXPECT_LE(j[m]["p99"].get<double>(), j[m]["max"].get<double>()) << trace << " " << m;
+    }
+    EXPECT_GT(j["tpot_ms"]["requests"].get<int64_t>(), 0) << trace;
     EXPECT_EQ(j["compiles_after_ready"], 0) << trace;
     EXPECT_EQ(j["waited_for_compile"], 0) << trace;
     EXPECT_NE(test::read_file(dir / "report.svg").find("<svg"), std::string::npos);
