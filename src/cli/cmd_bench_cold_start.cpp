@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "jit/process.hpp"
+#include "sim/latency_report.hpp"
 
 namespace hcwarm::cli {
 namespace fs = std::filesystem;
@@ -173,11 +174,8 @@ void print_run(const Run& r) {
                            r.skew_s);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// The middle value, or the mean of the two middle ones.
+double median(const std::vector<double>& v) { return sim::percentile(v, 0.5); }
 
 struct Pair {
   Run group;
