@@ -17,6 +17,9 @@ gloo when ranks share GPUs, e.g. several ranks on a one-GPU machine):
            call the tensors' device, torch's current device and the driver's current
            context must still be the rank's own, and nothing compiles after ready.
   restart  new processes on the populated cache: 0 compiles, warmup seconds per rank.
+  alone    one rank by itself on another empty cache directory (skip with --no-alone):
+           the reference for the cold phase, whose slowest ready time is reported as a
+           ratio to this one's.
 
 Exit status 0 when every check passed, 1 otherwise (the failing checks are printed).
 Needs PyTorch with CUDA and hcwarm installed (scripts/setup.sh, or pip install .).
@@ -49,6 +52,7 @@ def parse_args(argv=None):
                    help="torch.distributed backend (auto: nccl when every rank has its own GPU, else gloo)")
     p.add_argument("--decode-tokens", type=int, default=4, help="T of the captured decode graph (default: 4)")
     p.add_argument("--json-out", default="", help="also write the whole report as JSON to this file")
+    p.add_argument("--no-alone", action="store_true", help="skip the phase of one rank alone on an empty cache")
     p.add_argument("--port", type=int, default=29517, help="rendezvous port on 127.0.0.1 (default: 29517)")
     return p.parse_args(argv)
 
@@ -256,8 +260,14 @@ def main(argv=None):
             "gpus": names, "backend": backend, "model": args.model,
             "chunked_prefill_size": args.chunked_prefill_size, "phases": {}}
     failures = []
-    for phase in ("cold", "restart"):
-        reports = run_phase(args, phase, world, backend)
+    phases = ("cold", "restart") if args.no_alone else ("cold", "restart", "alone")
+    for phase in phases:
+        if phase == "alone":
+            alone_args = argparse.Namespace(**vars(args))
+            alone_args.cache_dir = tempfile.mkdtemp(prefix="hcwarm-mgpu-alone-")
+            reports = run_phase(alone_args, phase, 1, backend)
+        else:
+            reports = run_phase(args, phase, world, backend)
         text, data = summarize(phase, reports)
         print(text)
         full["phases"][phase] = data
@@ -267,8 +277,16 @@ def main(argv=None):
                 print(r["traceback"], file=sys.stderr)
         if phase == "cold" and data["compiled_total"] != data["planned_keys"]:
             failures.append(f"cold: the ranks compiled {data['compiled_total']} keys, {data['planned_keys']} planned")
-        if phase != "cold" and data["compiled_total"] != 0:
+        if phase == "alone" and data["compiled_total"] != data["planned_keys"]:
+            failures.append(f"alone: the rank compiled {data['compiled_total']} keys, {data['planned_keys']} planned")
+        if phase == "restart" and data["compiled_total"] != 0:
             failures.append(f"{phase}: {data['compiled_total']} compiles on a populated cache")
+    if "alone" in full["phases"]:
+        slowest = max((r.get("ready_s", 0.0) for r in full["phases"]["cold"]["ranks"]), default=0.0)
+        alone = full["phases"]["alone"]["ranks"][0].get("ready_s", 0.0)
+        ratio = slowest / alone if alone > 0 else float("nan")
+        full["cold_ready_over_alone"] = ratio
+        print(f"cold: slowest rank ready in {slowest:.3f} s, one rank alone {alone:.3f} s: {ratio:.2f}x")
     for r in full["phases"]["cold"]["ranks"]:
         for case, errs in r.get("serve", {}).items():
             print(f"  serve rank {r['rank']} {case}: {errs}")

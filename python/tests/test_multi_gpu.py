@@ -34,6 +34,9 @@ def test_two_ranks_warm_one_cache_and_serve_on_their_devices(tmp_path):
     cold, restart = report["phases"]["cold"], report["phases"]["restart"]
     assert cold["compiled_total"] == cold["planned_keys"] > 0
     assert restart["compiled_total"] == 0
+    alone = report["phases"]["alone"]
+    assert len(alone["ranks"]) == 1 and alone["compiled_total"] == alone["planned_keys"] == cold["planned_keys"]
+    assert report["cold_ready_over_alone"] > 0
     for rank in cold["ranks"]:
         assert rank["serve"]["graph_replay_bit_equal"] is True
         assert rank["serve"]["compiles_after_ready"] == 0

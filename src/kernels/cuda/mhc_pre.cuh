@@ -20,9 +20,11 @@
 // One-pass (num_splits == 1, sm_90): both stages in one persistent launch that
 //   reads the residual from memory once (mhc_pre_chunk, in cuda/mhc_pre_chunk.cuh).
 // INPUT (last template parameter): HCWARM_MHC_INPUT_EMBED reads the first
-//   layer's (T, D) embedding as hc identical streams (column k of a row is
-//   e[t, k % D]; D % 8 == 0, so a 16-byte vector never straddles two streams),
-//   in the same order as the copies: the results equal those on the copies.
+//   layer's (T, D) embedding e as hc identical streams: the partial kernel's
+//   K-parts cover the D columns of e and multiply them by fn folded over the
+//   streams (column d: the f32 sum of fn's columns j D + d), so it does a
+//   quarter of the residual input's tensor-core work; the results match those
+//   on the materialized copies within the tolerances of docs/MATH.md, not bit for bit.
 //   HCWARM_MHC_INPUT_POST (the fused sublayer boundary): a K-part is a range
 //   of hidden positions d across all hc streams; the partial kernel reads the
 //   previous residual and post_x of its rows, computes each new-residual
@@ -100,12 +102,27 @@ __device__ __forceinline__ void post_part_range(int D, int P, int part, long lon
 __device__ __forceinline__ long long post_col(long long kc, int cc, int D) {
   return (long long)((cc >> 3) & 3) * D + (kc >> 2) + ((cc >> 5) << 3) + (cc & 7);
 }
-// Token t's row and the offset of its column k: residual[t] (K wide), or the embedding row (D wide, every stream).
+// Token t's row: residual[t] (K wide), or the embedding row (D wide, every stream).
 __device__ __forceinline__ const unsigned short* input_row(const hcwarm_mhc_pre_params& p, long long t, long long K,
                                                            int D, bool embed) {
   return p.residual + t * (embed ? (long long)D : K);
 }
-__device__ __forceinline__ long long input_col(long long k, int D, bool embed) { return embed ? k % D : k; }
+// fn at col, or with fold the embedding's fn column: the f32 sum over the HC
+// streams of fn's columns j * D + col, in stream order (sum_k fn[k] e[k % D] =
+// sum_d (sum_j fn[j D + d]) e[d]); zero where !ok. The loads are predicated.
+template <int HC>
+__device__ __forceinline__ F4 fold_fn4(const float* col, int D, bool ok, bool fold) {
+  const F4 z = {0.f, 0.f, 0.f, 0.f};
+  F4 g[HC];
+#pragma unroll
+  for (int j = 0; j < HC; ++j) g[j] = ok && (j == 0 || fold) ? ldg_f4(col + (long long)j * D) : z;
+  F4 f = g[0];
+  if (fold) {
+#pragma unroll
+    for (int j = 1; j < HC; ++j) f.x += g[j].x, f.y += g[j].y, f.z += g[j].z, f.w += g[j].w;
+  }
+  return f;
+}
 
 // Writes the mma accumulators of thread (g, q) as two rows of the 24 mix
 // columns: acc[j][0..1] are row g, columns 8j + 2q + {0,1}; acc[j][2..3] row g + 8.
@@ -248,11 +265,13 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   const long long t0 = tile * (16 * WARPS) + warp * 16;
   const bool active = t0 < T;  // idle warps still help with fn and the barriers
 
+  // The embedding's hc streams are one row: its parts cover D columns, and fn
+  // is folded over the streams (fold_fn4), a quarter of the tensor-core work.
   long long k0, k1;
   if (post_in) {
     post_part_range(D, P, part, k0, k1);
   } else {
-    k_part_range(K, P, part, k0, k1);
+    k_part_range(embed ? (long long)D : K, P, part, k0, k1);
   }
   const bool v0 = t0 + g < T, v1 = t0 + g + 8 < T;
   const F4 zf = {0.f, 0.f, 0.f, 0.f};
@@ -272,7 +291,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     for (int u = 0; u < 8; ++u) {
       const int rr = 2 * u + (lane >> 4);
       const bool ok = active && t0 + rr < T && k < k1;
-      const unsigned short* src = ok ? input_row(p, t0 + rr, K, D, embed) + input_col(k, D, embed) : p.residual;
+      const unsigned short* src = ok ? input_row(p, t0 + rr, K, D, embed) + k : p.residual;
       cp_async16(xw + stage * kStageBytes + rr * kRowBytes + ((c ^ ((rr & 1) << 2)) << 4), src, ok);
     }
     cp_async_commit();
@@ -347,6 +366,13 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   };
 
   F4 fr[kF4PerThread];
+  // With the early load (the 4-warp specialized kernels, which have the
+  // registers) a fold's loads are predicated, not branched around, so all of
+  // a chunk's are in flight at once: at decode sizes a branch per fold
+  // serialized them (+1.3 us a call). The others keep one branch per fold:
+  // 12 more live registers would spill at their 128 (8 warps) and their many
+  // blocks hide the latency.
+  constexpr bool kFnEarly = WARPS <= 4 && HIDDEN != 0;
   auto load_fn = [&](long long kc, F4 (&f)[kF4PerThread]) {
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) {
@@ -355,7 +381,12 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       const int cc = (e % (kChunk / 4)) * 4;
       const long long kk = kc + cc;
       const long long col = post_in ? post_col(kc, cc, D) : kk;
-      f[i] = (kF4 % kThreads == 0 || e < kF4) && kk < k1 ? ldg_f4(p.fn + n * K + col) : zf;
+      const bool ok = (kF4 % kThreads == 0 || e < kF4) && kk < k1;
+      if (kFnEarly) {
+        f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);
+      } else {
+        f[i] = !ok ? zf : fold_fn4<HC>(p.fn + n * K + col, D, true, embed);
+      }
     }
   };
 
@@ -376,7 +407,6 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // memory once, not once per chunk; 8 warps (128 registers) load it after the
   // barrier, and so does the generic kernel (HIDDEN 0), which ran 7-9% slower
   // at large T with the early load (docs/BENCHMARKS.md, section 3).
-  constexpr bool kFnEarly = WARPS <= 4 && HIDDEN != 0;
   for (long long kc = k0; kc < k1; kc += kChunk) {
     const long long kn = kc + kChunk;
     F4 frn[kF4PerThread];
@@ -436,6 +466,10 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 
   ss0 = quad_sum(ss0);
   ss1 = quad_sum(ss1);
+  if (embed) {  // every stream's squares: exact, HC is a power of two
+    ss0 *= (float)HC;
+    ss1 *= (float)HC;
+  }
   if (active) {
     float* out0 = p.partials + ((t0 + g) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
     float* out1 = p.partials + ((t0 + g + 8) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
