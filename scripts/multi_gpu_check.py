@@ -262,10 +262,9 @@ def main(argv=None):
     failures = []
     phases = ("cold", "restart") if args.no_alone else ("cold", "restart", "alone")
     for phase in phases:
-        if phase == "alone":
-            alone_args = argparse.Namespace(**vars(args))
-            alone_args.cache_dir = tempfile.mkdtemp(prefix="hcwarm-mgpu-alone-")
-            reports = run_phase(alone_args, phase, 1, backend)
+        if phase == "alone":  # one rank on a cache of its own, removed afterwards
+            with tempfile.TemporaryDirectory(prefix="hcwarm-mgpu-alone-") as alone_cache:
+                reports = run_phase(argparse.Namespace(**{**vars(args), "cache_dir": alone_cache}), phase, 1, backend)
         else:
             reports = run_phase(args, phase, world, backend)
         text, data = summarize(phase, reports)
