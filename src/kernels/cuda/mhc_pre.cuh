@@ -369,7 +369,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // With the early load (the 4-warp specialized kernels, which have the
   // registers) a fold's loads are predicated, not branched around, so all of
   // a chunk's are in flight at once: at decode sizes a branch per fold
-  // serialized them (+1.3 us a call). The others keep one branch per fold:
+  // serialized them (docs/BENCHMARKS.md, section 10). The others keep one branch per fold:
   // 12 more live registers would spill at their 128 (8 warps) and their many
   // blocks hide the latency.
   constexpr bool kFnEarly = WARPS <= 4 && HIDDEN != 0;
