@@ -10,7 +10,7 @@
 # plus the set-up around the loop.
 #
 # Usage: tools/sass_stats.sh BOUNDS CALL
-#   tools/sass_stats.sh "448, 1" "hcwarm_kernels::cuda::mhc_pre_chunk<4, 7168, true, true>(p, &tmap)"
+#   tools/sass_stats.sh "448, 1" "hcwarm_kernels::cuda::mhc_pre_one_pass<4, 7168, true, true>(p, &tmap)"
 #   tools/sass_stats.sh "256, 2" "hcwarm_kernels::cuda::mhc_pre_partial<1, 4, 7168>(p)"
 # Needs cuobjdump, which this toolkit image lacks: set CUOBJDUMP, or install the
 # PyPI wheel nvidia-cuda-cuobjdump (pip download --no-deps nvidia-cuda-cuobjdump;
@@ -23,7 +23,7 @@ cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '#include "cuda/mhc_pre.cuh"\n#include "cuda/mhc_pre_chunk.cuh"\nextern "C" __global__ void __launch_bounds__(%s) k(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) { %s; }\n' \
+printf '#include "cuda/mhc_pre.cuh"\n#include "cuda/mhc_pre_one_pass.cuh"\nextern "C" __global__ void __launch_bounds__(%s) k(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) { %s; }\n' \
   "$1" "$2" >"$tmp/k.cu"
 "$nvcc" -std=c++17 -arch=sm_90a -cubin -Isrc/kernels -Xptxas -v -o "$tmp/k.cubin" "$tmp/k.cu" 2>&1 | grep -E "registers|spill"
 "$cuobjdump" -sass "$tmp/k.cubin" >"$tmp/k.sass"

@@ -362,7 +362,7 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
 // ring; and the 16-byte alignment every CUDA kernel needs.
 TEST(MhcPreCudaSource, OnePassWorkspaceAndAlignment) {
   const size_t ring = size_t{16} * 128 * 64 * 32 * 4;  // 16 chunks x 128 tokens x 64 parts x 32 floats
-  EXPECT_EQ(static_cast<size_t>(HCWARM_MHC_CHUNK_RECORD_BYTES), ring);
+  EXPECT_EQ(static_cast<size_t>(HCWARM_MHC_ONE_PASS_RECORD_BYTES), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(0), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(-5), ring);       // no tokens: no counters
   EXPECT_EQ(cuda::one_pass_workspace_bytes(1), 256 + ring);  // one chunk

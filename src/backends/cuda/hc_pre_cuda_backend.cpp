@@ -94,7 +94,7 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   const bool one_pass =
       p.num_splits == 1 && stages == 3 && k.one_pass != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
   if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
-  p.num_parts = one_pass ? HCWARM_MHC_CHUNK_PARTS : cuda_num_parts(p.num_splits);
+  p.num_parts = one_pass ? HCWARM_MHC_ONE_PASS_PARTS : cuda_num_parts(p.num_splits);
   HCWARM_CHECK_CU(device_.driver(),
                   launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
 }

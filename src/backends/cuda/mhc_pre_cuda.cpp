@@ -10,7 +10,7 @@ namespace {
 // each of the 64 K-parts, and one y warp per 1024 columns (at most 7: the block
 // is then 15 warps, which leaves at most 136 registers a thread).
 bool one_pass_hidden(int hidden) {
-  return hidden > 0 && hidden % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_CHUNK_MAX_HIDDEN;
+  return hidden > 0 && hidden % HCWARM_MHC_ONE_PASS_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_ONE_PASS_MAX_HIDDEN;
 }
 
 // The one-pass kernel's view of the residual: T rows of hc * hidden bf16
@@ -19,7 +19,7 @@ CUresult encode_residual_map(const CudaDriver& d, const hcwarm_mhc_pre_params& p
   const unsigned long long cols = static_cast<unsigned long long>(p.hc_mult) * static_cast<unsigned long long>(p.hidden);
   const unsigned long long dims[2] = {cols, static_cast<unsigned long long>(p.num_tokens)};
   const unsigned long long strides[1] = {cols * 2};
-  const unsigned box[2] = {HCWARM_MHC_CHUNK_BOX, HCWARM_MHC_CHUNK_BOX};
+  const unsigned box[2] = {HCWARM_MHC_ONE_PASS_BOX, HCWARM_MHC_ONE_PASS_BOX};
   const unsigned element_strides[2] = {1, 1};
   return d.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<unsigned short*>(p.residual),
                                   dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -48,10 +48,10 @@ bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
   return cc_major >= 9 && hc_mult == 4 && one_pass_hidden(hidden);
 }
 
-unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_CHUNK_THREADS(hidden)); }
+unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_ONE_PASS_THREADS(hidden)); }
 
 size_t one_pass_workspace_bytes(long long num_tokens) {
-  return HCWARM_MHC_CHUNK_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
+  return HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
 }
 
 const char* misaligned_argument(const void* residual, const void* fn, const void* y, const void* norm_weight) {
@@ -81,14 +81,14 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
   const unsigned threads = one_pass_threads(hidden);
-  const unsigned smem = HCWARM_MHC_CHUNK_SMEM(static_cast<unsigned>(hidden));
+  const unsigned smem = HCWARM_MHC_ONE_PASS_SMEM(static_cast<unsigned>(hidden));
   CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
   if (rc != CUDA_SUCCESS) return rc;
   int per_sm = 0;
   rc = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), smem);
   if (rc != CUDA_SUCCESS) return rc;
   // Every block of the grid must be resident at once (they wait for each other).
-  if (per_sm * num_sms < HCWARM_MHC_CHUNK_BLOCKS) return CUDA_SUCCESS;
+  if (per_sm * num_sms < HCWARM_MHC_ONE_PASS_BLOCKS) return CUDA_SUCCESS;
   k.one_pass = f;
   k.one_pass_threads = threads;
   k.one_pass_smem = smem;
@@ -102,10 +102,10 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   void* args[] = {&params};
   // The one-pass kernel reads residual streams only.
   if (k.one_pass != nullptr && stages == 3 && p.input == HCWARM_MHC_INPUT_RESIDUAL) {
-    params.num_parts = HCWARM_MHC_CHUNK_PARTS;
-    // The chunks' counters start at zero (p.partials: HCWARM_MHC_CHUNK_WORKSPACE_BYTES).
+    params.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
+    // The chunks' counters start at zero (p.partials: HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES).
     CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
-                                    HCWARM_MHC_CHUNK_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
+                                    HCWARM_MHC_ONE_PASS_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
     if (rc != CUDA_SUCCESS) return rc;
     hcwarm_tensor_map map;
     rc = encode_residual_map(d, params, map);
@@ -115,7 +115,7 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     coop.value.cooperative = 1;
     CUlaunchConfig c;
-    c.gridDimX = HCWARM_MHC_CHUNK_BLOCKS;
+    c.gridDimX = HCWARM_MHC_ONE_PASS_BLOCKS;
     c.blockDimX = k.one_pass_threads;
     c.sharedMemBytes = k.one_pass_smem;
     c.hStream = stream;

@@ -14,7 +14,7 @@ namespace hcwarm::cuda {
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
 // Only in num_splits == 1 modules built with one_pass: the one-pass kernel
-// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_chunk.cuh).
+// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_one_pass.cuh).
 inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
@@ -26,7 +26,7 @@ std::string cuda_split_class_name(int split_class);
 
 // The translation unit of the specialization serving num_splits (the same text
 // for every split count of its class): instantiates kernels/cuda/mhc_pre.cuh
-// (and, with one_pass, num_splits == 1 only, mhc_pre_chunk.cuh) under the names
+// (and, with one_pass, num_splits == 1 only, mhc_pre_one_pass.cuh) under the names
 // above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
 // them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
 // input (HCWARM_MHC_INPUT_*): _RESIDUAL, the hc streams; _EMBED, the first
@@ -45,7 +45,7 @@ struct MhcPreCudaKernels {
   // prepare_one_pass, which also fills the launch geometry.
   CUfunction one_pass = nullptr;
   unsigned one_pass_threads = 0;
-  unsigned one_pass_smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_CHUNK_BLOCKS)
+  unsigned one_pass_smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_ONE_PASS_BLOCKS)
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
@@ -70,7 +70,7 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 // of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
 // The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
-// warps, the comb warps and the signal warp (cuda/mhc_pre_chunk.cuh).
+// warps, the comb warps and the signal warp (cuda/mhc_pre_one_pass.cuh).
 unsigned one_pass_threads(int hidden);
 // The workspace the one-pass kernel needs for T tokens: a counter per half of
 // each chunk of 128 tokens and a 16 MiB ring of records.
@@ -83,7 +83,7 @@ const char* misaligned_argument(const void* residual, const void* fn, const void
 // prev_comb and new_residual (residual_out), named as in mhc::HcPreArgs.
 const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
-// its HCWARM_MHC_CHUNK_BLOCKS blocks can all be resident on `num_sms` SMs (they
+// its HCWARM_MHC_ONE_PASS_BLOCKS blocks can all be resident on `num_sms` SMs (they
 // wait for each other). On success fills k.one_pass and its geometry and
 // returns CUDA_SUCCESS; otherwise leaves k.one_pass null (the caller falls back
 // to the two-kernel path): no TMA entry point in the driver, too few SMs.

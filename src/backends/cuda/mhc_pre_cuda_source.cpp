@@ -76,11 +76,11 @@ std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_n
                              kCudaFinishSymbol, split_class, hc, hidden, norm, fast, input_macro(input)));
   if (parts == 3) {
     // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
-    src += part(2, fmt::format("#include \"cuda/mhc_pre_chunk.cuh\"\n"
+    src += part(2, fmt::format("#include \"cuda/mhc_pre_one_pass.cuh\"\n"
                                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p, "
                                "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"
-                               "  hcwarm_kernels::cuda::mhc_pre_chunk<{}, {}, {}, {}>(p, &tmap);\n}}\n",
-                               HCWARM_MHC_CHUNK_THREADS(hidden), kCudaOnePassSymbol, hc, hidden, norm, fast));
+                               "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, {}, {}>(p, &tmap);\n}}\n",
+                               HCWARM_MHC_ONE_PASS_THREADS(hidden), kCudaOnePassSymbol, hc, hidden, norm, fast));
   }
   return src;
 }

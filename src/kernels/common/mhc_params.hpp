@@ -62,60 +62,60 @@
 // bucket has more tokens than 3 blocks per SM hold; 160 for >= 22 (166 tokens
 // or fewer on 132 SMs: at most one wave, 168 registers at hidden 7168, no spills).
 #define HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(c) ((c) < 5 ? 24 : (c) < 22 ? 64 : 160)
-// The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_chunk in
-// cuda/mhc_pre_chunk.cuh): CHUNK_BLOCKS persistent blocks, one per SM (a
-// cooperative launch), take the tokens in chunks of CHUNK_TOKENS. Block b
-// streams the residual of half b / CHUNK_PARTS of a chunk over K-part
-// b % CHUNK_PARTS (4 * hidden / 64 columns) by TMA and writes a record per
+// The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_one_pass in
+// cuda/mhc_pre_one_pass.cuh): ONE_PASS_BLOCKS persistent blocks, one per SM (a
+// cooperative launch), take the tokens in chunks of ONE_PASS_TOKENS. Block b
+// streams the residual of half b / ONE_PASS_PARTS of a chunk over K-part
+// b % ONE_PASS_PARTS (4 * hidden / 64 columns) by TMA and writes a record per
 // (token, part); then re-reads token chunk * 128 + b's whole row from L2 and
 // writes its y (pre from the token's records by the block's comb warps).
-// hidden must be a multiple of 1024 and at most CHUNK_MAX_HIDDEN.
-#define HCWARM_MHC_CHUNK_BLOCKS 128
-#define HCWARM_MHC_CHUNK_PARTS 64
-#define HCWARM_MHC_CHUNK_TOKENS 128
-#define HCWARM_MHC_CHUNK_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
-// The tuning values below are #ifndef so that tools/experiments/l2_chunk.cu can
+// hidden must be a multiple of 1024 and at most ONE_PASS_MAX_HIDDEN.
+#define HCWARM_MHC_ONE_PASS_BLOCKS 128
+#define HCWARM_MHC_ONE_PASS_PARTS 64
+#define HCWARM_MHC_ONE_PASS_TOKENS 128
+#define HCWARM_MHC_ONE_PASS_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
+// The tuning values below are #ifndef so that tools/experiments/one_pass_l2.cu can
 // build variants with -D; the library uses them as they are.
 // TMA boxes in flight per block: more in flight only lengthens every round trip.
-#ifndef HCWARM_MHC_CHUNK_STAGES
-#define HCWARM_MHC_CHUNK_STAGES 6
+#ifndef HCWARM_MHC_ONE_PASS_STAGES
+#define HCWARM_MHC_ONE_PASS_STAGES 6
 #endif
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
 // L2 before their re-read. Fewer starve the GPU; more no longer fit the rows
 // of all blocks in the L2.
-#ifndef HCWARM_MHC_CHUNK_WINDOW
-#define HCWARM_MHC_CHUNK_WINDOW 5
+#ifndef HCWARM_MHC_ONE_PASS_WINDOW
+#define HCWARM_MHC_ONE_PASS_WINDOW 5
 #endif
 // Chunks a block's TMA may run ahead of its own comb warps; the record ring
 // bounds it (WINDOW + COMB_WINDOW < RING).
-#ifndef HCWARM_MHC_CHUNK_COMB_WINDOW
-#define HCWARM_MHC_CHUNK_COMB_WINDOW 5
+#ifndef HCWARM_MHC_ONE_PASS_COMB_WINDOW
+#define HCWARM_MHC_ONE_PASS_COMB_WINDOW 5
 #endif
-#ifndef HCWARM_MHC_CHUNK_RING
-#define HCWARM_MHC_CHUNK_RING 16
+#ifndef HCWARM_MHC_ONE_PASS_RING
+#define HCWARM_MHC_ONE_PASS_RING 16
 #endif
 // Comb warps: pre (first, for the y warps), post and the Sinkhorn of every
 // COMB_WARPS-th chunk each; two cannot keep up with the y warps.
-#ifndef HCWARM_MHC_CHUNK_COMB_WARPS
-#define HCWARM_MHC_CHUNK_COMB_WARPS 3
+#ifndef HCWARM_MHC_ONE_PASS_COMB_WARPS
+#define HCWARM_MHC_ONE_PASS_COMB_WARPS 3
 #endif
-#define HCWARM_MHC_CHUNK_PRE_RING 8    // pre slots, comb warps -> y warps (at least WINDOW)
-#define HCWARM_MHC_CHUNK_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
-#define HCWARM_MHC_CHUNK_MAX_HIDDEN 7168
-#define HCWARM_MHC_CHUNK_HIDDEN_STEP 1024
+#define HCWARM_MHC_ONE_PASS_PRE_RING 8    // pre slots, comb warps -> y warps (at least WINDOW)
+#define HCWARM_MHC_ONE_PASS_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
+#define HCWARM_MHC_ONE_PASS_MAX_HIDDEN 7168
+#define HCWARM_MHC_ONE_PASS_HIDDEN_STEP 1024
 // The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps, the signal warp.
-#define HCWARM_MHC_CHUNK_THREADS(hidden) ((6 + (hidden) / HCWARM_MHC_CHUNK_HIDDEN_STEP + HCWARM_MHC_CHUNK_COMB_WARPS) * 32)
+#define HCWARM_MHC_ONE_PASS_THREADS(hidden) ((6 + (hidden) / HCWARM_MHC_ONE_PASS_HIDDEN_STEP + HCWARM_MHC_ONE_PASS_COMB_WARPS) * 32)
 // Dynamic shared memory: alignment slack, the TMA stages, fn's mma fragments
 // of the part (6 * hidden bytes), the norm weight (2 * hidden), and 12 KB of
 // barriers and scratch.
-#define HCWARM_MHC_CHUNK_SMEM(hidden) \
-  (1024 + HCWARM_MHC_CHUNK_STAGES * HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2 + 8 * (hidden) + 12 * 1024)
+#define HCWARM_MHC_ONE_PASS_SMEM(hidden) \
+  (1024 + HCWARM_MHC_ONE_PASS_STAGES * HCWARM_MHC_ONE_PASS_BOX * HCWARM_MHC_ONE_PASS_BOX * 2 + 8 * (hidden) + 12 * 1024)
 // Workspace: a counter per (chunk, half) (zero at launch), then the ring of records.
-#define HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) \
-  ((((tokens) + HCWARM_MHC_CHUNK_TOKENS - 1) / HCWARM_MHC_CHUNK_TOKENS * 8 + 255) / 256 * 256)
-#define HCWARM_MHC_CHUNK_RECORD_BYTES \
-  (HCWARM_MHC_CHUNK_RING * HCWARM_MHC_CHUNK_TOKENS * HCWARM_MHC_CHUNK_PARTS * HCWARM_MHC_CHUNK_RECORD * 4)
-#define HCWARM_MHC_CHUNK_WORKSPACE_BYTES(tokens) (HCWARM_MHC_CHUNK_COUNTER_BYTES(tokens) + HCWARM_MHC_CHUNK_RECORD_BYTES)
+#define HCWARM_MHC_ONE_PASS_COUNTER_BYTES(tokens) \
+  ((((tokens) + HCWARM_MHC_ONE_PASS_TOKENS - 1) / HCWARM_MHC_ONE_PASS_TOKENS * 8 + 255) / 256 * 256)
+#define HCWARM_MHC_ONE_PASS_RECORD_BYTES \
+  (HCWARM_MHC_ONE_PASS_RING * HCWARM_MHC_ONE_PASS_TOKENS * HCWARM_MHC_ONE_PASS_PARTS * HCWARM_MHC_ONE_PASS_RECORD * 4)
+#define HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(tokens) (HCWARM_MHC_ONE_PASS_COUNTER_BYTES(tokens) + HCWARM_MHC_ONE_PASS_RECORD_BYTES)
 
 // What `residual` points at (the params' `input`): the (T, hc, D) streams, or
 // the first layer's (T, D) embedding standing for hc identical streams

@@ -18,7 +18,7 @@
 //   one-Newton-step reciprocals), y in f32, rounded once to bf16; the fused norm
 //   takes its mean over the bf16 y. Launched as a programmatic dependent of (a).
 // One-pass (num_splits == 1, sm_90): both stages in one persistent launch that
-//   reads the residual from memory once (mhc_pre_chunk, in cuda/mhc_pre_chunk.cuh).
+//   reads the residual from memory once (mhc_pre_one_pass, in cuda/mhc_pre_one_pass.cuh).
 // INPUT (last template parameter): HCWARM_MHC_INPUT_EMBED reads the first
 //   layer's (T, D) embedding e as hc identical streams: the partial kernel's
 //   K-parts cover the D columns of e and multiply them by fn folded over the
@@ -196,7 +196,7 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > 8192) return false;
   if (p.num_splits < 1) return false;
   if (SPLIT_CLASS != 0 && HCWARM_MHC_CUDA_SPLIT_CLASS(p.num_splits) != SPLIT_CLASS) return false;
-  const int parts = ONE_PASS ? HCWARM_MHC_CHUNK_PARTS : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
+  const int parts = ONE_PASS ? HCWARM_MHC_ONE_PASS_PARTS : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
   return p.num_parts == parts;
 }
 
@@ -871,6 +871,6 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 //             4 for the generic one; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
 //             (HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(warps) with input POST).
 //   finish:   grid (T),                      block 128, no dynamic shared memory.
-//   one-pass: see cuda/mhc_pre_chunk.cuh: grid HCWARM_MHC_CHUNK_BLOCKS, cooperative,
-//             block HCWARM_MHC_CHUNK_THREADS(hidden), dynamic shared memory
-//             HCWARM_MHC_CHUNK_SMEM(hidden); a TMA map of the residual as its second argument.
+//   one-pass: see cuda/mhc_pre_one_pass.cuh: grid HCWARM_MHC_ONE_PASS_BLOCKS, cooperative,
+//             block HCWARM_MHC_ONE_PASS_THREADS(hidden), dynamic shared memory
+//             HCWARM_MHC_ONE_PASS_SMEM(hidden); a TMA map of the residual as its second argument.

@@ -2,7 +2,7 @@
 // The one-pass mHC pre kernel (num_splits == 1, sm_90): one persistent launch
 // that reads the residual from memory once, and a second time from L2.
 //
-// HCWARM_MHC_CHUNK_BLOCKS blocks (one per SM, cooperative launch) take the
+// HCWARM_MHC_ONE_PASS_BLOCKS blocks (one per SM, cooperative launch) take the
 // tokens in chunks of 128. In block b:
 //   TMA warp   streams half b / 64 of each chunk (64 tokens) over K-part b % 64
 //              (4 * hidden / 64 columns) into shared memory, 64 x 64 boxes with
@@ -36,8 +36,8 @@
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
 // the tensor cores with f32 accumulation, the parts summed in f32.
 // HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
-// HCWARM_MHC_CHUNK_THREADS(hidden), its dynamic shared memory
-// HCWARM_MHC_CHUNK_SMEM(hidden), and p.partials HCWARM_MHC_CHUNK_WORKSPACE_BYTES(T)
+// HCWARM_MHC_ONE_PASS_THREADS(hidden), its dynamic shared memory
+// HCWARM_MHC_ONE_PASS_SMEM(hidden), and p.partials HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)
 // with the counters zero.
 #include "cuda/mhc_pre.cuh"
 #include "cuda/ptx/cache_policy.cuh"
@@ -45,14 +45,14 @@
 #include "cuda/ptx/named_barrier.cuh"
 #include "cuda/ptx/tma.cuh"
 
-// Timing hook for tools/experiments/l2_chunk.cu (-DSTAMPS builds): point p of chunk c.
-#ifndef HCWARM_MHC_CHUNK_STAMP
-#define HCWARM_MHC_CHUNK_STAMP(p, c)
+// Timing hook for tools/experiments/one_pass_l2.cu (-DSTAMPS builds): point p of chunk c.
+#ifndef HCWARM_MHC_ONE_PASS_STAMP
+#define HCWARM_MHC_ONE_PASS_STAMP(p, c)
 #endif
 
 namespace hcwarm_kernels {
 namespace cuda {
-namespace chunk {
+namespace one_pass {
 
 // Sum of the squares of the two bf16 values of a word.
 __device__ __forceinline__ float squares2(unsigned w) {
@@ -61,127 +61,127 @@ __device__ __forceinline__ float squares2(unsigned w) {
 }
 
 // Warp roles of a block: one TMA warp, the mma warps, hidden / 1024 y warps,
-// the comb warps, one signal warp (HCWARM_MHC_CHUNK_THREADS counts them).
-struct ChunkWarps {
+// the comb warps, one signal warp (HCWARM_MHC_ONE_PASS_THREADS counts them).
+struct OnePassWarps {
   static constexpr int kTma = 0;
   static constexpr int kFirstMma = 1;
   static constexpr int kMma = 4;  // 16 tokens each: a half-chunk of one TMA box height
   static constexpr int kFirstY = kFirstMma + kMma;
-  int y;  // hidden / HCWARM_MHC_CHUNK_HIDDEN_STEP
+  int y;  // hidden / HCWARM_MHC_ONE_PASS_HIDDEN_STEP
   __device__ int first_comb() const { return kFirstY + y; }
-  __device__ int signal() const { return first_comb() + HCWARM_MHC_CHUNK_COMB_WARPS; }
+  __device__ int signal() const { return first_comb() + HCWARM_MHC_ONE_PASS_COMB_WARPS; }
   __device__ int count() const { return signal() + 1; }
 };
-static_assert(ChunkWarps::kMma * 16 == HCWARM_MHC_CHUNK_BOX, "the mma warps cover one box height of tokens");
-static_assert(HCWARM_MHC_CHUNK_THREADS(1024) == 32 * (ChunkWarps::kFirstY + 1 + HCWARM_MHC_CHUNK_COMB_WARPS + 1),
-              "HCWARM_MHC_CHUNK_THREADS must count every role");
+static_assert(OnePassWarps::kMma * 16 == HCWARM_MHC_ONE_PASS_BOX, "the mma warps cover one box height of tokens");
+static_assert(HCWARM_MHC_ONE_PASS_THREADS(1024) == 32 * (OnePassWarps::kFirstY + 1 + HCWARM_MHC_ONE_PASS_COMB_WARPS + 1),
+              "HCWARM_MHC_ONE_PASS_THREADS must count every role");
 
 // Named barriers (0 is __syncthreads'): the y warps once per chunk; the mma
 // warps hand chunk c to the signal warp on kFirstSignal + c % kSignalRing.
-struct ChunkBarriers {
+struct OnePassBarriers {
   static constexpr int kY = 3;
   static constexpr int kFirstSignal = 4;
   static constexpr int kSignalRing = 8;
-  static constexpr int kSignalThreads = 32 * (ChunkWarps::kMma + 1);
+  static constexpr int kSignalThreads = 32 * (OnePassWarps::kMma + 1);
 };
-static_assert(ChunkBarriers::kFirstSignal + ChunkBarriers::kSignalRing <= 16, "a block has 16 named barriers");
-__device__ __forceinline__ NamedBarrier<ChunkBarriers::kSignalThreads> signal_barrier(int chunk) {
-  return {ChunkBarriers::kFirstSignal + chunk % ChunkBarriers::kSignalRing};
+static_assert(OnePassBarriers::kFirstSignal + OnePassBarriers::kSignalRing <= 16, "a block has 16 named barriers");
+__device__ __forceinline__ NamedBarrier<OnePassBarriers::kSignalThreads> signal_barrier(int chunk) {
+  return {OnePassBarriers::kFirstSignal + chunk % OnePassBarriers::kSignalRing};
 }
 
 // Dynamic shared memory, in bytes from the first 1024-aligned address (the
 // 128-byte swizzle of the TMA boxes repeats every 1024 bytes).
 template <int HC>
-struct ChunkSmem {
+struct OnePassSmem {
   static constexpr int kMix = HC * (2 + HC);
-  static constexpr unsigned kStageBytes = HCWARM_MHC_CHUNK_BOX * HCWARM_MHC_CHUNK_BOX * 2;
+  static constexpr unsigned kStageBytes = HCWARM_MHC_ONE_PASS_BOX * HCWARM_MHC_ONE_PASS_BOX * 2;
   static constexpr unsigned kStageRing = 0;  // [STAGES][64 x 64 bf16]
-  static constexpr unsigned kFnFrags = kStageRing + HCWARM_MHC_CHUNK_STAGES * kStageBytes;  // [k-step][lane][12] u32
+  static constexpr unsigned kFnFrags = kStageRing + HCWARM_MHC_ONE_PASS_STAGES * kStageBytes;  // [k-step][lane][12] u32
   __host__ __device__ static constexpr unsigned norm_weight(unsigned d) { return kFnFrags + 6 * d; }  // [D] bf16
   __host__ __device__ static constexpr unsigned small(unsigned d) { return norm_weight(d) + 2 * d; }
   // Inside the small region:
   static constexpr unsigned kFull = 0;                                          // u64 [STAGES]: TMA landed
-  static constexpr unsigned kEmpty = kFull + 8 * HCWARM_MHC_CHUNK_STAGES;       // u64 [STAGES]: mma warps done
-  static constexpr unsigned kPreFull = kEmpty + 8 * HCWARM_MHC_CHUNK_STAGES;    // u64 [PRE_RING]: pre written
-  static constexpr unsigned kYDone = kPreFull + 8 * HCWARM_MHC_CHUNK_PRE_RING;  // int: chunks the y warps finished
+  static constexpr unsigned kEmpty = kFull + 8 * HCWARM_MHC_ONE_PASS_STAGES;       // u64 [STAGES]: mma warps done
+  static constexpr unsigned kPreFull = kEmpty + 8 * HCWARM_MHC_ONE_PASS_STAGES;    // u64 [PRE_RING]: pre written
+  static constexpr unsigned kYDone = kPreFull + 8 * HCWARM_MHC_ONE_PASS_PRE_RING;  // int: chunks the y warps finished
   static constexpr unsigned kCombDone = kYDone + 4;                             // int [COMB_WARPS]
   static constexpr unsigned kPre = kYDone + 16;                                 // float [PRE_RING][4]
-  static constexpr unsigned kSsq = kPre + 16 * HCWARM_MHC_CHUNK_PRE_RING;       // float [2][8]
+  static constexpr unsigned kSsq = kPre + 16 * HCWARM_MHC_ONE_PASS_PRE_RING;       // float [2][8]
   static constexpr unsigned kBase = kSsq + 64;                                  // float [kMix]
   static constexpr unsigned kScale = kBase + 4 * kMix;                          // float [3] (+1)
   static constexpr unsigned kMixSums = kScale + 16;                             // float [COMB_WARPS][32]
-  static constexpr unsigned kScratch = kMixSums + 128 * HCWARM_MHC_CHUNK_COMB_WARPS;  // float [COMB_WARPS][32][25]
-  static constexpr unsigned kSmallBytes = kScratch + 4 * 32 * 25 * HCWARM_MHC_CHUNK_COMB_WARPS;
+  static constexpr unsigned kScratch = kMixSums + 128 * HCWARM_MHC_ONE_PASS_COMB_WARPS;  // float [COMB_WARPS][32][25]
+  static constexpr unsigned kSmallBytes = kScratch + 4 * 32 * 25 * HCWARM_MHC_ONE_PASS_COMB_WARPS;
   // With the alignment slack: what the launch must give the block.
   __host__ __device__ static constexpr unsigned bytes(unsigned d) { return 1024 + small(d) + kSmallBytes; }
-  static_assert(kCombDone + 4 * HCWARM_MHC_CHUNK_COMB_WARPS <= kPre, "the progress counters share 16 bytes");
+  static_assert(kCombDone + 4 * HCWARM_MHC_ONE_PASS_COMB_WARPS <= kPre, "the progress counters share 16 bytes");
   static_assert(kFnFrags % 16 == 0 && kPre % 16 == 0, "16-byte shared loads need 16-byte offsets");
 };
 // The launcher's budget (linear in hidden with the same slope) covers the layout.
-static_assert(ChunkSmem<4>::bytes(HCWARM_MHC_CHUNK_MAX_HIDDEN) <= HCWARM_MHC_CHUNK_SMEM(HCWARM_MHC_CHUNK_MAX_HIDDEN),
-              "HCWARM_MHC_CHUNK_SMEM is smaller than the kernel's shared-memory layout");
+static_assert(OnePassSmem<4>::bytes(HCWARM_MHC_ONE_PASS_MAX_HIDDEN) <= HCWARM_MHC_ONE_PASS_SMEM(HCWARM_MHC_ONE_PASS_MAX_HIDDEN),
+              "HCWARM_MHC_ONE_PASS_SMEM is smaller than the kernel's shared-memory layout");
 
-}  // namespace chunk
+}  // namespace one_pass
 
 template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
-__device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, const void* tmap) {
-  using namespace chunk;
+__device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p, const void* tmap) {
+  using namespace one_pass;
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
-  static_assert(HIDDEN % HCWARM_MHC_CHUNK_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_CHUNK_MAX_HIDDEN,
+  static_assert(HIDDEN % HCWARM_MHC_ONE_PASS_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_ONE_PASS_MAX_HIDDEN,
                 "hidden must be a multiple of 1024 (whole 64-column boxes per part), at most 7168 (7 y warps)");
   // Block b writes chunk c's records after its TMA of chunk c, which waited for
   // its own y of chunk c - WINDOW (so every block of its half did chunk c -
   // WINDOW's TMA, which waited for their comb of chunk c - WINDOW - COMB_WINDOW)
   // and for its own comb of c - COMB_WINDOW (so, likewise, theirs of c - 2 *
   // COMB_WINDOW). The records of a half are read by that half's comb warps only.
-  static_assert(HCWARM_MHC_CHUNK_RING > HCWARM_MHC_CHUNK_WINDOW + HCWARM_MHC_CHUNK_COMB_WINDOW &&
-                    HCWARM_MHC_CHUNK_COMB_WINDOW >= HCWARM_MHC_CHUNK_WINDOW,
+  static_assert(HCWARM_MHC_ONE_PASS_RING > HCWARM_MHC_ONE_PASS_WINDOW + HCWARM_MHC_ONE_PASS_COMB_WINDOW &&
+                    HCWARM_MHC_ONE_PASS_COMB_WINDOW >= HCWARM_MHC_ONE_PASS_WINDOW,
                 "the ring's slot of chunk c - RING is rewritten only when every comb warp of the half is done with it");
-  static_assert(HCWARM_MHC_CHUNK_BLOCKS == 2 * HCWARM_MHC_CHUNK_PARTS &&
-                    HCWARM_MHC_CHUNK_TOKENS == 2 * HCWARM_MHC_CHUNK_BOX,
+  static_assert(HCWARM_MHC_ONE_PASS_BLOCKS == 2 * HCWARM_MHC_ONE_PASS_PARTS &&
+                    HCWARM_MHC_ONE_PASS_TOKENS == 2 * HCWARM_MHC_ONE_PASS_BOX,
                 "a chunk is two halves of one box height, each over every part");
-  static_assert(HCWARM_MHC_CHUNK_COMB_WARPS >= 1 && HCWARM_MHC_CHUNK_COMB_WARPS <= 3,
+  static_assert(HCWARM_MHC_ONE_PASS_COMB_WARPS >= 1 && HCWARM_MHC_ONE_PASS_COMB_WARPS <= 3,
                 "1-3 comb warps (their progress shares 16 bytes with y's)");
   // The comb warp of chunk c writes pre slot c % PRE_RING once its counter is
   // full, i.e. after this block's TMA of chunk c, which waited for this block's
   // y of chunk c - WINDOW: every y warp has read the slot's chunk c - PRE_RING.
-  static_assert(HCWARM_MHC_CHUNK_PRE_RING >= HCWARM_MHC_CHUNK_WINDOW, "a pre slot is rewritten WINDOW chunks later");
+  static_assert(HCWARM_MHC_ONE_PASS_PRE_RING >= HCWARM_MHC_ONE_PASS_WINDOW, "a pre slot is rewritten WINDOW chunks later");
   // The mma warps hand chunk c to the signal warp on signal_barrier(c): they
   // reach chunk c + kSignalRing only after this block's y of chunk
   // c + kSignalRing - WINDOW, which the signal of chunk c preceded, so no
   // barrier is reused early.
-  static_assert(HCWARM_MHC_CHUNK_WINDOW <= ChunkBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
+  static_assert(HCWARM_MHC_ONE_PASS_WINDOW <= OnePassBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
   constexpr int kMix = HC * (2 + HC);
-  constexpr int kParts = HCWARM_MHC_CHUNK_PARTS;
-  constexpr int kChunk = HCWARM_MHC_CHUNK_TOKENS;
-  constexpr int kBox = HCWARM_MHC_CHUNK_BOX;
-  constexpr int kStages = HCWARM_MHC_CHUNK_STAGES;
+  constexpr int kParts = HCWARM_MHC_ONE_PASS_PARTS;
+  constexpr int kChunk = HCWARM_MHC_ONE_PASS_TOKENS;
+  constexpr int kBox = HCWARM_MHC_ONE_PASS_BOX;
+  constexpr int kStages = HCWARM_MHC_ONE_PASS_STAGES;
   constexpr int kStageBytes = kBox * kBox * 2;
-  constexpr int kWindow = HCWARM_MHC_CHUNK_WINDOW;
-  constexpr int kCombWindow = HCWARM_MHC_CHUNK_COMB_WINDOW;
-  constexpr int kRing = HCWARM_MHC_CHUNK_RING;
-  constexpr int kRec = HCWARM_MHC_CHUNK_RECORD;
-  constexpr int kCombWarps = HCWARM_MHC_CHUNK_COMB_WARPS;
-  constexpr int kPreRing = HCWARM_MHC_CHUNK_PRE_RING;
+  constexpr int kWindow = HCWARM_MHC_ONE_PASS_WINDOW;
+  constexpr int kCombWindow = HCWARM_MHC_ONE_PASS_COMB_WINDOW;
+  constexpr int kRing = HCWARM_MHC_ONE_PASS_RING;
+  constexpr int kRec = HCWARM_MHC_ONE_PASS_RECORD;
+  constexpr int kCombWarps = HCWARM_MHC_ONE_PASS_COMB_WARPS;
+  constexpr int kPreRing = HCWARM_MHC_ONE_PASS_PRE_RING;
   constexpr int kGran = 4;  // 16-byte granules per y thread and stream: hidden / 8 over 32 * hidden / 1024 threads
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   // The launcher checked all of this; never write garbage.
-  if (!shape_ok<1, HC, HIDDEN, true>(p) || D % HCWARM_MHC_CHUNK_HIDDEN_STEP != 0 ||
-      D > HCWARM_MHC_CHUNK_MAX_HIDDEN || (FUSED_NORM && p.norm_weight == nullptr) ||
-      (int)blockDim.x != HCWARM_MHC_CHUNK_THREADS(D) || gridDim.x != HCWARM_MHC_CHUNK_BLOCKS) {
+  if (!shape_ok<1, HC, HIDDEN, true>(p) || D % HCWARM_MHC_ONE_PASS_HIDDEN_STEP != 0 ||
+      D > HCWARM_MHC_ONE_PASS_MAX_HIDDEN || (FUSED_NORM && p.norm_weight == nullptr) ||
+      (int)blockDim.x != HCWARM_MHC_ONE_PASS_THREADS(D) || gridDim.x != HCWARM_MHC_ONE_PASS_BLOCKS) {
     return;
   }
   const long long K = (long long)HC * D;
   const int part_k = D / 16;      // K / kParts
   const int spc = part_k / kBox;  // TMA stages per chunk
   const int ksteps = part_k / 16;
-  const int y_warps = D / HCWARM_MHC_CHUNK_HIDDEN_STEP;
+  const int y_warps = D / HCWARM_MHC_ONE_PASS_HIDDEN_STEP;
   const int y_threads = 32 * y_warps;
-  const ChunkWarps roles{y_warps};
+  const OnePassWarps roles{y_warps};
   const int c0 = roles.first_comb();
-  const DynamicNamedBarrier y_barrier{ChunkBarriers::kY, y_threads};
+  const DynamicNamedBarrier y_barrier{OnePassBarriers::kY, y_threads};
 
-  using Smem = ChunkSmem<HC>;
+  using Smem = OnePassSmem<HC>;
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
   const unsigned aligned = (raw + 1023u) & ~1023u;
@@ -212,7 +212,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   const long long T = p.num_tokens;
   const int nchunks = (int)((T + kChunk - 1) / kChunk);
   unsigned* counters = reinterpret_cast<unsigned*>(p.partials);
-  float* rec = p.partials + HCWARM_MHC_CHUNK_COUNTER_BYTES(T) / 4;
+  float* rec = p.partials + HCWARM_MHC_ONE_PASS_COUNTER_BYTES(T) / 4;
   // A counter per (chunk, half): a token's records come from the 64 blocks of
   // its half, and block b's y and comb token is in b's own half.
   unsigned* my_counters = counters + half;
@@ -239,7 +239,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       MBarrier(full + s).init(1);
-      MBarrier(empty + s).init(ChunkWarps::kMma);  // one arrival per mma warp
+      MBarrier(empty + s).init(OnePassWarps::kMma);  // one arrival per mma warp
     }
     for (int s = 0; s < kPreRing; ++s) MBarrier(pre_full + s).init(1);
     *y_done = 0;
@@ -248,7 +248,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
   }
   __syncthreads();
 
-  if (warp == ChunkWarps::kTma) {
+  if (warp == OnePassWarps::kTma) {
     // ---- TMA ----
     if (lane != 0) return;
     const unsigned long long policy = policy_evict_last();
@@ -262,7 +262,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       if (e >= 0) {
         while (comb_done[e % kCombWarps] < e / kCombWarps + 1) __nanosleep(32);
       }
-      HCWARM_MHC_CHUNK_STAMP(0, c);
+      HCWARM_MHC_ONE_PASS_STAMP(0, c);
       for (int s = 0; s < spc; ++s, ++n) {
         const int st = n % kStages;
         MBarrier(empty + st).wait(((unsigned)(n / kStages) & 1u) ^ 1u);
@@ -271,9 +271,9 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
                     MBarrier(full + st), policy);
       }
     }
-  } else if (warp < ChunkWarps::kFirstY) {
+  } else if (warp < OnePassWarps::kFirstY) {
     // ---- mma: tokens [16m, +16) of the half-chunk ----
-    const int m = warp - ChunkWarps::kFirstMma;
+    const int m = warp - OnePassWarps::kFirstMma;
     const int g = lane >> 2, q = lane & 3;
     const int row = 16 * m + (lane & 7) + ((lane >> 3) & 1) * 8;  // ldmatrix: this lane's row of the 4 8x8 tiles
     const unsigned row_off = row * 128;
@@ -333,22 +333,22 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       }
       // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
       signal_barrier(c).arrive();
-      if (m == 0 && lane == 0) HCWARM_MHC_CHUNK_STAMP(7, c);
+      if (m == 0 && lane == 0) HCWARM_MHC_ONE_PASS_STAMP(7, c);
     }
   } else if (warp == roles.signal()) {
     // ---- signal: chunk c's records are in; count the block in ----
     for (int c = 0; c < nchunks; ++c) {
       signal_barrier(c).sync();
       if (lane == 0) red_release_add_u32(my_counters + 2 * c, 1);
-      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(1, c);
+      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(1, c);
     }
   } else if (warp < c0) {
     // ---- y: token c * 128 + b. No global round trip on the way: the rows are
     // read-only input (their loads need no acquire, and go out as soon as the
     // registers are free), pre comes from the comb warps through shared memory,
     // the norm weight sits in shared memory ----
-    const int yw = warp - ChunkWarps::kFirstY;
-    const int yt = tid - 32 * ChunkWarps::kFirstY;
+    const int yw = warp - OnePassWarps::kFirstY;
+    const int yt = tid - 32 * OnePassWarps::kFirstY;
     const int nvec = D / 8;
     const unsigned long long policy = policy_evict_first();
     U4 xv[kGran][HC];
@@ -368,9 +368,9 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
     for (int c = 0; c < nchunks; ++c) {
       const long long t = (long long)c * kChunk + b;
       const int slot = c % kPreRing;
-      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(4, c);
+      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(4, c);
       MBarrier(pre_full + slot).wait((unsigned)(c / kPreRing) & 1u);
-      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(5, c);
+      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(5, c);
       float pre[HC];
 #pragma unroll
       for (int i = 0; i < HC; ++i) pre[i] = pre_s[4 * slot + i];
@@ -389,7 +389,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       // and the comb warps may reuse the slot (PRE_RING >= WINDOW).
       y_barrier.sync();
       if (yt == 0) *y_done = c + 1;
-      if (yt == 0) HCWARM_MHC_CHUNK_STAMP(6, c);
+      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(6, c);
       if (FUSED_NORM) {
         float tot = 0.f;
         for (int w = 0; w < y_warps; ++w) tot += ssq_s[(c & 1) * 8 + w];
@@ -459,7 +459,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_s + 4 * slot, lane, r);
       __syncwarp();
       if (lane == 0) MBarrier(pre_full + slot).arrive();  // release: pre[0..HC) to the y warps
-      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(2, c);
+      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(2, c);
       // The next chunk's records go out before the Sinkhorn if they are in.
       bool fetched = false;
       if (more) {
@@ -474,7 +474,7 @@ __device__ __forceinline__ void mhc_pre_chunk(const hcwarm_mhc_pre_params& p, co
       scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
       __syncwarp();
       if (lane == 0) comb_done[k] = c / kCombWarps + 1;
-      if (lane == 0) HCWARM_MHC_CHUNK_STAMP(3, c);
+      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(3, c);
       if (more && !fetched) load(c + kCombWarps, vn);
       if (more) {
 #pragma unroll

@@ -1,16 +1,16 @@
-// The one-pass kernel (cuda/mhc_pre_chunk.cuh) against the shipped two
+// The one-pass kernel (cuda/mhc_pre_one_pass.cuh) against the shipped two
 // kernels (mma_smem partial + finish, num_splits 1): us per call, y compared
 // in ulps, post / comb relative differences, and both against a double
 // reference on sampled tokens. Inputs as models see them: residual U(-2, 2)
 // in bf16, fn ~ 1e-3 N(0, 1), scale / base ~ 0.1 N(0, 1); fused norm.
-//   tools/experiments/build.sh l2_chunk   -> build/experiments/l2_chunk
-// then on the GPU machine: ./l2_chunk [T [HIDDEN]]   (ITERS=N timed calls, default 30)
+//   tools/experiments/build.sh one_pass_l2   -> build/experiments/one_pass_l2
+// then on the GPU machine: ./one_pass_l2 [T [HIDDEN]]   (ITERS=N timed calls, default 30)
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's
 //           clocks are up, ~15 us above a checked run at T 8192.
-// Variants: build with -D of the HCWARM_MHC_CHUNK_* tuning values
+// Variants: build with -D of the HCWARM_MHC_ONE_PASS_* tuning values
 // (common/mhc_params.hpp), and -DSTAMPS for clock64 stamps at the kernel's
-// HCWARM_MHC_CHUNK_STAMP points, summarized per chunk.
+// HCWARM_MHC_ONE_PASS_STAMP points, summarized per chunk.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,12 +19,12 @@
 #include <vector>
 #include <cuda_runtime.h>
 #include <cuda.h>
-#ifdef STAMPS  // -DSTAMPS: clock64 at the kernel's HCWARM_MHC_CHUNK_STAMP points, [block][chunk][point]
+#ifdef STAMPS  // -DSTAMPS: clock64 at the kernel's HCWARM_MHC_ONE_PASS_STAMP points, [block][chunk][point]
 __device__ unsigned long long* g_stamps;
-#define HCWARM_MHC_CHUNK_STAMP(p, c) \
+#define HCWARM_MHC_ONE_PASS_STAMP(p, c) \
   ((c) < 256 ? (void)(g_stamps[((size_t)blockIdx.x * 256 + (c)) * 8 + (p)] = clock64()) : (void)0)  // T <= 32768
 #endif
-#include "cuda/mhc_pre_chunk.cuh"
+#include "cuda/mhc_pre_one_pass.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int kSplitParts = HCWARM_MHC_CUDA_SUBSPLITS(1);
 
@@ -33,9 +33,9 @@ __global__ void __launch_bounds__(256) k_partial(hcwarm_mhc_pre_params p) { mhc_
 template <int kD>
 __global__ void __launch_bounds__(128, 8) k_finish(hcwarm_mhc_pre_params p) { mhc_pre_finish<1, 4, kD, true, true>(p); }
 template <int kD>
-__global__ void __launch_bounds__(HCWARM_MHC_CHUNK_THREADS(kD), 1)
+__global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(kD), 1)
     k_chunk(hcwarm_mhc_pre_params p, const __grid_constant__ CUtensorMap tmap) {
-  mhc_pre_chunk<4, kD, true, true>(p, &tmap);
+  mhc_pre_one_pass<4, kD, true, true>(p, &tmap);
 }
 
 #define CK(x)                                                             \
@@ -112,7 +112,7 @@ int run(long long T) {
   CK(cudaMalloc(&comb0, T * 64));
   CK(cudaMalloc(&comb1, T * 64));
   CK(cudaMalloc(&part, (size_t)T * kSplitParts * HCWARM_MHC_PARTIAL_STRIDE * 4));
-  CK(cudaMalloc(&ws, HCWARM_MHC_CHUNK_WORKSPACE_BYTES(T)));
+  CK(cudaMalloc(&ws, HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)));
 
   hcwarm_mhc_pre_params p{};
   p.residual = x;
@@ -142,7 +142,7 @@ int run(long long T) {
     CK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q));
     const cuuint64_t dims[2] = {(cuuint64_t)kK, (cuuint64_t)T};
     const cuuint64_t strides[1] = {(cuuint64_t)kK * 2};
-    const cuuint32_t box[2] = {HCWARM_MHC_CHUNK_BOX, HCWARM_MHC_CHUNK_BOX};
+    const cuuint32_t box[2] = {HCWARM_MHC_ONE_PASS_BOX, HCWARM_MHC_ONE_PASS_BOX};
     const cuuint32_t es[2] = {1, 1};
     CUresult r = ((Encode)f)(&tmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, es,
                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -273,20 +273,20 @@ int run(long long T) {
 
   {
     auto kern = k_chunk<kD>;
-    const int smem = HCWARM_MHC_CHUNK_SMEM(kD);
-    const int threads = HCWARM_MHC_CHUNK_THREADS(kD);
+    const int smem = HCWARM_MHC_ONE_PASS_SMEM(kD);
+    const int threads = HCWARM_MHC_ONE_PASS_THREADS(kD);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaMemset(y1, 0, T * kD * 2));
     auto launch = [&]() {
       hcwarm_mhc_pre_params q = p;
-      q.y = y1, q.post = post1, q.comb = comb1, q.partials = ws, q.num_parts = HCWARM_MHC_CHUNK_PARTS;
-      CK(cudaMemsetAsync(ws, 0, HCWARM_MHC_CHUNK_COUNTER_BYTES(T)));
+      q.y = y1, q.post = post1, q.comb = comb1, q.partials = ws, q.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
+      CK(cudaMemsetAsync(ws, 0, HCWARM_MHC_ONE_PASS_COUNTER_BYTES(T)));
       void* args[] = {&q, &tmap};
-      CK(cudaLaunchCooperativeKernel((const void*)kern, HCWARM_MHC_CHUNK_BLOCKS, threads, args, smem));
+      CK(cudaLaunchCooperativeKernel((const void*)kern, HCWARM_MHC_ONE_PASS_BLOCKS, threads, args, smem));
     };
 #ifdef STAMPS
     unsigned long long* stamps;
-    const size_t nst = (size_t)HCWARM_MHC_CHUNK_BLOCKS * 256 * 8;
+    const size_t nst = (size_t)HCWARM_MHC_ONE_PASS_BLOCKS * 256 * 8;
     CK(cudaMalloc(&stamps, nst * 8));
     CK(cudaMemset(stamps, 0, nst * 8));
     CK(cudaMemcpyToSymbol(g_stamps, &stamps, sizeof(stamps)));
@@ -315,7 +315,7 @@ int run(long long T) {
       const char* names[8] = {"y period (ydone - ydone prev)", "y waits pre (yhas - yask)", "y has pre -> past norm barrier",
                               "y past barrier -> asks next (stores)", "pre ready ahead of y's ask (yask - pre)",
                               "mma out -> pre out (same block)", "TMA period", "TMA start - own ydone(c - W)"};
-      for (int b = 0; b < HCWARM_MHC_CHUNK_BLOCKS; ++b)
+      for (int b = 0; b < HCWARM_MHC_ONE_PASS_BLOCKS; ++b)
         for (int c = 8; c < nc - 8; ++c) {
           sums[0] += at(b, c, 6) - at(b, c - 1, 6);
           sums[1] += at(b, c, 5) - at(b, c, 4);
@@ -324,14 +324,14 @@ int run(long long T) {
           sums[4] += at(b, c, 4) - at(b, c, 2);
           sums[5] += at(b, c, 2) - at(b, c, 7);
           sums[6] += at(b, c, 0) - at(b, c - 1, 0);
-          sums[7] += at(b, c, 0) - at(b, c - HCWARM_MHC_CHUNK_WINDOW, 6);
+          sums[7] += at(b, c, 0) - at(b, c - HCWARM_MHC_ONE_PASS_WINDOW, 6);
           n += 1;
         }
       for (int i = 0; i < 8; ++i) printf("  mean %-42s %8.2f kcycles\n", names[i], sums[i] / n / 1000);
     }
 #endif
     if (fast) {
-      printf("one-pass (mhc_pre_chunk)  %8.2f us\n", us);
+      printf("one-pass (mhc_pre_one_pass)  %8.2f us\n", us);
       return 0;
     }
     CK(cudaMemcpy(yb.data(), y1, yb.size() * 2, cudaMemcpyDeviceToHost));
@@ -348,7 +348,7 @@ int run(long long T) {
     double pe = 0, ce = 0;
     for (size_t i = 0; i < pa.size(); ++i) pe = std::max(pe, (double)std::fabs(pa[i] - pb[i]) / std::fabs(pa[i]));
     for (size_t i = 0; i < ca.size(); ++i) ce = std::max(ce, (double)std::fabs(ca[i] - cb[i]) / std::fabs(ca[i]));
-    printf("one-pass (mhc_pre_chunk)  %8.2f us (%.0f GB/s)  y vs two kernels: %.4f%% same, %lld > 1 ulp, max %d; "
+    printf("one-pass (mhc_pre_one_pass)  %8.2f us (%.0f GB/s)  y vs two kernels: %.4f%% same, %lld > 1 ulp, max %d; "
            "post %.2e comb %.2e\n",
            us, (T * kK * 2 + T * kD * 2) / us * 1e-3, 100.0 * same / ya.size(), over, mx, pe, ce);
     vs_ref("one-pass", yb, pb, cb);
