@@ -48,6 +48,7 @@ struct BenchOptions {
   double min_seconds = 0.2;
   int graph_replays = 20;  // cuda: timed replays of each row's graph; 0 = no graph timing
   int num_sms = 0;
+  int sinkhorn_iters = 20;  // the pre table: 0 shows what the Sinkhorn chain costs a call
 };
 
 // 2: eager_us / graph_us, copy_bandwidth_gbs, l2_bytes; bytes counts fn; op_rows (--op other than pre, additive)
@@ -162,6 +163,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   out["norm"] = o.norm;
   out["num_sms"] = sms;
   out["fast_finish"] = !o.precise_finish;
+  out["sinkhorn_iters"] = o.sinkhorn_iters;
   out["op"] = o.op;
   out["rows"] = Json::array();
   out["op_rows"] = Json::array();
@@ -196,11 +198,13 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   ResidualPool pool(rng);
   for (int D : pre_table ? o.hidden : std::vector<int>{}) {
     const mhc::MhcDims dims{4, D};
-    mhc::HcPreOp spec(backend, dims, {}, sms, &rt, *dev, mhc::Variant::Specialized);
+    mhc::MhcConstants constants;
+    constants.sinkhorn_iters = o.sinkhorn_iters;
+    mhc::HcPreOp spec(backend, dims, constants, sms, &rt, *dev, mhc::Variant::Specialized);
     spec.set_cuda_fast_finish(!o.precise_finish);
     spec.set_tiered(false);  // every timed call runs the specialized kernels, never the generic ones meanwhile
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
-    mhc::HcPreOp gen(backend, dims, {}, sms, nullptr, *dev, mhc::Variant::Generic);
+    mhc::HcPreOp gen(backend, dims, constants, sms, nullptr, *dev, mhc::Variant::Generic);
     gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
     Weights w{std::vector<float>(static_cast<size_t>(dims.mix() * dims.k())), std::vector<float>(3),
               std::vector<float>(static_cast<size_t>(dims.mix())), std::vector<bf16>(static_cast<size_t>(D))};
@@ -388,6 +392,10 @@ void register_bench(CLI::App& app, CliContext& ctx) {
                "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
   op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and for num_splits 1 on CUDA the other path: the two kernels (column "
                   "'2pass us'), or the one-pass kernel under HCWARM_MHC_ONE_PASS=0 ('1pass us')");
+  op->add_option("--sinkhorn-iters", o->sinkhorn_iters,
+                 "Sinkhorn iterations of the pre table's calls (the models use 20; 0 times the call without the chain)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   op->add_option("--json-out", o->json_out, "also write the JSON report to this file");
   op->callback([&ctx, o] { run_bench(ctx, *o); });
 }

@@ -18,7 +18,7 @@ HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::Ji
     HCWARM_CHECK_ARG(bad == nullptr, "hc_head on CUDA (hc {}, hidden {}): {}", dims.hc_mult, dims.hidden, bad ? bad : "");
     auto* cd = dynamic_cast<cuda::CudaDevice*>(&device);
     HCWARM_CHECK_ARG(cd != nullptr, "hc_head: device {} is not a CUDA device", device.name());
-    backend_ = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hidden);
+    backend_ = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hc_mult, dims.hidden);
   } else {
     HCWARM_CHECK_ARG(dims.hidden % 16 == 0, "hc_head on the CPU needs hidden % 16 == 0, got {}", dims.hidden);
     backend_ = std::make_unique<cpu::CpuHcHeadBackend>(std::move(pool));

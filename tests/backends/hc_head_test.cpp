@@ -161,12 +161,18 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   TempDir work;
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
     const std::string src = cuda::mhc_head_cuda_source(hc, hidden);
-    EXPECT_NE(src.find(fmt::format("__launch_bounds__({})", HCWARM_MHC_HEAD_THREADS(hidden))), std::string::npos) << src;
+    EXPECT_NE(src.find(fmt::format("__launch_bounds__({}, {})", HCWARM_MHC_HEAD_THREADS(hidden),
+                                   HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden))),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find(fmt::format("mhc_head_cluster<{}, {}, {}>", hc, hidden, HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden))),
+              std::string::npos)
+        << src;
     EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", HCWARM_MHC_HEAD_CLUSTER(hidden))), std::string::npos);
     const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
     const std::string bytes(reinterpret_cast<const char*>(out.binary.data()), out.binary.size());
     EXPECT_EQ(bytes.substr(0, 4), "\x7f" "ELF");
-    for (const char* symbol : {cuda::kCudaHeadSymbol, cuda::kCudaHeadRowsSymbol}) {
+    for (const char* symbol : {cuda::kCudaHeadSymbol, cuda::kCudaHeadWideSymbol}) {
       EXPECT_NE(bytes.find(symbol), std::string::npos) << symbol;
     }
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 
 #include "../backends/head_check.hpp"
@@ -39,12 +40,13 @@ mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
 }
 
 TEST_F(HcHeadCuda, MatchesTheReference) {
-  // T <= 520 runs the cluster kernel (520: the largest grid it takes on 132
-  // SMs), T = 999 and 4100 the rows kernel; hc 8, hidden 1000 has a slice
-  // that does not divide the hidden size.
+  // On 132 SMs T <= 64 runs the narrow kernel (16 clusters of 8 blocks), T
+  // >= 65 the wide one (2 or 4 tokens per thread: 65, 130, 999 and 4100 end in a
+  // partial tile); hc 8, hidden 1000 has a slice that does not divide the
+  // hidden size.
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{8, 1000}}) {
     mhc::HcHeadOp op({hc, hidden}, {}, *device_, jit_, device_->arch(), nullptr);
-    for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{130}, int64_t{520}, int64_t{999}, int64_t{4100}}) {
+    for (const int64_t T : std::initializer_list<int64_t>{1, 3, 5, 64, 65, 130, 999, 4100}) {
       const auto in = random_hc_head_inputs(T, hc, hidden, 90 + T);
       const auto y = mhc::run_hc_head_host(op, *device_, in.residual, in.fn, in.scale, in.base);
       const auto c = compare_head(y, in);

@@ -17,25 +17,29 @@ const char* head_shape_unsupported(int hc, int hidden) {
   return nullptr;
 }
 
+int head_wide_tokens_per_thread(int hc, int hidden) { return HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden); }
+
 std::string mhc_head_cuda_source(int hc, int hidden) {
   const char* bad = head_shape_unsupported(hc, hidden);
   HCWARM_CHECK_ARG(bad == nullptr, "bad mhc_head specialization (hc {}, hidden {}): {}", hc, hidden, bad ? bad : "");
-  return fmt::format(
-      "// mhc_head CUDA: hc={0} hidden={1}, cluster kernel threads={2} cluster={3}, rows kernel threads={4}\n"
-      "#include \"cuda/mhc_head.cuh\"\n"
-      "extern \"C\" __global__ void __cluster_dims__({3}, 1, 1) __launch_bounds__({2}) {5}(hcwarm_mhc_head_params p) {{\n"
-      "  hcwarm_head::mhc_head_cluster<{0}, {1}>(p);\n"
-      "}}\n"
-      "extern \"C\" __global__ void __launch_bounds__({4}) {6}(hcwarm_mhc_head_params p) {{\n"
-      "  hcwarm_head::mhc_head_rows<{0}, {1}, {4}, {7}>(p);\n"
-      "}}\n",
-      hc, hidden, head_threads(hidden), head_cluster(hidden), HCWARM_MHC_HEAD_ROWS_THREADS, kCudaHeadSymbol,
-      kCudaHeadRowsSymbol, HCWARM_MHC_HEAD_ROWS_TOKENS);
+  // The narrow and the wide instantiation of the one kernel (1 and `wide` tokens per thread).
+  const int wide = head_wide_tokens_per_thread(hc, hidden);
+  auto kernel = [&](const char* symbol, int tokens_per_thread) {
+    return fmt::format(
+        "extern \"C\" __global__ void __cluster_dims__({}, 1, 1) __launch_bounds__({}, {})\n"
+        "{}(hcwarm_mhc_head_params p) {{\n  hcwarm_head::mhc_head_cluster<{}, {}, {}>(p);\n}}\n",
+        head_cluster(hidden), head_threads(hidden), HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden), symbol, hc, hidden,
+        tokens_per_thread);
+  };
+  return fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}\n"
+                     "#include \"cuda/mhc_head.cuh\"\n",
+                     hc, hidden, head_threads(hidden), head_cluster(hidden), wide) +
+         kernel(kCudaHeadSymbol, 1) + kernel(kCudaHeadWideSymbol, wide);
 }
 
 void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
-  cluster_ = static_cast<CUfunction>(module->function(kCudaHeadSymbol));
-  rows_ = static_cast<CUfunction>(module->function(kCudaHeadRowsSymbol));
+  narrow_ = static_cast<CUfunction>(module->function(kCudaHeadSymbol));
+  wide_ = static_cast<CUfunction>(module->function(kCudaHeadWideSymbol));
   module_ = std::move(module);
 }
 
@@ -56,22 +60,24 @@ const char* CudaHcHeadBackend::unsupported_argument(const hcwarm_mhc_head_params
 }
 
 void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchContext& launch) {
-  HCWARM_ASSERT(cluster_ != nullptr && rows_ != nullptr, "hc_head (cuda): launched before its kernel was bound");
+  HCWARM_ASSERT(narrow_ != nullptr && wide_ != nullptr, "hc_head (cuda): launched before its kernel was bound");
   if (p.num_tokens <= 0) return;
   const ScopedContext scoped(device_);
   hcwarm_mhc_head_params params = p;
   void* args[] = {&params};
-  const CudaDriver& d = device_.driver();
-  const long long tiles = (p.num_tokens + HCWARM_MHC_HEAD_TOKENS - 1) / HCWARM_MHC_HEAD_TOKENS;
   const long long cluster = head_cluster(hidden_);
-  if (tiles * cluster <= static_cast<long long>(HCWARM_MHC_HEAD_CLUSTER_BLOCKS_PER_SM) * device_.num_sms()) {
-    HCWARM_CHECK_CU(d, d.cuLaunchKernel(cluster_, static_cast<unsigned>(cluster), static_cast<unsigned>(tiles), 1,
-                                        head_threads(hidden_), 1, 1, 0, stream_of(launch), args, nullptr));
-    return;
+  // Narrow while its grid is at most one block per SM; wide beyond, where
+  // blocks queue and each one's fn loads and barriers serve more tokens.
+  long long tile = HCWARM_MHC_HEAD_TOKENS;
+  CUfunction f = narrow_;
+  if ((p.num_tokens + tile - 1) / tile * cluster > device_.num_sms()) {
+    tile *= head_wide_tokens_per_thread(hc_, hidden_);
+    f = wide_;
   }
-  const auto blocks = static_cast<unsigned>((p.num_tokens + HCWARM_MHC_HEAD_ROWS_TOKENS - 1) / HCWARM_MHC_HEAD_ROWS_TOKENS);
-  HCWARM_CHECK_CU(d, d.cuLaunchKernel(rows_, blocks, 1, 1, HCWARM_MHC_HEAD_ROWS_THREADS, 1, 1, 0, stream_of(launch), args,
-                                      nullptr));
+  const auto tiles = static_cast<unsigned>((p.num_tokens + tile - 1) / tile);
+  HCWARM_CHECK_CU(device_.driver(), device_.driver().cuLaunchKernel(f, static_cast<unsigned>(cluster), tiles, 1,
+                                                                    head_threads(hidden_), 1, 1, 0, stream_of(launch),
+                                                                    args, nullptr));
 }
 
 }  // namespace hcwarm::cuda

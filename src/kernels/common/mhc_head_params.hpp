@@ -10,12 +10,12 @@
 
 #define HCWARM_MHC_HEAD_ABI 2
 
-// The CUDA kernels' shapes (kernels/cuda/mhc_head.cuh), shared with their
-// launcher. The decode kernel (mhc_head_cluster): a cluster of blocks takes a
-// tile of TOKENS tokens, each block one slice of the hidden positions (every stream's columns of that slice), so the tile's
-// dot products spread over the cluster's SMs and each block keeps its slice of
-// the rows in registers for the weighted sum. Thread (u, vl) owns token u of the
-// tile and 16-byte vector vl of the slice.
+// The CUDA kernel's shapes (kernels/cuda/mhc_head.cuh), shared with its
+// launcher. mhc_head_cluster: a cluster of blocks takes a tile of tokens, each
+// block one slice of the hidden positions (every stream's columns of that
+// slice), so the tile's dot products spread over the cluster's SMs and each
+// block keeps its slice of the rows in registers for the weighted sum. Thread
+// (u, vl) owns token lane u of the tile and 16-byte vector vl of the slice.
 #define HCWARM_MHC_HEAD_MAX_CLUSTER 8  // the portable cluster size limit
 // Tokens per tile: the tile's lanes of one vector share each fn load; a power
 // of two <= 32 (lanes).
@@ -25,15 +25,19 @@
   (((hidden) / 8 + HCWARM_MHC_HEAD_CLUSTER(hidden) - 1) / HCWARM_MHC_HEAD_CLUSTER(hidden))
 #define HCWARM_MHC_HEAD_THREADS(hidden) \
   ((HCWARM_MHC_HEAD_TOKENS * HCWARM_MHC_HEAD_SLICE_VECTORS(hidden) + 31) / 32 * 32)
-// The decode kernel runs while its grid is at most this many blocks per SM;
-// beyond, the rows kernel, which reads fn once per 4 rows instead of once per
-// 4-token tile slice, is faster (measured crossover on the H200 between 512
-// and 1024 tokens for hidden 4096 and 7168, docs/BENCHMARKS.md section 10).
-#define HCWARM_MHC_HEAD_CLUSTER_BLOCKS_PER_SM 8
-// The prefill kernel (mhc_head_rows): blocks of 4 whole rows; fn is read from
-// L2 once per block (8 rows per block measured slower: 112 registers, fewer blocks).
-#define HCWARM_MHC_HEAD_ROWS_THREADS 256
-#define HCWARM_MHC_HEAD_ROWS_TOKENS 4
+// Blocks per SM the kernel is compiled for (__launch_bounds__): two, so one
+// block's loads overlap another's reductions and cluster barriers; one for
+// blocks over 512 threads, which two would leave 32 registers a thread.
+#define HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden) (HCWARM_MHC_HEAD_THREADS(hidden) <= 512 ? 2 : 1)
+// Tokens per thread of the wide instantiation: 4, 2 or 1, the most that keep
+// one block's rows (tokens per thread x threads x hc 16-byte vectors) within a
+// quarter of the 256 KiB register file, so two blocks fit on an SM with the
+// rest of their registers (hidden 7168: 2, hidden 4096: 4, for hc 4).
+#define HCWARM_MHC_HEAD_ROW_REGISTER_BYTES (64 * 1024)
+#define HCWARM_MHC_HEAD_FITS_TPT(n, hc, hidden) \
+  ((n) * HCWARM_MHC_HEAD_THREADS(hidden) * (hc) * 16 <= HCWARM_MHC_HEAD_ROW_REGISTER_BYTES)
+#define HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden) \
+  (HCWARM_MHC_HEAD_FITS_TPT(4, hc, hidden) ? 4 : HCWARM_MHC_HEAD_FITS_TPT(2, hc, hidden) ? 2 : 1)
 
 extern "C" {
 struct hcwarm_mhc_head_params {
