@@ -223,8 +223,9 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
       // What hc_pre must move: the residual and fn read, y, post and comb written.
       const double bytes = static_cast<double>(b[0] + b[1] + b[5] + b[6] + b[7]);
       const size_t nsets = rotation_count(set_bytes, cache_bytes, cd != nullptr);
-      const int splits = spec.num_splits(T);
-      Json row{{"hidden", D},     {"tokens", T},           {"num_splits", splits},
+      // The split count the call runs with (the one-pass kernel's 1 where it serves the bucket).
+      const int splits = spec.kernel_splits(T);
+      Json row{{"hidden", D},     {"tokens", T},           {"num_splits", splits}, {"bucket_splits", spec.num_splits(T)},
                {"bytes", bytes},  {"rotation_sets", nsets}, {"rotation_bytes", nsets * set_bytes}};
       std::vector<IoSet> sets;
       try {
@@ -336,7 +337,14 @@ Columns, for the specialized (spec) and generic (gen) kernels:
                     (GPU: 1 GiB device-to-device, read + write, median of 10)
   gen/spec          eager generic / eager specialized
   compile s         compiler time of the bucket's first specialized call
-  a us, b us, 2pass us / 1pass us   with --stages (eager)
+  splits            the split count the call runs with: the bucket's, or 1
+                    where the one-pass kernel serves the bucket (JSON:
+                    num_splits; bucket_splits, the split policy's)
+  a us, b us        with --stages (eager): the partial and the finish kernel
+                    alone at that split count
+  2pass us / 1pass us   with --stages, splits 1 on CUDA (eager): the call with
+                    the one-pass kernel off (HCWARM_MHC_ONE_PASS=0: the split
+                    policy's kernels) / on
 
 --op post-pre | head | pre-embed (or all) adds a table per op, its columns
 specialized unless named gen, each eager us, %copy, graph us, %copy:

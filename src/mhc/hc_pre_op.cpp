@@ -145,6 +145,10 @@ bool HcPreOp::uses_fast_path() const { return uses_fast_path(backend_, variant_)
 
 int HcPreOp::num_splits(int64_t num_tokens) const { return mhc::num_splits(num_tokens, dims_.k(), num_sms_); }
 
+int HcPreOp::kernel_splits(int64_t num_tokens, HcPreInput input) const {
+  return hc_pre_kernel_splits(backend_, dims_, num_splits(num_tokens), cuda_options(), input);
+}
+
 std::string HcPreOp::cuda_arch() const {
   if (auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_)) return cd->arch();
   return "sm_90a";
@@ -157,7 +161,19 @@ int arch_major(std::string_view arch) {
   for (size_t i = arch.rfind('_') + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
   return v / 10;
 }
+
+bool one_pass_spec(MhcDims dims, int splits, const CudaKernelOptions& cuda, HcPreInput input) {
+  return cuda.one_pass && input == HcPreInput::Residual && splits == 1 &&
+         cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
+}
 }  // namespace
+
+int hc_pre_kernel_splits(Backend backend, MhcDims dims, int num_splits, const CudaKernelOptions& cuda,
+                         HcPreInput input) {
+  const bool one_pass = backend == Backend::Cuda && one_pass_spec(dims, 1, cuda, input) &&
+                        num_splits <= cuda::one_pass_max_splits(static_cast<int>(dims.hidden));
+  return one_pass ? 1 : num_splits;
+}
 
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
                                    const CudaKernelOptions& cuda_options, HcPreInput input) {
@@ -181,8 +197,7 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
-    const bool one_pass = cuda.one_pass && splits == 1 &&
-                          cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
+    const bool one_pass = one_pass_spec(dims, splits, cuda, input);
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
     s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, one_pass,
@@ -211,7 +226,9 @@ std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims,
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,
                   "split bucket disagrees with num_splits");
-    jit::KernelSpec s = hc_pre_kernel_spec(backend, dims, b.num_splits, fused_norm, cuda, input);
+    jit::KernelSpec s =
+        hc_pre_kernel_spec(backend, dims, hc_pre_kernel_splits(backend, dims, b.num_splits, cuda, input), fused_norm,
+                           cuda, input);
     // CUDA: the buckets of a split class share one spec.
     const bool seen = std::any_of(out.begin(), out.end(), [&](const jit::KernelSpec& o) { return o.params == s.params; });
     if (!seen) out.push_back(std::move(s));
@@ -247,14 +264,14 @@ HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput i
 bool HcPreOp::loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
   if (backend_ == Backend::Reference || num_tokens <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  if (kernels_.count(kernels_id(num_splits(num_tokens), fused_norm, input)) != 0) return true;
+  if (kernels_.count(kernels_id(kernel_splits(num_tokens, input), fused_norm, input)) != 0) return true;
   return tiered() && generic_.count(fused_norm) != 0;
 }
 
 bool HcPreOp::specialized_loaded(int64_t num_tokens, bool fused_norm, HcPreInput input) {
   if (backend_ == Backend::Reference || num_tokens <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  const KernelsId id = kernels_id(num_splits(num_tokens), fused_norm, input);
+  const KernelsId id = kernels_id(kernel_splits(num_tokens, input), fused_norm, input);
   return kernels_.count(id) != 0 && stays_generic_.count(id) == 0;
 }
 
@@ -270,7 +287,9 @@ void HcPreOp::load(int splits, bool fused_norm, HcPreInput input) {
 
 size_t HcPreOp::workspace_bytes(int64_t num_tokens) const {
   if (num_tokens <= 0 || !device_backend_) return 0;
-  return device_backend_->workspace_bytes(num_tokens, num_splits(num_tokens));
+  // Residual input may run the one-pass kernel where the other inputs split.
+  return std::max(device_backend_->workspace_bytes(num_tokens, num_splits(num_tokens)),
+                  device_backend_->workspace_bytes(num_tokens, kernel_splits(num_tokens)));
 }
 
 void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
@@ -425,7 +444,7 @@ void HcPreOp::check_arguments(const HcPreArgs& a) const {
 }
 
 void HcPreOp::run(const HcPreArgs& a, const LaunchContext& launch) {
-  run_with_splits(a, a.num_tokens > 0 ? num_splits(a.num_tokens) : 1, 3, launch);
+  run_with_splits(a, a.num_tokens > 0 ? kernel_splits(a.num_tokens, a.input) : 1, 3, launch);
 }
 
 void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const LaunchContext& launch) {

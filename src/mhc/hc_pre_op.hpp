@@ -74,6 +74,12 @@ struct CudaKernelOptions {
 // the one-pass kernel).
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
                                    const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
+// The split count the kernels of a bucket of `num_splits` splits run with:
+// num_splits, except on CUDA with the one-pass kernel on and supported, for
+// residual input, in the buckets cuda::one_pass_max_splits admits: 1, the
+// one-pass kernel. Dispatch (HcPreOp::run) and the plan both go through it.
+int hc_pre_kernel_splits(Backend backend, MhcDims dims, int num_splits, const CudaKernelOptions& cuda,
+                         HcPreInput input = HcPreInput::Residual);
 // A split count an hc_pre spec serves: its num_splits, or its split class's smallest.
 int hc_pre_spec_num_splits(const jit::KernelSpec& spec);
 // Every spec hc_pre can ask for over T in [1, max_num_tokens], each once, in
@@ -111,7 +117,10 @@ class HcPreOp {
 
   // True for the Cpu/Cuda specialized (JIT) paths: the ones whose keys warmup must compile.
   bool uses_fast_path() const;
+  // The split policy's count for T (docs/MATH.md, section 4): the bucket.
   int num_splits(int64_t num_tokens) const;
+  // The split count run() launches T tokens of `input` with (hc_pre_kernel_splits).
+  int kernel_splits(int64_t num_tokens, HcPreInput input = HcPreInput::Residual) const;
   // The JIT spec of one split bucket (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
   jit::KernelSpec kernel_spec(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
   // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
@@ -155,9 +164,10 @@ class HcPreOp {
   bool tiered() const;
 
   // Options, set before the first call (not while calls are in flight).
-  // Cuda, num_splits == 1 (large T): the one-pass kernel where the shape
-  // and device allow it (default: on the H200 it is faster at hidden 4096 and
-  // 7168; docs/BENCHMARKS.md), or the two kernels (HCWARM_MHC_ONE_PASS=0: its
+  // Cuda, residual input: the one-pass kernel where the shape and device allow
+  // it, in the buckets hc_pre_kernel_splits gives it (default: on the H200 it is
+  // faster there at hidden 4096 and 7168; docs/BENCHMARKS.md, section 3c), or
+  // the split policy's two kernels everywhere (HCWARM_MHC_ONE_PASS=0: its
   // cooperative launch waits for 128 free SMs).
   void set_cuda_one_pass(bool on);
   // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free

@@ -76,8 +76,8 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
     }
   };
   for (const int64_t T : r.token_counts) {
-    const int splits = ops.hc_pre.num_splits(T);
     for (const mhc::HcPreInput input : {mhc::HcPreInput::Residual, mhc::HcPreInput::Embed, mhc::HcPreInput::Post}) {
+      const int splits = ops.hc_pre.kernel_splits(T, input);
       // Past the fused range the boundary is hc_post + hc_pre, whose kernels are checked on their own.
       if (input == mhc::HcPreInput::Post && !mhc::boundary_fuses(ops.hc_pre.backend(), T)) continue;
       // The boundary's family is its own (mhc_post_pre): the name says which one warmup left out.

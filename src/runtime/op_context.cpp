@@ -179,21 +179,25 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   // Every planned kernel into its op, each bucket launched once.
   if (r.skipped.empty()) {
     r.token_counts = pre.representatives(r.max_num_tokens);
-    std::set<int> splits;
-    for (const int64_t t : r.token_counts) splits.insert(pre.num_splits(t));
+    // The split counts each input kind's kernels run with over the buckets (HcPreOp::kernel_splits).
+    std::set<int> splits, embed_splits, boundary_splits;
+    for (const int64_t t : r.token_counts) {
+      splits.insert(pre.kernel_splits(t));
+      embed_splits.insert(pre.kernel_splits(t, mhc::HcPreInput::Embed));
+    }
     // The boundary's fused kernels: the buckets of the token counts it fuses at.
-    std::set<int> boundary_splits;
     for (const int64_t t : pre.representatives(std::min(r.max_num_tokens, mhc::fused_boundary_max_tokens(pre.backend())))) {
-      boundary_splits.insert(pre.num_splits(t));
+      boundary_splits.insert(pre.kernel_splits(t, mhc::HcPreInput::Post));
     }
     for (const bool norm : {true, false}) {
       if (norm ? !req.fused_norm : !req.unfused_norm) continue;
       for (const int s : splits) {
         pre.load(s, norm);
         run_one_token(pre, *device_, s, norm);
-        if (norm) pre.load(s, norm, mhc::HcPreInput::Embed);  // the first layer's hc_pre (planned with the norm)
-        if (norm && boundary_splits.count(s)) pre.load(s, norm, mhc::HcPreInput::Post);  // the sublayer boundary
       }
+      if (!norm) continue;  // the first layer's hc_pre and the boundary are planned with the norm
+      for (const int s : embed_splits) pre.load(s, norm, mhc::HcPreInput::Embed);
+      for (const int s : boundary_splits) pre.load(s, norm, mhc::HcPreInput::Post);
     }
     pre.reserve_workspace(r.max_num_tokens);
   }

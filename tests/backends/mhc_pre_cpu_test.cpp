@@ -331,12 +331,34 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
   EXPECT_THROW(mhc::hc_pre_spec_num_splits(no_count), Error);
   no_count.params = {{"splits", "+"}};
   EXPECT_THROW(mhc::hc_pre_spec_num_splits(no_count), Error);
-  // dsv4-pro, 132 SMs, 16384 tokens: 22 buckets, 5 CUDA classes; the CPU plans every bucket.
+  // dsv4-pro, 132 SMs, 16384 tokens: 22 buckets; on CUDA the one-pass kernel
+  // serves those of 1-21 splits, the "22+" class the rest; the CPU plans every bucket.
+  auto classes_of = [](const std::vector<jit::KernelSpec>& plan) {
+    std::vector<std::string> classes;
+    for (const auto& s : plan) classes.push_back(std::string(s.param("splits")) + (s.param("one_pass") == "1" ? " one-pass" : ""));
+    return classes;
+  };
   const auto cuda_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true);
-  ASSERT_EQ(cuda_plan.size(), 5u);
-  std::vector<std::string> classes;
-  for (const auto& s : cuda_plan) classes.emplace_back(s.param("splits"));
-  EXPECT_EQ(classes, (std::vector<std::string>{"1", "2", "3-4", "5-21", "22+"}));
+  EXPECT_EQ(classes_of(cuda_plan), (std::vector<std::string>{"1 one-pass", "22+"}));
+  // dsv4-flash: one-pass up to 8 splits; the embedding input keeps every class.
+  const mhc::MhcDims flash{4, 4096};
+  EXPECT_EQ(classes_of(mhc::hc_pre_planned_specs(mhc::Backend::Cuda, flash, 132, 16384, true)),
+            (std::vector<std::string>{"1 one-pass", "5-21", "22+"}));
+  EXPECT_EQ(classes_of(mhc::hc_pre_planned_specs(mhc::Backend::Cuda, flash, 132, 16384, true, {}, HcPreInput::Embed)),
+            (std::vector<std::string>{"1", "2", "3-4", "5-21", "22+"}));
+  // The one-pass kernel off: the split policy's classes.
+  mhc::CudaKernelOptions two_kernels;
+  two_kernels.one_pass = false;
+  EXPECT_EQ(classes_of(mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true, two_kernels)),
+            (std::vector<std::string>{"1", "2", "3-4", "5-21", "22+"}));
+  for (const int s : {1, 2, 8, 21}) EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, s, {}), 1) << s;
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 22, {}), 22);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 8, {}), 1);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 9, {}), 9);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, {}, HcPreInput::Embed), 8);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, {}, HcPreInput::Post), 8);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, two_kernels), 8);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cpu, d, 8, {}), 8);
   const auto cpu_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cpu, d, 132, 16384, true);
   EXPECT_EQ(cpu_plan.size(), mhc::split_buckets(16384, d.k(), 132).size());
   EXPECT_EQ(mhc::hc_pre_spec_num_splits(cpu_plan.front()), mhc::split_buckets(16384, d.k(), 132).front().num_splits);

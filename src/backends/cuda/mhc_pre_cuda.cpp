@@ -48,6 +48,14 @@ bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
   return cc_major >= 9 && hc_mult == 4 && one_pass_hidden(hidden);
 }
 
+int one_pass_max_splits(int hidden) {
+  // The H200's crossovers (docs/BENCHMARKS.md, section 3c): hidden 7168 from 448
+  // tokens (18 splits on 132 SMs), 4096 from 1024 (8). The one-pass kernel's
+  // per-chunk latency barely grows with the width, the split pair's time does.
+  // Other widths take 4096's.
+  return hidden >= 7168 ? 21 : 8;
+}
+
 unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_ONE_PASS_THREADS(hidden)); }
 
 size_t one_pass_workspace_bytes(long long num_tokens) {

@@ -69,6 +69,10 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
 // of 1024 up to 7168) on a target: sm_90 or newer.
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
+// The split buckets the one-pass kernel serves where it is supported: those of
+// at most this many splits (the larger token counts), where its single read of
+// the residual beats the split-K pair's two (docs/BENCHMARKS.md, section 3c).
+int one_pass_max_splits(int hidden);
 // The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
 // warps, the comb warps and the signal warp (cuda/mhc_pre_one_pass.cuh).
 unsigned one_pass_threads(int hidden);
