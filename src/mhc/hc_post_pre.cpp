@@ -4,20 +4,29 @@
 
 #include "core/error.hpp"
 #include "kernels/common/mhc_params.hpp"
+#include "mhc/split_policy.hpp"
 
 namespace hcwarm::mhc {
 
-int64_t fused_boundary_max_tokens(Backend backend) {
-  // Two tiles of the split policy (docs/MATH.md, section 4).
-  return backend == Backend::Cuda ? 2 * HCWARM_MHC_TOKENS_PER_TILE : std::numeric_limits<int64_t>::max();
+int64_t fused_boundary_max_tokens(Backend backend, MhcDims dims, int num_sms) {
+  if (backend != Backend::Cuda) return std::numeric_limits<int64_t>::max();
+  // The tiles whose bucket has the split policy's cap (docs/MATH.md, section 4);
+  // with cap > 1 the loop ends by num_sms tiles, where the policy gives 1 split.
+  const int64_t tile = HCWARM_MHC_TOKENS_PER_TILE;
+  const int cap = num_splits(1, dims.k(), std::numeric_limits<int>::max());
+  int64_t tiles = 1;
+  while (cap > 1 && num_splits((tiles + 1) * tile, dims.k(), num_sms) == cap) ++tiles;
+  return tiles * tile;
 }
 
-bool boundary_fuses(Backend backend, int64_t num_tokens) { return num_tokens <= fused_boundary_max_tokens(backend); }
+bool boundary_fuses(Backend backend, MhcDims dims, int num_sms, int64_t num_tokens) {
+  return num_tokens <= fused_boundary_max_tokens(backend, dims, num_sms);
+}
 
 void run_hc_post_pre(HcPreOp& pre, HcPostOp& post, const HcPreArgs& a, const LaunchContext& launch) {
   HCWARM_CHECK_ARG(a.input == HcPreInput::Post, "hc_post_pre: the arguments must have input post, got {}",
                    to_string(a.input));
-  if (boundary_fuses(pre.backend(), a.num_tokens)) {
+  if (boundary_fuses(pre.backend(), pre.dims(), pre.num_sms(), a.num_tokens)) {
     pre.run(a, launch);
     return;
   }

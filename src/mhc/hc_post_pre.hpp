@@ -13,12 +13,14 @@
 namespace hcwarm::mhc {
 
 // Largest T the fused boundary runs at on `backend`: on CUDA the token counts
-// whose split bucket spreads one or two 64-token tiles over the GPU (the decode
-// buckets), where one pass saves a launch and a residual round trip; past them
-// the fused partial kernel streams the residual at a quarter of the pair's
-// bandwidth (docs/BENCHMARKS.md, section 10). The CPU fuses at every T.
-int64_t fused_boundary_max_tokens(Backend backend);
-bool boundary_fuses(Backend backend, int64_t num_tokens);
+// whose split bucket cuts K into as many parts as the split policy allows (its
+// cap: one 64-token tile at hidden 7168 on 132 SMs, two at 4096), where one pass
+// saves a launch and a residual round trip; with fewer, longer K-parts the
+// fused partial kernel's post step costs more than it saves, and further on it
+// streams the residual at a quarter of the pair's bandwidth (docs/BENCHMARKS.md,
+// section 10). At least one tile. The CPU fuses at every T.
+int64_t fused_boundary_max_tokens(Backend backend, MhcDims dims, int num_sms);
+bool boundary_fuses(Backend backend, MhcDims dims, int num_sms, int64_t num_tokens);
 
 // args: input Post (x, residual, prev_post, prev_comb, new_residual, which may
 // be residual, and the next pre's fn/scale/base/norm_weight/y/post/comb).

@@ -221,7 +221,9 @@ std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims,
                                                   bool fused_norm, const CudaKernelOptions& cuda, HcPreInput input) {
   std::vector<jit::KernelSpec> out;
   // The boundary runs the fused kernel only up to fused_boundary_max_tokens (hc_post_pre.hpp).
-  if (input == HcPreInput::Post) max_num_tokens = std::min(max_num_tokens, fused_boundary_max_tokens(backend));
+  if (input == HcPreInput::Post) {
+    max_num_tokens = std::min(max_num_tokens, fused_boundary_max_tokens(backend, dims, num_sms));
+  }
   // The same two functions run() uses: num_splits (via the buckets) and the spec.
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,

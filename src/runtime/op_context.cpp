@@ -186,7 +186,8 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
       embed_splits.insert(pre.kernel_splits(t, mhc::HcPreInput::Embed));
     }
     // The boundary's fused kernels: the buckets of the token counts it fuses at.
-    for (const int64_t t : pre.representatives(std::min(r.max_num_tokens, mhc::fused_boundary_max_tokens(pre.backend())))) {
+    const int64_t fused_max = mhc::fused_boundary_max_tokens(pre.backend(), pre.dims(), pre.num_sms());
+    for (const int64_t t : pre.representatives(std::min(r.max_num_tokens, fused_max))) {
       boundary_splits.insert(pre.kernel_splits(t, mhc::HcPreInput::Post));
     }
     for (const bool norm : {true, false}) {

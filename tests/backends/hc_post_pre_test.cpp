@@ -314,11 +314,20 @@ TEST(HcPostPre, KeysCarryInputPostOnePerBucket) {
 }
 
 TEST(HcPostPre, CudaFusesTheDecodeBucketsAndPlansOnlyThem) {
-  // Two 64-token tiles: 1..128 fuse, 129 on runs hc_post + hc_pre; the CPU always fuses.
-  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, 1));
-  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, 128));
-  EXPECT_FALSE(mhc::boundary_fuses(Backend::Cuda, 129));
-  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cpu, 16384));
+  // The buckets of the split cap fuse: at hidden 4096 on 132 SMs T <= 128 (64
+  // splits for one and two tiles), at 7168 T <= 64 (112 splits, then 66); beyond,
+  // hc_post + hc_pre. At least one tile whatever the SMs; the CPU always fuses.
+  const mhc::MhcDims flash{4, 4096}, pro{4, 7168};
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, flash, 132, 1));
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, flash, 132, 128));
+  EXPECT_FALSE(mhc::boundary_fuses(Backend::Cuda, flash, 132, 129));
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cuda, pro, 132, 64));
+  EXPECT_FALSE(mhc::boundary_fuses(Backend::Cuda, pro, 132, 65));
+  EXPECT_EQ(mhc::fused_boundary_max_tokens(Backend::Cuda, flash, 148), 128);
+  EXPECT_EQ(mhc::fused_boundary_max_tokens(Backend::Cuda, pro, 148), 64);
+  EXPECT_EQ(mhc::fused_boundary_max_tokens(Backend::Cuda, pro, 16), 64) << "fewer SMs than the cap: one tile";
+  EXPECT_EQ(mhc::fused_boundary_max_tokens(Backend::Cuda, {4, 64}, 132), 64) << "a cap of 1 split: one tile";
+  EXPECT_TRUE(mhc::boundary_fuses(Backend::Cpu, pro, 132, 16384));
   for (const int hidden : {4096, 7168}) {
     const mhc::MhcDims d{4, hidden};
     const auto post = mhc::hc_pre_planned_specs(Backend::Cuda, d, 132, 16384, true, {}, HcPreInput::Post);

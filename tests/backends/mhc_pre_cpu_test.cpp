@@ -335,7 +335,9 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
   // serves those of 1-21 splits, the "22+" class the rest; the CPU plans every bucket.
   auto classes_of = [](const std::vector<jit::KernelSpec>& plan) {
     std::vector<std::string> classes;
-    for (const auto& s : plan) classes.push_back(std::string(s.param("splits")) + (s.param("one_pass") == "1" ? " one-pass" : ""));
+    for (const auto& s : plan) {
+      classes.push_back(std::string(s.param("splits")) + (s.param("one_pass") == "1" ? " one-pass" : ""));
+    }
     return classes;
   };
   const auto cuda_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true);
