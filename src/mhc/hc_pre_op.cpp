@@ -224,7 +224,7 @@ std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims,
   if (input == HcPreInput::Post) {
     max_num_tokens = std::min(max_num_tokens, fused_boundary_max_tokens(backend, dims, num_sms));
   }
-  // The same two functions run() uses: num_splits (via the buckets) and the spec.
+  // The functions run() uses: num_splits (via the buckets), hc_pre_kernel_splits and the spec.
   for (const SplitBucket& b : split_buckets(max_num_tokens, dims.k(), num_sms)) {
     HCWARM_ASSERT(mhc::num_splits(b.representative(), dims.k(), num_sms) == b.num_splits,
                   "split bucket disagrees with num_splits");
