@@ -1,5 +1,6 @@
 #include "mhc/hc_post_pre.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.hpp"
@@ -10,13 +11,11 @@ namespace hcwarm::mhc {
 
 int64_t fused_boundary_max_tokens(Backend backend, MhcDims dims, int num_sms) {
   if (backend != Backend::Cuda) return std::numeric_limits<int64_t>::max();
-  // The tiles whose bucket has the split policy's cap (docs/MATH.md, section 4);
-  // with cap > 1 the loop ends by num_sms tiles, where the policy gives 1 split.
-  const int64_t tile = HCWARM_MHC_TOKENS_PER_TILE;
-  const int cap = num_splits(1, dims.k(), std::numeric_limits<int>::max());
-  int64_t tiles = 1;
-  while (cap > 1 && num_splits((tiles + 1) * tile, dims.k(), num_sms) == cap) ++tiles;
-  return tiles * tile;
+  // The tiles whose bucket has the split policy's cap (docs/MATH.md, section 4):
+  // g tiles get sms / g splits, so the cap holds for g <= sms / cap; at least one.
+  const int64_t cap = num_splits(1, dims.k(), std::numeric_limits<int>::max());
+  const int64_t tiles = cap > 1 ? std::max<int64_t>(1, num_sms / cap) : 1;
+  return tiles * HCWARM_MHC_TOKENS_PER_TILE;
 }
 
 bool boundary_fuses(Backend backend, MhcDims dims, int num_sms, int64_t num_tokens) {

@@ -162,24 +162,22 @@ int arch_major(std::string_view arch) {
   return v / 10;
 }
 
-bool one_pass_spec(MhcDims dims, int splits, const CudaKernelOptions& cuda, HcPreInput input) {
-  return cuda.one_pass && input == HcPreInput::Residual && splits == 1 &&
+// Whether the options, the input and the shape let the one-pass kernel run (its specs: num_splits 1).
+bool one_pass_available(MhcDims dims, const CudaKernelOptions& cuda, HcPreInput input) {
+  return cuda.one_pass && input == HcPreInput::Residual &&
          cuda::one_pass_supported(dims.hc_mult, static_cast<int>(dims.hidden), arch_major(cuda.arch));
 }
 }  // namespace
 
 int hc_pre_kernel_splits(Backend backend, MhcDims dims, int num_splits, const CudaKernelOptions& cuda,
                          HcPreInput input) {
-  const bool one_pass = backend == Backend::Cuda && one_pass_spec(dims, 1, cuda, input) &&
+  const bool one_pass = backend == Backend::Cuda && one_pass_available(dims, cuda, input) &&
                         num_splits <= cuda::one_pass_max_splits(static_cast<int>(dims.hidden));
   return one_pass ? 1 : num_splits;
 }
 
 jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda_options, HcPreInput input) {
-  // The one-pass kernel reads residual streams only: the embedding and the boundary take the two kernels.
-  CudaKernelOptions cuda = cuda_options;
-  cuda.one_pass = cuda.one_pass && input == HcPreInput::Residual;
+                                   const CudaKernelOptions& cuda, HcPreInput input) {
   HCWARM_CHECK_ARG(backend != Backend::Reference, "the reference backend has no kernels");
   HCWARM_CHECK_ARG(splits >= 1, "num_splits must be >= 1, got {}", splits);
   jit::KernelSpec s;
@@ -197,7 +195,8 @@ jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int splits, bo
   } else {
     s.target = jit::TargetKind::Cuda;
     s.arch = cuda.arch;
-    const bool one_pass = one_pass_spec(dims, splits, cuda, input);
+    // The one-pass kernel reads residual streams only: the embedding and the boundary take the two kernels.
+    const bool one_pass = splits == 1 && one_pass_available(dims, cuda, input);
     if (one_pass) s.params.emplace_back("one_pass", "1");
     if (cuda.fast_finish) s.params.emplace_back("finish", "fast");
     s.source = cuda::mhc_pre_cuda_source(splits, dims.hc_mult, dims.hidden, fused_norm, one_pass,

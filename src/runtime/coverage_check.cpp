@@ -79,8 +79,9 @@ CoverageReport check_kernel_coverage(const CoverageOps& ops, Device& device, jit
     for (const mhc::HcPreInput input : {mhc::HcPreInput::Residual, mhc::HcPreInput::Embed, mhc::HcPreInput::Post}) {
       const int splits = ops.hc_pre.kernel_splits(T, input);
       // Past the fused range the boundary is hc_post + hc_pre, whose kernels are checked on their own.
-      const mhc::HcPreOp& pre = ops.hc_pre;
-      if (input == mhc::HcPreInput::Post && !mhc::boundary_fuses(pre.backend(), pre.dims(), pre.num_sms(), T)) continue;
+      if (input == mhc::HcPreInput::Post && !mhc::boundary_fuses(ops.hc_pre.backend(), dims, ops.hc_pre.num_sms(), T)) {
+        continue;
+      }
       // The boundary's family is its own (mhc_post_pre): the name says which one warmup left out.
       const std::string what =
           fmt::format("{} (input={}, {}) num_splits={} (T={})",
