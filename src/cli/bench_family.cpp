@@ -123,9 +123,10 @@ std::vector<FamilySet> make_family_sets(Device& dev, FamilyOp op, int D, int64_t
 
 // hc_pre's arguments on a set: the residual streams (or `residual` instead),
 // the embedding, or the fused boundary (new residual to its own buffer, so
-// that repeated calls on a set read the same inputs).
+// that repeated calls on a set read the same inputs; or, in_place, over the
+// residual: each call then reads the previous one's new residual).
 mhc::HcPreArgs pre_args(const FamilySet& f, int64_t T, bool norm, mhc::HcPreInput input,
-                        const DeviceBuffer* residual = nullptr) {
+                        const DeviceBuffer* residual = nullptr, bool in_place = false) {
   mhc::HcPreArgs a;
   a.num_tokens = T;
   a.input = input;
@@ -141,7 +142,7 @@ mhc::HcPreArgs pre_args(const FamilySet& f, int64_t T, bool norm, mhc::HcPreInpu
     a.x = f.x.as<bf16>();
     a.prev_post = f.prev_post.as<float>();
     a.prev_comb = f.prev_comb.as<float>();
-    a.new_residual = f.new_residual.as<bf16>();
+    a.new_residual = (in_place ? f.residual : f.new_residual).as<bf16>();
   }
   return a;
 }
@@ -210,14 +211,18 @@ void run_family_bench(const FamilyBench& b, FamilyOp op, const std::vector<int>&
         // written. The unfused pair does the same work (and moves the new residual twice more).
         const double fused = pre_bytes + static_cast<double>(s.x + s.gates + s.matrix + s.residual);
         cols.push_back({"fused", fused,
-                        [&, T, n](const FamilySet& f) { other->run(pre_args(f, T, n, mhc::HcPreInput::Post)); }, true});
+                        [&, T, n](const FamilySet& f) {
+                          other->run(pre_args(f, T, n, mhc::HcPreInput::Post, nullptr, b.in_place));
+                        },
+                        true});
         cols.push_back({"fused gen", fused, [&, T, n](const FamilySet& f) {
-                          other_gen->run(pre_args(f, T, n, mhc::HcPreInput::Post));
+                          other_gen->run(pre_args(f, T, n, mhc::HcPreInput::Post, nullptr, b.in_place));
                         }});
         cols.push_back({"post+pre", fused, [&, T, n](const FamilySet& f) {
+                          const DeviceBuffer& out = b.in_place ? f.residual : f.new_residual;
                           post.run(T, f.x.as<bf16>(), f.residual.as<bf16>(), f.prev_post.as<float>(),
-                                   f.prev_comb.as<float>(), f.new_residual.as<bf16>());
-                          pre->run(pre_args(f, T, n, mhc::HcPreInput::Residual, &f.new_residual));
+                                   f.prev_comb.as<float>(), out.as<bf16>());
+                          pre->run(pre_args(f, T, n, mhc::HcPreInput::Residual, &out));
                         }});
       } else if (op == FamilyOp::Head) {
         cols.push_back({"head", static_cast<double>(s.residual + s.head_fn + s.y),

@@ -38,6 +38,7 @@ struct FamilyBench {
   bool norm = true;                  // the fused RMSNorm in every hc_pre column
   bool fast_finish = true;
   bool one_pass = true;              // HCWARM_MHC_ONE_PASS, for the residual-input hc_pre
+  bool in_place = false;             // post-pre: the new residual over the previous one, as the model writes it
   bool text = true;                  // print the table (else only the JSON rows)
 };
 

@@ -48,6 +48,7 @@ struct BenchOptions {
   double min_seconds = 0.2;
   int graph_replays = 20;  // cuda: timed replays of each row's graph; 0 = no graph timing
   int num_sms = 0;
+  bool in_place = false;    // post-pre: the new residual over the previous one
   int sinkhorn_iters = 20;  // the pre table: 0 shows what the Sinkhorn chain costs a call
 };
 
@@ -164,6 +165,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   out["num_sms"] = sms;
   out["fast_finish"] = !o.precise_finish;
   out["sinkhorn_iters"] = o.sinkhorn_iters;
+  out["in_place"] = o.in_place;
   out["op"] = o.op;
   out["rows"] = Json::array();
   out["op_rows"] = Json::array();
@@ -313,6 +315,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
   fb.norm = o.norm;
   fb.fast_finish = !o.precise_finish;
   fb.one_pass = ctx.env.mhc_one_pass;
+  fb.in_place = o.in_place;
   fb.text = !o.json;
   for (const FamilyOp f : family) run_family_bench(fb, f, o.hidden, o.tokens, o.buckets, rng, pool, out["op_rows"]);
   if (o.json) std::cout << out.dump(2) << "\n";
@@ -400,6 +403,8 @@ void register_bench(CLI::App& app, CliContext& ctx) {
                "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
   op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and for num_splits 1 on CUDA the other path: the two kernels (column "
                   "'2pass us'), or the one-pass kernel under HCWARM_MHC_ONE_PASS=0 ('1pass us')");
+  op->add_flag("--in-place", o->in_place,
+               "post-pre: write the new residual over the previous one, as the model does (default: its own buffer)");
   op->add_option("--sinkhorn-iters", o->sinkhorn_iters,
                  "Sinkhorn iterations of the pre table's calls (the models use 20; 0 times the call without the chain)")
       ->check(CLI::Range(0, 1000))

@@ -71,6 +71,21 @@ TEST(CliJson, EveryJsonOutputCarriesSchemaVersion) {
   expect_versioned_run("cache clear", {"cache", "clear", "--json", "--cache-dir", cache});
 }
 
+// --in-place times the boundary with its new residual over the previous one
+// (as the model writes it); the report says which, and off by default.
+TEST(CliJson, BenchOpPostPreReportsInPlace) {
+  for (const bool in_place : {false, true}) {
+    std::vector<std::string> args{"bench", "op", "--backend", "cpu", "--op", "post-pre", "--hidden", "256",
+                                  "--tokens", "1,3", "--min-seconds", "0.001", "--json"};
+    if (in_place) args.push_back("--in-place");
+    const auto j = expect_versioned_run("bench op --op post-pre", args, /*expected=*/2);
+    EXPECT_EQ(j.value("in_place", !in_place), in_place);
+    ASSERT_TRUE(j.contains("op_rows"));
+    ASSERT_EQ(j["op_rows"].size(), 2u);
+    for (const auto& row : j["op_rows"]) EXPECT_EQ(row.value("op", ""), "post-pre");
+  }
+}
+
 TEST(CliJson, DemoJsonCarriesSchemaVersion) {
   TempDir dir;
   const auto r = run_cli(cat({"demo", "--json", "--layers", "1", "--trace", "synthetic:n=4", "--out",

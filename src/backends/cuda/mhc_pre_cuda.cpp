@@ -141,7 +141,10 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;
-  const unsigned blocks = static_cast<unsigned>(p.num_tokens);
+  // Decode sizes: a Y and a Comb block per token (FinishRole), which the kernel reads off the grid.
+  const bool split_finish = p.num_tokens <= HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS &&
+                            !HCWARM_MHC_CUDA_FINISH_STREAMS(HCWARM_MHC_CUDA_SPLIT_CLASS(p.num_splits));
+  const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
   if (d.cuLaunchKernelEx != nullptr && (stages & 1)) {
     CUlaunchAttribute pdl;
     pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -44,6 +44,12 @@
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 #define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
+// Up to this many tokens (two partial tiles) the finish of the classes that
+// hold the residual (5-21, 22+) runs two blocks per token, one for y and one
+// for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit
+// one wave of 3 per SM on an H100/H200, and from 192 tokens it no longer paid
+// on the H200 (docs/BENCHMARKS.md, section 3d).
+#define HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS 128
 // The split class of a split count: the split counts whose specialized CUDA
 // kernels are the same code. The kernels read the split count itself from the
 // params; what it decides at compile time is only the partial kernel's warps,

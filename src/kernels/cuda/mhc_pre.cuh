@@ -13,8 +13,8 @@
 //   fn = hi + lo (hi = bf16(fn), lo = bf16(fn - hi): 16 significant bits,
 //   |error| <= 2^-17 |fn|), f32 accumulation. The sum of squares of x is
 //   accumulated in f32 on the CUDA cores.
-// Stage (b) finish, grid T, 128 threads: sums the parts (f32), rsqrt, sigmoids
-//   and Sinkhorn in f32 (accurate expf; IEEE division and sqrt, or with FAST
+// Stage (b) finish, grid T (2 T at decode sizes: FinishRole), 128 threads: sums
+//   the parts (f32), rsqrt, sigmoids and Sinkhorn in f32 (accurate expf; IEEE division and sqrt, or with FAST
 //   one-Newton-step reciprocals), y in f32, rounded once to bf16; the fused norm
 //   takes its mean over the bf16 y. Launched as a programmatic dependent of (a).
 // One-pass (num_splits == 1, sm_90): both stages in one persistent launch that
@@ -564,8 +564,8 @@ __device__ __forceinline__ void sinkhorn_f32(float (&c)[HC][HC], int iters, floa
 // a global load here (the branches below run one after the other). Lanes
 // 0..HC-1 write pre[] (shared), lanes HC..2HC-1 write post, lane 16 runs the
 // Sinkhorn and writes comb. Nothing is written to global memory when !valid.
-// In two halves, for the one-pass kernel, which sends pre before the Sinkhorn:
-// scalar_sigmoids (pre and post) and scalar_comb (the Sinkhorn).
+// In two halves, which the one-pass kernel and the split finish (FinishRole)
+// run apart: scalar_sigmoids (pre and post) and scalar_comb (the Sinkhorn).
 // r = 1 / sqrt(mean(x^2) + eps) from the sum of squares mix[kmix].
 template <bool FAST>
 __device__ __forceinline__ float scalar_rms_inv(const hcwarm_mhc_pre_params& p, const float* mix, int kmix, float K) {
@@ -614,16 +614,6 @@ __device__ __forceinline__ void scalar_comb(const hcwarm_mhc_pre_params& p, long
     }
   }
 }
-template <int HC, bool FAST>
-__device__ __forceinline__ void scalar_part(const hcwarm_mhc_pre_params& p, long long t, bool valid,
-                                            const float* mix, const float* base, const float* scale, float* pre,
-                                            int lane, float K) {
-  constexpr int kMix = HC * (2 + HC);
-  const float r = scalar_rms_inv<FAST>(p, mix, kMix, K);
-  scalar_sigmoids<HC, FAST>(p, t, valid, mix, base, scale, pre, lane, r);
-  scalar_comb<HC, FAST>(p, t, valid, mix, base, scale, lane, r);
-}
-
 // base (kMix) and scale (3) into shared memory; threads 0..kMix+2 of the block.
 template <int HC>
 __device__ __forceinline__ void load_base_scale(const hcwarm_mhc_pre_params& p, float* base, float* scale, int tid) {
@@ -680,11 +670,20 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
   return U4{o[0], o[1], o[2], o[3]};
 }
 
-// Stage (b): one block of 128 threads per token t over P parts. BATCH: the
-// partials loaded in one unrolled batch (0: all in a loop, the generic kernel).
+// What a finish block does for its token. Whole: everything. At decode sizes
+// (the launcher's grid of 2 T blocks, HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS) two
+// blocks share a token, each reducing the partials itself: Y writes pre's
+// sigmoids, post and y, Comb runs the Sinkhorn and writes comb, so that the
+// Sinkhorn's latency chain overlaps y and its norm instead of preceding them.
+enum FinishRole : int { kFinishWhole = 0, kFinishY = 1, kFinishComb = 2 };
+
+// Stage (b): one block of 128 threads per token t (or two, see FinishRole) over
+// P parts. BATCH: the partials loaded in one unrolled batch (0: all in a loop,
+// the generic kernel).
 template <int HC, int HIDDEN, int BATCH, int STREAM_X, bool FUSED_NORM, bool FAST,
           int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
-__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P) {
+__device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
+                                            int role = kFinishWhole) {
   const bool embed = input_is_embed<INPUT>(p);
   // Input POST: y mixes the new residual, which the partial grid wrote.
   const bool post_in = input_is_post<INPUT>(p);
@@ -714,11 +713,12 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   // already overlap, and the generic one keeps its measured shape.
   constexpr bool kStageNorm = FUSED_NORM && BATCH != 0 && STREAM_X == 0;
   __shared__ __align__(16) unsigned short norm_s[kStageNorm ? kVpt * kThreads * 8 : 8];
+  const bool want_y = role != kFinishComb;
   if constexpr (kStageNorm) {
 #pragma unroll
     for (int v = 0; v < kVpt; ++v) {
       const int idx = tid + v * kThreads;
-      if (idx < nvec) cp_async16(smem_u32(norm_s + idx * 8), p.norm_weight + idx * 8, true);
+      if (want_y && idx < nvec) cp_async16(smem_u32(norm_s + idx * 8), p.norm_weight + idx * 8, true);
     }
     cp_async_commit();
   }
@@ -764,12 +764,12 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     griddep_wait();
     load_parts();
   } else {
-    if (!post_in) {
+    if (want_y && !post_in) {
 #pragma unroll
       for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
     }
     griddep_wait();
-    if (post_in) {
+    if (want_y && post_in) {
 #pragma unroll
       for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
     }
@@ -793,15 +793,19 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   }
   __syncthreads();
 
-  // 3. rsqrt, sigmoids, Sinkhorn (warp 0); writes post and comb.
+  // 3. rsqrt, sigmoids, Sinkhorn (warp 0); writes post and comb (each of them
+  //    in the block of its role).
   if (warp == 0) {
     float m = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) m += red[w][lane];
     mix_s[lane] = m;
     __syncwarp();
-    scalar_part<HC, FAST>(p, t, true, mix_s, base_s, scale_s, pre_s, lane, (float)K);
+    const float r = scalar_rms_inv<FAST>(p, mix_s, kMix, (float)K);
+    if (want_y) scalar_sigmoids<HC, FAST>(p, t, true, mix_s, base_s, scale_s, pre_s, lane, r);
+    if (role != kFinishY) scalar_comb<HC, FAST>(p, t, true, mix_s, base_s, scale_s, lane, r);
   }
+  if (!want_y) return;  // the Comb block: nothing after the Sinkhorn
   __syncthreads();
 
   // 4. y = sum_i pre_i * x_i in f32, rounded to bf16; then the fused norm.
@@ -854,12 +858,17 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   const int S = p.num_splits;
   constexpr int kBatch = SPLIT_CLASS != 0 ? HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(SPLIT_CLASS) : 0;
+  // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
+  const long long T = p.num_tokens;
+  const long long b = blockIdx.x;
+  const bool split = (long long)gridDim.x == 2 * T;
+  const int role = !split ? kFinishWhole : b < T ? kFinishY : kFinishComb;
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
-  const long long t = p.num_tokens - 1 - (long long)blockIdx.x;
+  const long long t = T - 1 - (split && b >= T ? b - T : b);
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
   constexpr int kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(SPLIT_CLASS) ? 1 : 0;
-  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), role);
 }
 
 }  // namespace cuda
@@ -870,7 +879,8 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
 //             HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits) for the specialized kernel,
 //             4 for the generic one; dynamic shared memory HCWARM_MHC_CUDA_PARTIAL_SMEM(warps)
 //             (HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(warps) with input POST).
-//   finish:   grid (T),                      block 128, no dynamic shared memory.
+//   finish:   grid (T), or (2 T) for T <= HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS outside the streaming
+//             classes (FinishRole); block 128, no dynamic shared memory.
 //   one-pass: see cuda/mhc_pre_one_pass.cuh: grid HCWARM_MHC_ONE_PASS_BLOCKS, cooperative,
 //             block HCWARM_MHC_ONE_PASS_THREADS(hidden), dynamic shared memory
 //             HCWARM_MHC_ONE_PASS_SMEM(hidden); a TMA map of the residual as its second argument.
