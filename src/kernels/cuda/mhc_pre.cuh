@@ -675,7 +675,7 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 // blocks share a token, each reducing the partials itself: Y writes pre's
 // sigmoids, post and y, Comb runs the Sinkhorn and writes comb, so that the
 // Sinkhorn's latency chain overlaps y and its norm instead of preceding them.
-enum FinishRole : int { kFinishWhole = 0, kFinishY = 1, kFinishComb = 2 };
+enum FinishRole { kFinishWhole, kFinishY, kFinishComb };
 
 // Stage (b): one block of 128 threads per token t (or two, see FinishRole) over
 // P parts. BATCH: the partials loaded in one unrolled batch (0: all in a loop,
@@ -683,7 +683,7 @@ enum FinishRole : int { kFinishWhole = 0, kFinishY = 1, kFinishComb = 2 };
 template <int HC, int HIDDEN, int BATCH, int STREAM_X, bool FUSED_NORM, bool FAST,
           int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
-                                            int role = kFinishWhole) {
+                                            FinishRole role = kFinishWhole) {
   const bool embed = input_is_embed<INPUT>(p);
   // Input POST: y mixes the new residual, which the partial grid wrote.
   const bool post_in = input_is_post<INPUT>(p);
@@ -862,7 +862,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
   const bool split = (long long)gridDim.x == 2 * T;
-  const int role = !split ? kFinishWhole : b < T ? kFinishY : kFinishComb;
+  const FinishRole role = !split ? kFinishWhole : b < T ? kFinishY : kFinishComb;
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = T - 1 - (split && b >= T ? b - T : b);
