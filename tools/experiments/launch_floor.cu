@@ -14,6 +14,8 @@
 //                at a time with 4 loads in flight
 //   fn+pdl       the same, then the 2-block dependent
 //   memset+fn    the 256-byte memset, then the fn kernel
+// Then the fn kernel alone in other grids: blocks x threads x 16-byte loads in
+// flight per thread (how fast a decode call could read fn).
 // Standalone: tools/experiments/build.sh launch_floor, then ./launch_floor.
 #include <cuda_runtime.h>
 
@@ -54,20 +56,21 @@ __global__ void k_second(float* out) {
 }
 // Block b sums its 1 / gridDim share of fn (float4s, four loads in flight per
 // thread) and stores one float, so the loads cannot be dropped.
+template <int UNROLL>
 __global__ void k_fn(const float4* fn, long long n4, float* out) {
   griddep_launch_dependents();
   const long long per = (n4 + gridDim.x - 1) / gridDim.x;
   const long long begin = blockIdx.x * per, end = begin + per < n4 ? begin + per : n4;
   float s = 0.f;
-  for (long long i = begin + threadIdx.x; i < end; i += 4LL * blockDim.x) {
-    float4 v[4];
+  for (long long i = begin + threadIdx.x; i < end; i += (long long)UNROLL * blockDim.x) {
+    float4 v[UNROLL];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const long long j = i + (long long)u * blockDim.x;
       v[u] = j < end ? __ldg(fn + j) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+    for (int u = 0; u < UNROLL; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
   }
   if (s == 12345.f) out[2 + blockIdx.x] = s;  // never true for the zero-filled fn
 }
@@ -111,18 +114,37 @@ void call(int pattern, int i, const Ctx& c) {
     case 5:
     case 6:
       if (pattern == 6) CK(cudaMemsetAsync(c.counter, 0, 256, c.s));
-      k_fn<<<kPartialBlocks, kThreads, 0, c.s>>>(reinterpret_cast<const float4*>(c.fn + i * kFnFloats), kFnFloats / 4,
+      k_fn<4><<<kPartialBlocks, kThreads, 0, c.s>>>(reinterpret_cast<const float4*>(c.fn + i * kFnFloats), kFnFloats / 4,
                                                  c.out);
       if (pattern == 5) launch_pdl(k_second, kFinishBlocks, c.out, c.s);
       break;
   }
 }
 
-float time_graph(int pattern, const Ctx& c) {
+// The fn kernel in another grid (pattern -1).
+struct FnGrid {
+  int blocks, threads, unroll;
+};
+void call_fn(const FnGrid& f, int i, const Ctx& c) {
+  const float4* fn = reinterpret_cast<const float4*>(c.fn + i * kFnFloats);
+  switch (f.unroll) {
+    case 4: k_fn<4><<<f.blocks, f.threads, 0, c.s>>>(fn, kFnFloats / 4, c.out); break;
+    case 8: k_fn<8><<<f.blocks, f.threads, 0, c.s>>>(fn, kFnFloats / 4, c.out); break;
+    default: k_fn<16><<<f.blocks, f.threads, 0, c.s>>>(fn, kFnFloats / 4, c.out); break;
+  }
+}
+
+float time_graph(int pattern, const Ctx& c, FnGrid f = {}) {
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(c.s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kCalls; ++i) call(pattern, i, c);
+  for (int i = 0; i < kCalls; ++i) {
+    if (pattern < 0) {
+      call_fn(f, i, c);
+    } else {
+      call(pattern, i, c);
+    }
+  }
   CK(cudaStreamEndCapture(c.s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
   cudaEvent_t a, b;
@@ -159,6 +181,14 @@ int main() {
   std::printf("us per call, graph replay (%d calls per graph, median of 20 replays)\n", kCalls);
   for (int round = 0; round < 2; ++round) {
     for (int p = 0; p < 7; ++p) std::printf("%-12s %7.2f\n", names[p], time_graph(p, c));
+  }
+  std::printf("fn alone: blocks threads loads  us\n");
+  for (int blocks : {112, 132, 264, 528}) {
+    for (int threads : {128, 256, 512}) {
+      for (int unroll : {4, 8, 16}) {
+        std::printf("%6d %7d %5d %7.2f\n", blocks, threads, unroll, time_graph(-1, c, FnGrid{blocks, threads, unroll}));
+      }
+    }
   }
   return 0;
 }
