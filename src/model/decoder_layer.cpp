@@ -53,16 +53,6 @@ void DeepseekV4DecoderLayer::run_hc_pre(const bf16* residual, int64_t num_tokens
   ops_.hc_pre.run(a);
 }
 
-DeepseekV4DecoderLayer::HcPreOutput DeepseekV4DecoderLayer::hc_pre(const bf16* residual, int64_t num_tokens,
-                                                                   const MhcPathWeights& path, const bf16* norm) {
-  HCWARM_CHECK_ARG(num_tokens >= 0, "hc_pre: num_tokens must be >= 0, got {}", num_tokens);
-  const PathBytes b(dims_, num_tokens);
-  HcPreOutput o{DeviceBuffer(ops_.device, b.y), DeviceBuffer(ops_.device, b.post), DeviceBuffer(ops_.device, b.comb),
-                norm != nullptr};
-  run_hc_pre(residual, num_tokens, path, norm, o.y.as<bf16>(), o.post.as<float>(), o.comb.as<float>());
-  return o;
-}
-
 void DeepseekV4DecoderLayer::prewarm_mhc_token_counts(std::span<const int64_t> token_counts, Device& device) {
   struct Path {
     const char* name;

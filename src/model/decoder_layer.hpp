@@ -32,19 +32,8 @@ struct LayerOps {
 
 class DeepseekV4DecoderLayer {
  public:
-  struct HcPreOutput {
-    DeviceBuffer y;     // (T, D) bf16
-    DeviceBuffer post;  // (T, hc) f32
-    DeviceBuffer comb;  // (T, hc, hc) f32
-    bool norm_fused = false;
-  };
-
   DeepseekV4DecoderLayer(int layer_id, const ModelConfig& config, DecoderLayerWeights weights,
                          std::unique_ptr<Sublayer> attn, std::unique_ptr<Sublayer> ffn, LayerOps ops);
-
-  // residual: (T, hc, D) bf16 on the device. norm: (D,) bf16 or null. Outputs
-  // are fresh allocations; the work may still be queued (synchronize to wait).
-  HcPreOutput hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const bf16* norm);
 
   // For each count and for the attn and ffn paths: hc_pre with that path's
   // parameters and norm on a zeroed residual of the real shape, then synchronize.
