@@ -175,6 +175,6 @@ def hc_head(residual: Any, head_fn: Any, head_scale: Any, head_base: Any, out: A
         return out
     y_bits = np.empty((t, d), np.uint16)
     get_context("cpu").hc_head(t, hc, d, addr(r_bits), addr(fn_c), addr(scale_c), addr(base_c), addr(y_bits), None,
-                               hc_eps, rms_eps)
+                               0, 0, hc_eps, rms_eps)
     out[...] = from_bf16_bits(y_bits)
     return out

@@ -339,8 +339,12 @@ def _launch_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
     if t == 0:
         return
     dev = residual.device
-    get_context(dev).hc_head(t, hc, d, residual.data_ptr(), head_fn.data_ptr(), head_scale.data_ptr(),
-                             head_base.data_ptr(), out.data_ptr(), _stream(dev), hc_eps, rms_eps)
+    ctx = get_context(dev)
+    # The one-pass head (CUDA, large T) needs scratch: from the caller's allocator, on its stream.
+    ws_bytes = ctx.hc_head_workspace_bytes(t, hc, d, hc_eps, rms_eps) if dev.type == "cuda" else 0
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
+    ctx.hc_head(t, hc, d, residual.data_ptr(), head_fn.data_ptr(), head_scale.data_ptr(), head_base.data_ptr(),
+                out.data_ptr(), _stream(dev), 0 if ws is None else ws.data_ptr(), ws_bytes, hc_eps, rms_eps)
 
 
 def _head_output(residual: Tensor) -> Tensor:

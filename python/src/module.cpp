@@ -203,11 +203,16 @@ class Context {
   }
 
   void hc_head(int64_t num_tokens, int hc, int hidden, uintptr_t residual, uintptr_t fn, uintptr_t scale,
-               uintptr_t base, uintptr_t y, std::optional<uintptr_t> stream, float hc_eps, float rms_eps) {
+               uintptr_t base, uintptr_t y, std::optional<uintptr_t> stream, uintptr_t workspace,
+               size_t workspace_bytes, float hc_eps, float rms_eps) {
     head_op(dims(hc, hidden), hc_eps, rms_eps)
         .run({num_tokens, ptr<const bf16>(residual), ptr<const float>(fn), ptr<const float>(scale),
               ptr<const float>(base), ptr<bf16>(y)},
-             {launch_stream(stream), nullptr, 0});
+             {launch_stream(stream), ptr<void>(workspace), workspace_bytes});
+  }
+
+  size_t hc_head_workspace_bytes(int64_t num_tokens, int hc, int hidden, float hc_eps, float rms_eps) {
+    return head_op(dims(hc, hidden), hc_eps, rms_eps).workspace_bytes(num_tokens);
   }
 
   // The coverage check (runtime/coverage_check.hpp) of the ops the last
@@ -384,6 +389,7 @@ class Context {
       c.hc_eps = hc_eps;
       c.rms_eps = rms_eps;
       op = std::make_unique<mhc::HcHeadOp>(d, c, ctx_->device(), &ctx_->jit(), ctx_->arch(), nullptr);
+      op->set_cuda_one_pass(ctx_->env().mhc_one_pass);
     }
     return *op;
   }
@@ -483,6 +489,7 @@ NB_MODULE(_core, m) {
       .def("hc_post", &Context::hc_post, nb::call_guard<nb::gil_scoped_release>())
       .def("hc_post_pre", &Context::hc_post_pre, nb::call_guard<nb::gil_scoped_release>())
       .def("hc_head", &Context::hc_head, nb::call_guard<nb::gil_scoped_release>())
+      .def("hc_head_workspace_bytes", &Context::hc_head_workspace_bytes)
       .def("check_coverage", &Context::check_coverage, "fused_norm"_a = true)
       .def("prewarm", &Context::prewarm)
       .def("planned_keys", &Context::planned_keys)

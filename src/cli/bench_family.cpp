@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/hc_head_cuda.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "jit/jit_runtime.hpp"
@@ -193,6 +194,13 @@ void run_family_bench(const FamilyBench& b, FamilyOp op, const std::vector<int>&
     mhc::HcPostOp post(dims, dev, b.rt, arch, threads);
     post.set_tiered(false);
     mhc::HcHeadOp head(dims, mhc::MhcConstants{}, dev, b.rt, arch, threads);
+    head.set_cuda_one_pass(b.one_pass);
+    // The head's two CUDA kernels forced at every T, beside the dispatch (where the shape has both).
+    const bool head_kernels = cuda && cuda::head_has_one_pass(kHc, D);
+    mhc::HcHeadOp head_one_pass(dims, mhc::MhcConstants{}, dev, b.rt, arch, threads);
+    head_one_pass.set_cuda_one_pass_min_tokens(1);
+    mhc::HcHeadOp head_cluster(dims, mhc::MhcConstants{}, dev, b.rt, arch, threads);
+    head_cluster.set_cuda_one_pass(false);
 
     const std::vector<int64_t> ts = buckets > 0 ? pre->representatives(buckets) : tokens;
     int64_t max_t = 1;
@@ -225,12 +233,20 @@ void run_family_bench(const FamilyBench& b, FamilyOp op, const std::vector<int>&
                           pre->run(pre_args(f, T, n, mhc::HcPreInput::Residual, &out));
                         }});
       } else if (op == FamilyOp::Head) {
-        cols.push_back({"head", static_cast<double>(s.residual + s.head_fn + s.y),
-                        [&, T](const FamilySet& f) {
-                          head.run({T, f.residual.as<bf16>(), f.head_fn.as<float>(), f.head_scale.as<float>(),
+        const double head_bytes = static_cast<double>(s.residual + s.head_fn + s.y);
+        auto head_column = [&, T](const char* name, mhc::HcHeadOp& op, bool jit_timed) {
+          cols.push_back({name, head_bytes,
+                          [&op, T](const FamilySet& f) {
+                            op.run({T, f.residual.as<bf16>(), f.head_fn.as<float>(), f.head_scale.as<float>(),
                                     f.head_base.as<float>(), f.y.as<bf16>()});
-                        },
-                        true});
+                          },
+                          jit_timed});
+        };
+        head_column("head", head, true);
+        if (head_kernels) {
+          head_column("head 1pass", head_one_pass, false);
+          head_column("head cluster", head_cluster, false);
+        }
         cols.push_back({"pre", pre_bytes,
                         [&, T, n](const FamilySet& f) { pre->run(pre_args(f, T, n, mhc::HcPreInput::Residual)); }});
       } else {

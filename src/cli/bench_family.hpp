@@ -4,7 +4,8 @@
 // under CUDA-graph replay, specialized and (where there is one) generic:
 //   post-pre   the fused sublayer boundary (hc_pre with input Post) beside
 //              hc_post followed by hc_pre on its new residual;
-//   head       hc_head beside hc_pre;
+//   head       hc_head beside hc_pre (on CUDA also its one-pass and cluster
+//              kernels, each forced at every T);
 //   pre-embed  hc_pre of the first layer from the embedding beside hc_pre.
 #include <cstdint>
 #include <random>

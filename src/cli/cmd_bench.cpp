@@ -356,7 +356,9 @@ specialized unless named gen, each eager us, %copy, graph us, %copy:
              (hc_post, then hc_pre on its new residual); %copy of all three
              over the fused op's bytes (residual, x, prev post/comb, fn read;
              new residual, y, post, comb written); pair/fused
-  head       head (hc_head), pre (hc_pre at the same T); head/pre
+  head       head (hc_head as dispatched), on CUDA where the shape has both
+             kernels also head 1pass and head cluster (each forced at every
+             T), pre (hc_pre at the same T); head/pre
   pre-embed  embed (hc_pre of the first layer from the (T, D) embedding),
              embed gen, pre (hc_pre on the hc streams); pre/embed
 

@@ -87,6 +87,7 @@ HostTensor<bf16> run_head_backend(const CliContext& ctx, const std::string& back
   OpDevice d(ctx, backend, cache_dir);
   // The CPU head runs on the calling thread (no pool): one call.
   mhc::HcHeadOp op(model.mhc_dims(), model.mhc_constants(), d.device(), &d.jit(), d.cuda_arch(), nullptr);
+  op.set_cuda_one_pass(ctx.env.mhc_one_pass);
   return mhc::run_hc_head_host(op, d.device(), residual, fn, scale, base);
 }
 

@@ -18,7 +18,9 @@ HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::Ji
     HCWARM_CHECK_ARG(bad == nullptr, "hc_head on CUDA (hc {}, hidden {}): {}", dims.hc_mult, dims.hidden, bad ? bad : "");
     auto* cd = dynamic_cast<cuda::CudaDevice*>(&device);
     HCWARM_CHECK_ARG(cd != nullptr, "hc_head: device {} is not a CUDA device", device.name());
-    backend_ = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hc_mult, dims.hidden);
+    auto b = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hc_mult, dims.hidden);
+    cuda_backend_ = b.get();
+    backend_ = std::move(b);
   } else {
     HCWARM_CHECK_ARG(dims.hidden % 16 == 0, "hc_head on the CPU needs hidden % 16 == 0, got {}", dims.hidden);
     backend_ = std::make_unique<cpu::CpuHcHeadBackend>(std::move(pool));
@@ -40,6 +42,42 @@ jit::KernelSpec HcHeadOp::cuda_spec(MhcDims dims, const std::string& arch) {
 std::vector<jit::KernelSpec> HcHeadOp::planned_specs() const {
   if (!backend_->needs_module()) return {};
   return {cuda_spec(dims_, cuda_arch_)};
+}
+
+void HcHeadOp::set_cuda_one_pass(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  one_pass_ = on;
+  if (cuda_backend_ == nullptr) return;
+  const int64_t from = one_pass_min_tokens_ > 0 ? one_pass_min_tokens_ : cuda::head_one_pass_min_tokens(dims_.hidden);
+  cuda_backend_->set_one_pass_min_tokens(on ? from : INT64_MAX);
+}
+
+void HcHeadOp::set_cuda_one_pass_min_tokens(int64_t num_tokens) {
+  HCWARM_CHECK_ARG(num_tokens >= 1, "hc_head: the one-pass kernel's first token count must be >= 1, got {}", num_tokens);
+  bool on = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    one_pass_min_tokens_ = num_tokens;
+    on = one_pass_;
+  }
+  set_cuda_one_pass(on);
+}
+
+size_t HcHeadOp::workspace_bytes(int64_t num_tokens) const { return backend_->workspace_bytes(num_tokens); }
+
+void HcHeadOp::reserve_workspace(int64_t max_num_tokens) {
+  // The one-pass workspace grows with T: the largest T needs the most.
+  const size_t bytes = workspace_bytes(max_num_tokens);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes > 0) ensure_workspace(bytes);
+}
+
+void HcHeadOp::ensure_workspace(size_t bytes) {
+  if (workspace_.get() != nullptr && workspace_.bytes() >= bytes) return;
+  // The old buffer may still be in use by queued calls.
+  if (workspace_.get() != nullptr) device_.synchronize();
+  workspace_.reset();
+  workspace_ = DeviceBuffer(device_, bytes);
 }
 
 void HcHeadOp::load() {
@@ -72,6 +110,8 @@ void HcHeadOp::run(const HcHeadArgs& a, const LaunchContext& launch) {
   p.hidden = dims_.hidden;
   p.hc_eps = constants_.hc_eps;
   p.rms_eps = constants_.rms_eps;
+  p.workspace = launch.workspace;
+  p.workspace_bytes = launch.workspace_bytes;
   if (const char* bad = backend_->unsupported_argument(p)) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "hc_head: {} is not 16-byte aligned (the kernel moves 16 bytes at a time)",
                  bad);
@@ -84,6 +124,23 @@ void HcHeadOp::run(const HcHeadArgs& a, const LaunchContext& launch) {
                  dims_.hc_mult, dims_.hidden);
   }
   load();
+  const size_t need = backend_->workspace_bytes(a.num_tokens);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (need > 0 && launch.workspace != nullptr) {
+    HCWARM_CHECK_ARG(launch.workspace_bytes >= need, "hc_head: the workspace holds {} bytes, T={} needs {}",
+                     launch.workspace_bytes, a.num_tokens, need);
+  } else if (need > 0) {
+    if (workspace_.bytes() < need && backend_->capturing(launch)) {
+      HCWARM_THROW(ErrorKind::NotWarmed,
+                   "hc_head (cuda, hc {}, hidden {}): the op's workspace holds {} bytes and T={} needs {}; inside "
+                   "CUDA-graph capture it cannot grow: pass a workspace, or reserve_workspace(max_num_tokens) before "
+                   "capturing",
+                   dims_.hc_mult, dims_.hidden, workspace_.bytes(), a.num_tokens, need);
+    }
+    ensure_workspace(need);
+    p.workspace = workspace_.get();
+    p.workspace_bytes = workspace_.bytes();
+  }
   backend_->launch(p, launch);
 }
 

@@ -42,7 +42,10 @@ class MhcForward {
   // output and two sets of post/comb (a boundary reads one while writing the other).
   static size_t workspace_bytes(const mhc::MhcDims& dims, int64_t num_tokens);
   // Sizes what the forward keeps between calls for T <= max_num_tokens.
-  void reserve(int64_t max_num_tokens) { broadcast_.reserve(max_num_tokens); }
+  void reserve(int64_t max_num_tokens) {
+    broadcast_.reserve(max_num_tokens);
+    head_.reserve_workspace(max_num_tokens);  // the head's own scratch, so that serving never grows it
+  }
 
   // embed, out: (T, D) bf16 on the device; scratch: workspace_bytes(T) bytes
   // there. steps: at least one. The work may still be queued.

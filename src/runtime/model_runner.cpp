@@ -102,6 +102,7 @@ ModelRunner::ModelRunner(RunnerConfig config) : config_(std::move(config)) {
                                              cuda_dev ? cuda_dev->arch() : std::string(), pool_);
   hc_head_ = std::make_unique<mhc::HcHeadOp>(mc.mhc_dims(), mc.mhc_constants(), *device_, jit_.get(),
                                              cuda_dev ? cuda_dev->arch() : std::string(), pool_);
+  hc_head_->set_cuda_one_pass(config_.env.mhc_one_pass);
 
   // The shipped sublayer on both paths: a dense SwiGLU MLP (attention and MoE are the host engine's).
   const uint64_t seed = config_.build.seed;

@@ -62,6 +62,7 @@ class OpContext {
   jit::JitRuntime& jit() { return *jit_; }
   int num_sms() const { return num_sms_; }
   int device_ordinal() const { return options_.device_ordinal; }
+  const EnvConfig& env() const { return options_.env; }
   std::string arch() const;  // the NVRTC target ("" on the CPU)
 
   // The op for these shapes and constants, created on first use.

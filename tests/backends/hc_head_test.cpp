@@ -11,6 +11,7 @@
 #include "core/thread_pool.hpp"
 #include "head_check.hpp"
 #include "jit/compiler.hpp"
+#include "jit/cubin_set.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_head_op.hpp"
 
@@ -170,11 +171,22 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
         << src;
     EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", HCWARM_MHC_HEAD_CLUSTER(hidden))), std::string::npos);
     const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
-    const std::string bytes(reinterpret_cast<const char*>(out.binary.data()), out.binary.size());
-    EXPECT_EQ(bytes.substr(0, 4), "\x7f" "ELF");
+    // One cubin, or a set of one per part: every image an ELF, the symbols in one of them.
+    const auto set = jit::unpack_cubin_set(out.binary);
+    std::string bytes;
+    for (const auto image : set ? *set : std::vector<std::span<const std::byte>>{out.binary}) {
+      const std::string b(reinterpret_cast<const char*>(image.data()), image.size());
+      EXPECT_EQ(b.substr(0, 4), "\x7f" "ELF");
+      bytes += b;
+    }
     for (const char* symbol : {cuda::kCudaHeadSymbol, cuda::kCudaHeadWideSymbol}) {
       EXPECT_NE(bytes.find(symbol), std::string::npos) << symbol;
     }
+    // hc_pre's one-pass shapes also hold the one-pass head, as a second part compiled apart.
+    const bool one_pass = hc == 4 && hidden % 1024 == 0;
+    EXPECT_EQ(cuda::head_has_one_pass(hc, hidden), one_pass) << hidden;
+    EXPECT_EQ(bytes.find(cuda::kCudaHeadOnePassSymbol) != std::string::npos, one_pass) << hidden;
+    EXPECT_EQ(jit::source_parts(src), one_pass ? 2 : 1) << src;
   }
   try {
     nvrtc->compile(

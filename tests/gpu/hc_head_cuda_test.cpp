@@ -6,11 +6,13 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "../backends/head_check.hpp"
 #include "cuda_fixture.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/hc_head_cuda.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
 
@@ -54,6 +56,61 @@ TEST_F(HcHeadCuda, MatchesTheReference) {
       EXPECT_EQ(c.values, T * hidden);
     }
   }
+}
+
+// The one-pass kernel in its head form, forced at every T (the dispatch takes
+// it from cuda::head_one_pass_min_tokens on: 4100 tokens at hidden 7168 above).
+// T = 1 and 37 leave most of a 128-token chunk empty, 300 ends in a partial
+// chunk, 2048 fills 16.
+TEST_F(HcHeadCuda, OnePassMatchesTheReference) {
+  for (const int hidden : {4096, 7168}) {
+    mhc::HcHeadOp op({4, hidden}, {}, *device_, jit_, device_->arch(), nullptr);
+    op.set_cuda_one_pass_min_tokens(1);
+    for (const int64_t T : std::initializer_list<int64_t>{1, 37, 300, 2048}) {
+      EXPECT_GT(op.workspace_bytes(T), 0u) << "T " << T << ": the forced op would not run the one-pass kernel";
+      const auto in = random_hc_head_inputs(T, 4, hidden, 190 + T);
+      const auto y = mhc::run_hc_head_host(op, *device_, in.residual, in.fn, in.scale, in.base);
+      const auto c = compare_head(y, in);
+      expect_head_close(c, "one-pass hidden " + std::to_string(hidden) + " T " + std::to_string(T));
+      EXPECT_EQ(c.values, T * hidden);
+    }
+  }
+  mhc::HcHeadOp dispatch({4, 7168}, {}, *device_, jit_, device_->arch(), nullptr);
+  EXPECT_EQ(dispatch.workspace_bytes(cuda::head_one_pass_min_tokens(7168) - 1), 0u);
+  EXPECT_GT(dispatch.workspace_bytes(cuda::head_one_pass_min_tokens(7168)), 0u);
+  dispatch.set_cuda_one_pass(false);  // HCWARM_MHC_ONE_PASS=0
+  EXPECT_EQ(dispatch.workspace_bytes(1 << 14), 0u);
+}
+
+TEST_F(HcHeadCuda, AShortWorkspaceIsRefusedByName) {
+  mhc::HcHeadOp op({4, 4096}, {}, *device_, jit_, device_->arch(), nullptr);
+  op.set_cuda_one_pass_min_tokens(1);
+  const int64_t T = 40;
+  const auto in = random_hc_head_inputs(T, 4, 4096, 8);
+  HeadBuffers b = upload(*device_, in);
+  const size_t need = op.workspace_bytes(T);
+  ASSERT_GT(need, 0u);
+  DeviceBuffer ws(*device_, need);
+  try {
+    op.run(args_of(b, T), {std::nullopt, ws.get(), need - 256});
+    FAIL() << "a short workspace ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("workspace"), std::string::npos) << e.message();
+  }
+  try {
+    op.run(args_of(b, T), {std::nullopt, static_cast<char*>(ws.get()) + 8, need - 16});
+    FAIL() << "a misaligned workspace ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("workspace"), std::string::npos) << e.message();
+  }
+  // The caller's workspace of the right size: the call runs and matches.
+  op.run(args_of(b, T), {std::nullopt, ws.get(), need});
+  device_->synchronize();
+  HostTensor<bf16> y({T, 4096});
+  device_->copy_to_host(y.data(), b.y.get(), y.numel() * sizeof(bf16));
+  expect_head_close(compare_head(y, in), "caller's workspace");
 }
 
 TEST_F(HcHeadCuda, MisalignedPointersAreRefused) {
@@ -128,6 +185,63 @@ TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
                     }(),
                                  in),
                     "replayed");
+  d.cuStreamDestroy(stream);
+}
+
+// The one-pass head inside a graph: the op's own workspace cannot grow during
+// capture (NotWarmed, the capture stays valid); reserved first, the captured
+// call (the counters' memset and the cooperative launch) replays as eager.
+TEST_F(HcHeadCuda, OnePassCaptureNeedsAReservedWorkspaceAndReplaysAsEager) {
+  auto& dev = *device_;
+  const auto& d = dev.driver();
+  cuda::CUstream stream = nullptr;
+  {
+    const cuda::ScopedContext scoped(dev);
+    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
+  }
+  const int64_t T = 300;
+  const int D = 7168;
+  const auto in = random_hc_head_inputs(T, 4, D, 31);
+  HeadBuffers b = upload(dev, in);
+  mhc::HcHeadOp op({4, D}, {}, dev, jit_, dev.arch(), nullptr);
+  op.set_cuda_one_pass_min_tokens(1);
+  op.load();
+  auto capture = [&](bool expect_refusal) {
+    const cuda::ScopedContext scoped(dev);
+    EXPECT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
+    bool refused = false;
+    try {
+      op.run(args_of(b, T), {stream, nullptr, 0});
+    } catch (const Error& e) {
+      refused = true;
+      EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.what();
+      EXPECT_NE(e.message().find("reserve_workspace"), std::string::npos) << e.message();
+    }
+    EXPECT_EQ(refused, expect_refusal);
+    cuda::CUgraph graph = nullptr;
+    EXPECT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the refusal broke the capture";
+    return graph;
+  };
+  if (cuda::CUgraph g = capture(true)) d.cuGraphDestroy(g);
+
+  op.reserve_workspace(T);
+  op.run(args_of(b, T), {stream, nullptr, 0});
+  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  std::vector<bf16> eager(static_cast<size_t>(T * D)), replayed(eager.size());
+  dev.copy_to_host(eager.data(), b.y.get(), eager.size() * sizeof(bf16));
+  dev.fill_zero(b.y.get(), b.y.bytes());
+  dev.synchronize();
+  cuda::CUgraph graph = capture(false);
+  ASSERT_NE(graph, nullptr);
+  const cuda::ScopedContext scoped(dev);
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);  // the counters reset per replay
+  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  dev.copy_to_host(replayed.data(), b.y.get(), replayed.size() * sizeof(bf16));
+  EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(bf16)), 0);
   d.cuStreamDestroy(stream);
 }
 

@@ -19,11 +19,23 @@ const char* head_shape_unsupported(int hc, int hidden) {
 
 int head_wide_tokens_per_thread(int hc, int hidden) { return HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden); }
 
+bool head_has_one_pass(int hc, int hidden) { return one_pass_supported(hc, hidden, 9); }
+
+int64_t head_one_pass_min_tokens(int hidden) {
+  // The H200's crossovers (docs/BENCHMARKS.md, section 10): the cluster kernel
+  // reloads its fn slice and pays a cluster barrier per tile, which the
+  // persistent kernel's one read of the residual overtakes from a few thousand tokens.
+  return hidden >= 7168 ? 2048 : 8192;
+}
+
 std::string mhc_head_cuda_source(int hc, int hidden) {
   const char* bad = head_shape_unsupported(hc, hidden);
   HCWARM_CHECK_ARG(bad == nullptr, "bad mhc_head specialization (hc {}, hidden {}): {}", hc, hidden, bad ? bad : "");
-  // The narrow and the wide instantiation of the one kernel (1 and `wide` tokens per thread).
+  // The narrow and the wide instantiation of the cluster kernel (1 and `wide`
+  // tokens per thread) and, where the shape allows it, the one-pass kernel:
+  // two parts (jit/cubin_set.hpp), so that NVRTC compiles them in parallel.
   const int wide = head_wide_tokens_per_thread(hc, hidden);
+  const bool one_pass = head_has_one_pass(hc, hidden);
   auto kernel = [&](const char* symbol, int tokens_per_thread) {
     return fmt::format(
         "extern \"C\" __global__ void __cluster_dims__({}, 1, 1) __launch_bounds__({}, {})\n"
@@ -31,15 +43,32 @@ std::string mhc_head_cuda_source(int hc, int hidden) {
         head_cluster(hidden), head_threads(hidden), HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden), symbol, hc, hidden,
         tokens_per_thread);
   };
-  return fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}\n"
-                     "#include \"cuda/mhc_head.cuh\"\n",
-                     hc, hidden, head_threads(hidden), head_cluster(hidden), wide) +
-         kernel(kCudaHeadSymbol, 1) + kernel(kCudaHeadWideSymbol, wide);
+  std::string src = one_pass ? "// hcwarm: parts=2\n" : "";
+  src += fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n",
+                     hc, hidden, head_threads(hidden), head_cluster(hidden), wide, one_pass ? 1 : 0);
+  const std::string cluster = "#include \"cuda/mhc_head.cuh\"\n" + kernel(kCudaHeadSymbol, 1) + kernel(kCudaHeadWideSymbol, wide);
+  if (!one_pass) return src + cluster;
+  src += "#if !defined(HCWARM_PART) || HCWARM_PART == 0\n" + cluster + "#endif\n";
+  src += fmt::format(
+      "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n"
+      "#include \"cuda/mhc_pre_one_pass.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p, "
+      "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"
+      "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, false, false, true>(p, &tmap);\n}}\n"
+      "#endif\n",
+      HCWARM_MHC_ONE_PASS_THREADS(hidden), kCudaHeadOnePassSymbol, hc, hidden);
+  return src;
 }
 
 void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
   narrow_ = static_cast<CUfunction>(module->function(kCudaHeadSymbol));
   wide_ = static_cast<CUfunction>(module->function(kCudaHeadWideSymbol));
+  one_pass_ = {};
+  if (head_has_one_pass(hc_, hidden_) && device_.cc_major() >= 9) {
+    const CudaDriver& d = device_.driver();
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaHeadOnePassSymbol)), hidden_,
+                                        device_.num_sms(), one_pass_));
+  }
   module_ = std::move(module);
 }
 
@@ -51,8 +80,18 @@ bool CudaHcHeadBackend::capturing(const LaunchContext& launch) const {
   return stream_capturing(device_.driver(), stream_of(launch));
 }
 
+bool CudaHcHeadBackend::one_pass_wanted(int64_t num_tokens) const {
+  if (num_tokens < one_pass_min_tokens_) return false;
+  return module_ ? one_pass_.f != nullptr : head_has_one_pass(hc_, hidden_) && device_.cc_major() >= 9;
+}
+
+size_t CudaHcHeadBackend::workspace_bytes(int64_t num_tokens) const {
+  return num_tokens > 0 && one_pass_wanted(num_tokens) ? one_pass_workspace_bytes(num_tokens) : 0;
+}
+
 const char* CudaHcHeadBackend::unsupported_argument(const hcwarm_mhc_head_params& p) const {
-  const std::pair<const char*, const void*> args[] = {{"residual", p.residual}, {"fn", p.fn}, {"y", p.y}};
+  const std::pair<const char*, const void*> args[] = {
+      {"residual", p.residual}, {"fn", p.fn}, {"y", p.y}, {"workspace", p.workspace}};
   for (const auto& [name, ptr] : args) {
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return name;
   }
@@ -63,6 +102,28 @@ void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchCont
   HCWARM_ASSERT(narrow_ != nullptr && wide_ != nullptr, "hc_head (cuda): launched before its kernel was bound");
   if (p.num_tokens <= 0) return;
   const ScopedContext scoped(device_);
+  const CudaDriver& d = device_.driver();
+  if (one_pass_wanted(p.num_tokens)) {
+    HCWARM_ASSERT(p.workspace != nullptr && p.workspace_bytes >= one_pass_workspace_bytes(p.num_tokens),
+                  "hc_head (cuda): the one-pass kernel's workspace is missing or short");
+    // hc_pre's one-pass kernel in its head form reads these fields only (HEAD: no norm, post or comb).
+    hcwarm_mhc_pre_params q{};
+    q.num_tokens = p.num_tokens;
+    q.residual = p.residual;
+    q.fn = p.fn;
+    q.scale = p.scale;
+    q.base = p.base;
+    q.y = p.y;
+    q.partials = static_cast<float*>(p.workspace);
+    q.num_splits = 1;
+    q.hc_mult = p.hc_mult;
+    q.hidden = p.hidden;
+    q.hc_eps = p.hc_eps;
+    q.rms_eps = p.rms_eps;
+    q.input = HCWARM_MHC_INPUT_RESIDUAL;
+    HCWARM_CHECK_CU(d, launch_one_pass(d, one_pass_, q, stream_of(launch)));
+    return;
+  }
   hcwarm_mhc_head_params params = p;
   void* args[] = {&params};
   const long long cluster = head_cluster(hidden_);
@@ -75,9 +136,8 @@ void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchCont
     f = wide_;
   }
   const auto tiles = static_cast<unsigned>((p.num_tokens + tile - 1) / tile);
-  HCWARM_CHECK_CU(device_.driver(), device_.driver().cuLaunchKernel(f, static_cast<unsigned>(cluster), tiles, 1,
-                                                                    head_threads(hidden_), 1, 1, 0, stream_of(launch),
-                                                                    args, nullptr));
+  HCWARM_CHECK_CU(d, d.cuLaunchKernel(f, static_cast<unsigned>(cluster), tiles, 1, head_threads(hidden_), 1, 1, 0,
+                                      stream_of(launch), args, nullptr));
 }
 
 }  // namespace hcwarm::cuda

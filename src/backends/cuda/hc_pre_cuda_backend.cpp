@@ -41,7 +41,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
   HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
   if (spec.param("one_pass") == "1" && one_pass_) {
     HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaOnePassSymbol)), hidden_,
-                                        device_.num_sms(), k->cuda));
+                                        device_.num_sms(), k->cuda.one_pass));
   }
   k->module = std::move(module);
   return k;
@@ -66,7 +66,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
     const auto f = static_cast<CUfunction>(
         k->module->function(fused_norm ? kGenericOnePassNormSymbol : kGenericOnePassSymbol));
-    HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda));
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
   }
   return k;
 }
@@ -92,8 +92,8 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
   // The one-pass kernel reads residual streams only (the embedding and the fused boundary take the two kernels).
   const bool one_pass =
-      p.num_splits == 1 && stages == 3 && k.one_pass != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
-  if (!one_pass) k.one_pass = nullptr;  // generic modules serve every split count
+      p.num_splits == 1 && stages == 3 && k.one_pass.f != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
+  if (!one_pass) k.one_pass = {};  // generic modules serve every split count
   p.num_parts = one_pass ? HCWARM_MHC_ONE_PASS_PARTS : cuda_num_parts(p.num_splits);
   HCWARM_CHECK_CU(device_.driver(),
                   launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));

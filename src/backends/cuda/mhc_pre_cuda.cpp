@@ -82,8 +82,8 @@ const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
   return nullptr;
 }
 
-CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k) {
-  k.one_pass = nullptr;
+CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, OnePassKernel& k) {
+  k = OnePassKernel{};
   if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr || d.cuTensorMapEncodeTiled == nullptr ||
       d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || !one_pass_hidden(hidden)) {
     return CUDA_SUCCESS;  // not available here: the two-kernel path
@@ -97,10 +97,34 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num
   if (rc != CUDA_SUCCESS) return rc;
   // Every block of the grid must be resident at once (they wait for each other).
   if (per_sm * num_sms < HCWARM_MHC_ONE_PASS_BLOCKS) return CUDA_SUCCESS;
-  k.one_pass = f;
-  k.one_pass_threads = threads;
-  k.one_pass_smem = smem;
+  k = OnePassKernel{f, threads, smem};
   return CUDA_SUCCESS;
+}
+
+CUresult launch_one_pass(const CudaDriver& d, const OnePassKernel& k, const hcwarm_mhc_pre_params& p,
+                         CUstream stream) {
+  if (p.num_tokens <= 0) return CUDA_SUCCESS;
+  hcwarm_mhc_pre_params params = p;
+  params.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
+  // The chunks' counters start at zero (p.partials: HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES).
+  CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
+                                  HCWARM_MHC_ONE_PASS_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
+  if (rc != CUDA_SUCCESS) return rc;
+  hcwarm_tensor_map map;
+  rc = encode_residual_map(d, params, map);
+  if (rc != CUDA_SUCCESS) return rc;
+  void* args[] = {&params, &map};
+  CUlaunchAttribute coop;
+  coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  coop.value.cooperative = 1;
+  CUlaunchConfig c;
+  c.gridDimX = HCWARM_MHC_ONE_PASS_BLOCKS;
+  c.blockDimX = k.threads;
+  c.sharedMemBytes = k.smem;
+  c.hStream = stream;
+  c.attrs = &coop;
+  c.numAttrs = 1;
+  return d.cuLaunchKernelEx(&c, k.f, args, nullptr);
 }
 
 CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
@@ -109,27 +133,8 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
   // The one-pass kernel reads residual streams only.
-  if (k.one_pass != nullptr && stages == 3 && p.input == HCWARM_MHC_INPUT_RESIDUAL) {
-    params.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
-    // The chunks' counters start at zero (p.partials: HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES).
-    CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
-                                    HCWARM_MHC_ONE_PASS_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
-    if (rc != CUDA_SUCCESS) return rc;
-    hcwarm_tensor_map map;
-    rc = encode_residual_map(d, params, map);
-    if (rc != CUDA_SUCCESS) return rc;
-    void* one_pass_args[] = {&params, &map};
-    CUlaunchAttribute coop;
-    coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    coop.value.cooperative = 1;
-    CUlaunchConfig c;
-    c.gridDimX = HCWARM_MHC_ONE_PASS_BLOCKS;
-    c.blockDimX = k.one_pass_threads;
-    c.sharedMemBytes = k.one_pass_smem;
-    c.hStream = stream;
-    c.attrs = &coop;
-    c.numAttrs = 1;
-    return d.cuLaunchKernelEx(&c, k.one_pass, one_pass_args, nullptr);
+  if (k.one_pass.f != nullptr && stages == 3 && p.input == HCWARM_MHC_INPUT_RESIDUAL) {
+    return launch_one_pass(d, k.one_pass, p, stream);
   }
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);

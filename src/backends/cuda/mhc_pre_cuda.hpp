@@ -35,25 +35,29 @@ std::string cuda_split_class_name(int split_class);
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
                                 bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 
+// A one-pass kernel ready to launch (prepare_one_pass): hc_pre's, or the head's
+// (the same kernel computing the head's gates, backends/cuda/hc_head_cuda).
+struct OnePassKernel {
+  CUfunction f = nullptr;  // null: not available here (the caller takes another path)
+  unsigned threads = 0;
+  unsigned smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_ONE_PASS_BLOCKS)
+};
+
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
   unsigned partial_smem = 0;  // its dynamic shared memory, bytes (set by prepare_partial_smem)
   unsigned partial_smem_post = 0;  // the same with input POST (the previous sublayer's output staged too)
-  // The one-pass kernel (num_splits == 1 modules, sm_90+), or null. Set up by
-  // prepare_one_pass, which also fills the launch geometry.
-  CUfunction one_pass = nullptr;
-  unsigned one_pass_threads = 0;
-  unsigned one_pass_smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_ONE_PASS_BLOCKS)
+  // The one-pass kernel (num_splits == 1 modules, sm_90+), or none. Set up by prepare_one_pass.
+  OnePassKernel one_pass;
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
-// With k.one_pass set and stages == 3, runs the one-pass kernel instead: p.partials
-// must then hold one_pass_workspace_bytes(T) (the launcher clears its counters,
-// sets p.num_parts and encodes the residual's TMA map itself). Every kernel
+// With k.one_pass set and stages == 3, runs the one-pass kernel instead
+// (launch_one_pass). Every kernel
 // needs the pointers misaligned_argument() checks 16-byte aligned.
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).
@@ -88,10 +92,15 @@ const char* misaligned_argument(const void* residual, const void* fn, const void
 const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
 // its HCWARM_MHC_ONE_PASS_BLOCKS blocks can all be resident on `num_sms` SMs (they
-// wait for each other). On success fills k.one_pass and its geometry and
-// returns CUDA_SUCCESS; otherwise leaves k.one_pass null (the caller falls back
-// to the two-kernel path): no TMA entry point in the driver, too few SMs.
-CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, MhcPreCudaKernels& k);
+// wait for each other). On success fills k and returns CUDA_SUCCESS; otherwise
+// leaves k.f null (the caller falls back to another path): no TMA entry point
+// in the driver, too few SMs.
+CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, OnePassKernel& k);
+// Queues k on `stream` as one cooperative launch: p.partials must hold
+// one_pass_workspace_bytes(T); the launcher clears its counters (a memset node
+// in a graph), sets p.num_parts and encodes the residual's TMA map itself.
+CUresult launch_one_pass(const CudaDriver& driver, const OnePassKernel& k, const hcwarm_mhc_pre_params& p,
+                         CUstream stream);
 
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).
 inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits); }

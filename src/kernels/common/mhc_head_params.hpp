@@ -8,7 +8,7 @@
 //   pre[i] = sigmoid(r * dot(fn[i, :], x) * scale[0] + base[i]) + hc_eps
 //   y[t]   = bf16(sum_i pre[i] * x_i)
 
-#define HCWARM_MHC_HEAD_ABI 2
+#define HCWARM_MHC_HEAD_ABI 3
 
 // The CUDA kernel's shapes (kernels/cuda/mhc_head.cuh), shared with its
 // launcher. mhc_head_cluster: a cluster of blocks takes a tile of tokens, each
@@ -51,5 +51,8 @@ struct hcwarm_mhc_head_params {
   int hidden;
   float hc_eps;
   float rms_eps;
+  // Scratch of the CUDA one-pass head (large T): workspace_bytes of the op, 16-byte aligned; else unused.
+  void* workspace;
+  unsigned long long workspace_bytes;
 };
 }

@@ -35,6 +35,10 @@
 // the TMA of chunk c + WINDOW, which WINDOW (L2's room for rows) cannot hide.
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
 // the tensor cores with f32 accumulation, the parts summed in f32.
+// HEAD: the same pass computes the mHC head (docs/MATH.md, section 6) instead:
+// fn holds hc rows (one mma n-tile, rows hc..7 zero), base hc values and scale
+// one, the comb warps write only pre (no post, no Sinkhorn), and there is no
+// fused norm (OnePassMix says what differs).
 // HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
 // HCWARM_MHC_ONE_PASS_THREADS(hidden), its dynamic shared memory
 // HCWARM_MHC_ONE_PASS_SMEM(hidden), and p.partials HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)
@@ -89,6 +93,20 @@ __device__ __forceinline__ NamedBarrier<OnePassBarriers::kSignalThreads> signal_
   return {OnePassBarriers::kFirstSignal + chunk % OnePassBarriers::kSignalRing};
 }
 
+// What the mma warps compute and the comb warps turn into gates: hc_pre's 24
+// mix columns (3 n-tiles of 8: pre, post, comb) or the head's hc pre columns
+// (one n-tile). A record holds the n-tiles' columns, then the sum of squares.
+template <int HC, bool HEAD>
+struct OnePassMix {
+  static constexpr int kTiles = HEAD ? 1 : 3;
+  static constexpr int kMix = HEAD ? HC : HC * (2 + HC);  // fn rows, base values
+  static constexpr int kScales = HEAD ? 1 : 3;
+  static constexpr int kSsq = 8 * kTiles;  // the sum of squares' column in a record
+  static constexpr int kValues = kSsq + 1;
+  static_assert(kMix <= 8 * kTiles, "the n-tiles must cover fn's rows");
+  static_assert(kSsq + 8 <= HCWARM_MHC_ONE_PASS_RECORD, "a record holds the columns and the sum of squares' sector");
+};
+
 // Dynamic shared memory, in bytes from the first 1024-aligned address (the
 // 128-byte swizzle of the TMA boxes repeats every 1024 bytes).
 template <int HC>
@@ -123,9 +141,10 @@ static_assert(OnePassSmem<4>::bytes(HCWARM_MHC_ONE_PASS_MAX_HIDDEN) <= HCWARM_MH
 
 }  // namespace one_pass
 
-template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST>
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST, bool HEAD = false>
 __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p, const void* tmap) {
   using namespace one_pass;
+  static_assert(!(HEAD && FUSED_NORM), "the head has no fused norm");
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
   static_assert(HIDDEN % HCWARM_MHC_ONE_PASS_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_ONE_PASS_MAX_HIDDEN,
                 "hidden must be a multiple of 1024 (whole 64-column boxes per part), at most 7168 (7 y warps)");
@@ -151,7 +170,12 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   // c + kSignalRing - WINDOW, which the signal of chunk c preceded, so no
   // barrier is reused early.
   static_assert(HCWARM_MHC_ONE_PASS_WINDOW <= OnePassBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
-  constexpr int kMix = HC * (2 + HC);
+  using Mix = OnePassMix<HC, HEAD>;
+  static_assert(Mix::kMix <= OnePassSmem<HC>::kMix && Mix::kValues <= 25,
+                "the shared-memory layout holds hc_pre's 24 bases and 25 values per lane of scratch");
+  constexpr int kTiles = Mix::kTiles;
+  constexpr int kSsq = Mix::kSsq;
+  constexpr int kValues = Mix::kValues;
   constexpr int kParts = HCWARM_MHC_ONE_PASS_PARTS;
   constexpr int kChunk = HCWARM_MHC_ONE_PASS_TOKENS;
   constexpr int kBox = HCWARM_MHC_ONE_PASS_BOX;
@@ -219,20 +243,22 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   const unsigned full_count = kParts;  // every block of the half adds 1 per chunk
 
   // fn's part as mma B fragments, split once: thread (g, q) of n-tile j holds
-  // fn[8j + g][k + 2q, +1] and [k + 2q + 8, +1] (hi and lo).
-  for (int i = tid; i < ksteps * 32 * 6; i += blockDim.x) {
+  // fn[8j + g][k + 2q, +1] and [k + 2q + 8, +1] (hi and lo); rows past fn's are zero.
+  for (int i = tid; i < ksteps * 32 * 2 * kTiles; i += blockDim.x) {
     const int r = i & 1;
-    const int j = (i >> 1) % 3;
-    const int ln = (i / 6) & 31;
-    const int ks = i / 192;
+    const int j = (i >> 1) % kTiles;
+    const int ln = (i / (2 * kTiles)) & 31;
+    const int ks = i / (64 * kTiles);
     const int g = ln >> 2, q = ln & 3;
-    const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
-    unsigned hi, lo;
-    split_fn_pair(f[0], f[1], hi, lo);
-    fnf_ptr[(ks * 32 + ln) * 12 + j * 4 + r] = hi;
-    fnf_ptr[(ks * 32 + ln) * 12 + j * 4 + 2 + r] = lo;
+    unsigned hi = 0, lo = 0;
+    if (!HEAD || 8 * j + g < Mix::kMix) {
+      const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
+      split_fn_pair(f[0], f[1], hi, lo);
+    }
+    fnf_ptr[(ks * 32 + ln) * 4 * kTiles + j * 4 + r] = hi;
+    fnf_ptr[(ks * 32 + ln) * 4 * kTiles + j * 4 + 2 + r] = lo;
   }
-  load_base_scale<HC>(p, base_s, scale_s, tid);
+  load_base_scale_n<Mix::kMix, Mix::kScales>(p, base_s, scale_s, tid);
   if (FUSED_NORM) {
     for (int i = tid; i < D / 8; i += blockDim.x) *reinterpret_cast<U4*>(nw_s + 8 * i) = ldg_u4(p.norm_weight + 8 * i);
   }
@@ -281,9 +307,9 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
     int n = 0;
     int prev = -1;
     for (int c = 0; c < nchunks; ++c) {
-      float ah[3][4], al[3][4];
+      float ah[kTiles][4], al[kTiles][4];
 #pragma unroll
-      for (int j = 0; j < 3; ++j)
+      for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) ah[j][e] = al[j][e] = 0.f;
       float ss0 = 0.f, ss1 = 0.f;
@@ -301,14 +327,15 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
         for (int kk = 0; kk < 4; ++kk) {
           unsigned a0, a1, a2, a3;
           ldmatrix_x4(tile + (((2 * kk + (lane >> 4)) ^ swz) << 4), a0, a1, a2, a3);
-          const unsigned fa = fnf + ((s * 4 + kk) * 32 + lane) * 48;
-          const U4 f0 = lds_u4(fa), f1 = lds_u4(fa + 16), f2 = lds_u4(fa + 32);
-          mma_bf16_16816(ah[0], a0, a1, a2, a3, f0.x, f0.y);
-          mma_bf16_16816(al[0], a0, a1, a2, a3, f0.z, f0.w);
-          mma_bf16_16816(ah[1], a0, a1, a2, a3, f1.x, f1.y);
-          mma_bf16_16816(al[1], a0, a1, a2, a3, f1.z, f1.w);
-          mma_bf16_16816(ah[2], a0, a1, a2, a3, f2.x, f2.y);
-          mma_bf16_16816(al[2], a0, a1, a2, a3, f2.z, f2.w);
+          const unsigned fa = fnf + ((s * 4 + kk) * 32 + lane) * 16 * kTiles;
+          U4 f[kTiles];
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) f[j] = lds_u4(fa + 16 * j);
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) {
+            mma_bf16_16816(ah[j], a0, a1, a2, a3, f[j].x, f[j].y);
+            mma_bf16_16816(al[j], a0, a1, a2, a3, f[j].z, f[j].w);
+          }
           ss0 += squares2(a0) + squares2(a2);
           ss1 += squares2(a1) + squares2(a3);
         }
@@ -323,13 +350,13 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       // a partial sector costs the L2 a fill from memory.
       if (t0 < T) {
 #pragma unroll
-        for (int j = 0; j < 3; ++j) stg_f2(r0 + 8 * j + 2 * q, ah[j][0] + al[j][0], ah[j][1] + al[j][1]);
-        stg_f2(r0 + kMix + 2 * q, q == 0 ? ss0 : 0.f, 0.f);
+        for (int j = 0; j < kTiles; ++j) stg_f2(r0 + 8 * j + 2 * q, ah[j][0] + al[j][0], ah[j][1] + al[j][1]);
+        stg_f2(r0 + kSsq + 2 * q, q == 0 ? ss0 : 0.f, 0.f);
       }
       if (t0 + 8 < T) {
 #pragma unroll
-        for (int j = 0; j < 3; ++j) stg_f2(r1 + 8 * j + 2 * q, ah[j][2] + al[j][2], ah[j][3] + al[j][3]);
-        stg_f2(r1 + kMix + 2 * q, q == 0 ? ss1 : 0.f, 0.f);
+        for (int j = 0; j < kTiles; ++j) stg_f2(r1 + 8 * j + 2 * q, ah[j][2] + al[j][2], ah[j][3] + al[j][3]);
+        stg_f2(r1 + kSsq + 2 * q, q == 0 ? ss1 : 0.f, 0.f);
       }
       // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
       signal_barrier(c).arrive();
@@ -409,54 +436,58 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   } else {
     // ---- comb: chunks k, k + kCombWarps, ...: pre to the y warps first, then
     // the next one's records (when its chunk is complete), then post and the
-    // Sinkhorn for comb ----
+    // Sinkhorn for comb (the head: pre only) ----
     const int k = warp - c0;
     float* mine = mix_s + 32 * k;
-    float* scr = scratch + k * 32 * 25;
+    float* scr = scratch + k * 32 * kValues;
     // Chunk c's records, once its counter was seen full (acquire) by lane 0.
-    auto load_records = [&](int c, float (&v)[25]) {
+    auto load_records = [&](int c, float (&v)[kValues]) {
       const float* rr = rec + ((size_t)(c % kRing) * kChunk + b) * kParts * kRec;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float* r = rr + (lane + 32 * h) * kRec;
 #pragma unroll
-        for (int e = 0; e < 6; ++e) {
+        for (int e = 0; e < 2 * kTiles; ++e) {
           const F4 f = ld_relaxed_f4(r + 4 * e);
           v[4 * e] = h == 0 ? f.x : v[4 * e] + f.x;
           v[4 * e + 1] = h == 0 ? f.y : v[4 * e + 1] + f.y;
           v[4 * e + 2] = h == 0 ? f.z : v[4 * e + 2] + f.z;
           v[4 * e + 3] = h == 0 ? f.w : v[4 * e + 3] + f.w;
         }
-        const float s = ld_relaxed_f32(r + kMix);
-        v[24] = h == 0 ? s : v[24] + s;
+        const float s = ld_relaxed_f32(r + kSsq);
+        v[kSsq] = h == 0 ? s : v[kSsq] + s;
       }
     };
-    auto load = [&](int c, float (&v)[25]) {
+    auto load = [&](int c, float (&v)[kValues]) {
       if (lane == 0) {
         while (ld_acquire_u32(my_counters + 2 * c) < full_count) __nanosleep(20);
       }
       __syncwarp();
       load_records(c, v);
     };
-    float v[25], vn[25];
+    float v[kValues], vn[kValues];
     if (k < nchunks) load(k, v);
     for (int c = k; c < nchunks; c += kCombWarps) {
       const long long t = (long long)c * kChunk + b;
       const bool more = c + kCombWarps < nchunks;
       // Lane l holds parts l and l + 32: the column sums over the lanes, in a fixed order.
 #pragma unroll
-      for (int e = 0; e < 25; ++e) scr[lane * 25 + e] = v[e];
+      for (int e = 0; e < kValues; ++e) scr[lane * kValues + e] = v[e];
       __syncwarp();
-      if (lane <= kMix) {
+      if (lane < kValues) {
         float s = 0.f;
 #pragma unroll 8
-        for (int l = 0; l < 32; ++l) s += scr[l * 25 + lane];
+        for (int l = 0; l < 32; ++l) s += scr[l * kValues + lane];
         mine[lane] = s;
       }
       __syncwarp();
-      const float r = scalar_rms_inv<FAST>(p, mine, kMix, (float)K);
+      const float r = scalar_rms_inv<FAST>(p, mine, kSsq, (float)K);
       const int slot = c % kPreRing;
-      scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_s + 4 * slot, lane, r);
+      if (HEAD) {
+        if (lane < HC) pre_s[4 * slot + lane] = pre_weight<FAST>(p, mine[lane], r, scale_s[0], base_s[lane]);
+      } else {
+        scalar_sigmoids<HC, FAST>(p, t, t < T, mine, base_s, scale_s, pre_s + 4 * slot, lane, r);
+      }
       __syncwarp();
       if (lane == 0) MBarrier(pre_full + slot).arrive();  // release: pre[0..HC) to the y warps
       if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(2, c);
@@ -471,14 +502,14 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
           fetched = true;
         }
       }
-      scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
+      if (!HEAD) scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
       __syncwarp();
       if (lane == 0) comb_done[k] = c / kCombWarps + 1;
       if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(3, c);
       if (more && !fetched) load(c + kCombWarps, vn);
       if (more) {
 #pragma unroll
-        for (int e = 0; e < 25; ++e) v[e] = vn[e];
+        for (int e = 0; e < kValues; ++e) v[e] = vn[e];
       }
     }
   }
