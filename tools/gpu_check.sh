@@ -8,6 +8,7 @@
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
 # Other steps: check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
+# head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
 # COLD_REPEAT=5), multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
@@ -104,6 +105,13 @@ case " $STEPS " in *" family "*)
   timeout 300 build/src/hcwarm bench op --backend cuda --op all --tokens "${FAMILY_TOKENS:-1,8,64,512,2048,8192}" \
     --min-seconds 0.05 --json-out "$OUT/family.json" >"$OUT/family.txt" 2>&1
   echo "bench op --op all rc=$?"; grep -v "^\[" "$OUT/family.txt" | tail -40 ;;
+esac
+case " $STEPS " in *" head "*)
+  log "bench op --op head"
+  timeout 300 build/src/hcwarm bench op --backend cuda --op head \
+    --tokens "${HEAD_TOKENS:-1,8,64,512,1024,1536,2048,3072,4096,8192,16384}" --min-seconds 0.03 \
+    --json-out "$OUT/head.json" >"$OUT/head.txt" 2>&1
+  echo "bench op --op head rc=$?"; grep -v "^\[" "$OUT/head.txt" | tail -30 ;;
 esac
 case " $STEPS " in *" buckets "*)
   log "bench op --buckets"
