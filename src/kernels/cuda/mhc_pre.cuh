@@ -55,6 +55,16 @@ __device__ __forceinline__ void split_fn_pair(float a, float b, unsigned int& hi
   lo = pack_bf16x2(a - bf16_lo(hi), b - bf16_hi(hi));
 }
 
+// fn pair (a, b) -> hi, mid and lo pairs, a ~= float(hi) + float(mid) + float(lo)
+// to 24 significant bits (the head's one-pass form: as exact as an f32 FMA).
+__device__ __forceinline__ void split_fn_triple(float a, float b, unsigned int& hi, unsigned int& mid,
+                                                unsigned int& lo) {
+  hi = pack_bf16x2(a, b);
+  const float ra = a - bf16_lo(hi), rb = b - bf16_hi(hi);
+  mid = pack_bf16x2(ra, rb);
+  lo = pack_bf16x2(ra - bf16_lo(mid), rb - bf16_hi(mid));
+}
+
 // Sum over the 4 threads (q = lane % 4) that share a row of an mma fragment.
 __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);

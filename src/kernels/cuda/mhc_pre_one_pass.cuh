@@ -36,9 +36,10 @@
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
 // the tensor cores with f32 accumulation, the parts summed in f32.
 // HEAD: the same pass computes the mHC head (docs/MATH.md, section 6) instead:
-// fn holds hc rows (one mma n-tile, rows hc..7 zero), base hc values and scale
-// one, the comb warps write only pre (no post, no Sinkhorn), and there is no
-// fused norm (OnePassMix says what differs).
+// fn holds hc rows (one mma n-tile, rows hc..7 zero) split into three bf16
+// terms, not two (the head's gates see 10x larger mix terms, and its cluster
+// kernel sums in f32), base hc values and scale one, the comb warps write only
+// pre (no post, no Sinkhorn), and there is no fused norm (OnePassMix).
 // HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
 // HCWARM_MHC_ONE_PASS_THREADS(hidden), its dynamic shared memory
 // HCWARM_MHC_ONE_PASS_SMEM(hidden), and p.partials HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)
@@ -103,6 +104,10 @@ struct OnePassMix {
   static constexpr int kScales = HEAD ? 1 : 3;
   static constexpr int kSsq = 8 * kTiles;  // the sum of squares' column in a record
   static constexpr int kValues = kSsq + 1;
+  // fn's B fragments per lane and k-step, u32: per n-tile hi and lo pairs
+  // (hc_pre), or hi, mid, lo pairs and a zero pair (the head: 16-byte loads).
+  static constexpr int kLaneWords = HEAD ? 8 : 4 * kTiles;
+  static_assert(kLaneWords <= 12, "fn's fragments (kLaneWords / 2 bytes per hidden column) fit OnePassSmem's 6");
   static_assert(kMix <= 8 * kTiles, "the n-tiles must cover fn's rows");
   static_assert(kSsq + 8 <= HCWARM_MHC_ONE_PASS_RECORD, "a record holds the columns and the sum of squares' sector");
 };
@@ -250,13 +255,18 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
     const int ln = (i / (2 * kTiles)) & 31;
     const int ks = i / (64 * kTiles);
     const int g = ln >> 2, q = ln & 3;
-    unsigned hi = 0, lo = 0;
-    if (!HEAD || 8 * j + g < Mix::kMix) {
-      const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
-      split_fn_pair(f[0], f[1], hi, lo);
+    const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
+    unsigned* w = fnf_ptr + (ks * 32 + ln) * Mix::kLaneWords + j * 4;
+    if constexpr (HEAD) {
+      unsigned hi = 0, mid = 0, lo = 0;
+      if (g < Mix::kMix) split_fn_triple(f[0], f[1], hi, mid, lo);
+      w[r] = hi;
+      w[2 + r] = mid;
+      w[4 + r] = lo;
+      w[6 + r] = 0;
+    } else {
+      split_fn_pair(f[0], f[1], w[r], w[2 + r]);
     }
-    fnf_ptr[(ks * 32 + ln) * 4 * kTiles + j * 4 + r] = hi;
-    fnf_ptr[(ks * 32 + ln) * 4 * kTiles + j * 4 + 2 + r] = lo;
   }
   load_base_scale_n<Mix::kMix, Mix::kScales>(p, base_s, scale_s, tid);
   if (FUSED_NORM) {
@@ -327,14 +337,21 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
         for (int kk = 0; kk < 4; ++kk) {
           unsigned a0, a1, a2, a3;
           ldmatrix_x4(tile + (((2 * kk + (lane >> 4)) ^ swz) << 4), a0, a1, a2, a3);
-          const unsigned fa = fnf + ((s * 4 + kk) * 32 + lane) * 16 * kTiles;
-          U4 f[kTiles];
+          const unsigned fa = fnf + ((s * 4 + kk) * 32 + lane) * 4 * Mix::kLaneWords;
+          if constexpr (HEAD) {
+            const U4 f0 = lds_u4(fa), f1 = lds_u4(fa + 16);
+            mma_bf16_16816(ah[0], a0, a1, a2, a3, f0.x, f0.y);
+            mma_bf16_16816(al[0], a0, a1, a2, a3, f0.z, f0.w);
+            mma_bf16_16816(al[0], a0, a1, a2, a3, f1.x, f1.y);
+          } else {
+            U4 f[kTiles];
 #pragma unroll
-          for (int j = 0; j < kTiles; ++j) f[j] = lds_u4(fa + 16 * j);
+            for (int j = 0; j < kTiles; ++j) f[j] = lds_u4(fa + 16 * j);
 #pragma unroll
-          for (int j = 0; j < kTiles; ++j) {
-            mma_bf16_16816(ah[j], a0, a1, a2, a3, f[j].x, f[j].y);
-            mma_bf16_16816(al[j], a0, a1, a2, a3, f[j].z, f[j].w);
+            for (int j = 0; j < kTiles; ++j) {
+              mma_bf16_16816(ah[j], a0, a1, a2, a3, f[j].x, f[j].y);
+              mma_bf16_16816(al[j], a0, a1, a2, a3, f[j].z, f[j].w);
+            }
           }
           ss0 += squares2(a0) + squares2(a2);
           ss1 += squares2(a1) + squares2(a3);
