@@ -59,7 +59,8 @@ TEST_F(HcHeadCuda, MatchesTheReference) {
 }
 
 // The one-pass kernel in its head form, forced at every T (the dispatch takes
-// it from cuda::head_one_pass_min_tokens on: 4100 tokens at hidden 7168 above).
+// it from cuda::head_one_pass_min_tokens on: 999 and 4100 tokens above), and
+// the cluster kernel forced at large T (HCWARM_MHC_ONE_PASS=0).
 // T = 1 and 37 leave most of a 128-token chunk empty, 300 ends in a partial
 // chunk, 2048 fills 16.
 TEST_F(HcHeadCuda, OnePassMatchesTheReference) {
@@ -74,6 +75,15 @@ TEST_F(HcHeadCuda, OnePassMatchesTheReference) {
       expect_head_close(c, "one-pass hidden " + std::to_string(hidden) + " T " + std::to_string(T));
       EXPECT_EQ(c.values, T * hidden);
     }
+  }
+  for (const int hidden : {4096, 7168}) {
+    mhc::HcHeadOp op({4, hidden}, {}, *device_, jit_, device_->arch(), nullptr);
+    op.set_cuda_one_pass(false);
+    const int64_t T = 2053;
+    EXPECT_EQ(op.workspace_bytes(T), 0u);
+    const auto in = random_hc_head_inputs(T, 4, hidden, 290);
+    expect_head_close(compare_head(mhc::run_hc_head_host(op, *device_, in.residual, in.fn, in.scale, in.base), in),
+                      "cluster hidden " + std::to_string(hidden));
   }
   mhc::HcHeadOp dispatch({4, 7168}, {}, *device_, jit_, device_->arch(), nullptr);
   EXPECT_EQ(dispatch.workspace_bytes(cuda::head_one_pass_min_tokens(7168) - 1), 0u);

@@ -21,11 +21,12 @@ int head_wide_tokens_per_thread(int hc, int hidden) { return HCWARM_MHC_HEAD_WID
 
 bool head_has_one_pass(int hc, int hidden) { return one_pass_supported(hc, hidden, 9); }
 
-int64_t head_one_pass_min_tokens(int hidden) {
-  // The H200's crossovers (docs/BENCHMARKS.md, section 10): the cluster kernel
-  // reloads its fn slice and pays a cluster barrier per tile, which the
-  // persistent kernel's one read of the residual overtakes from a few thousand tokens.
-  return hidden >= 7168 ? 2048 : 8192;
+int64_t head_one_pass_min_tokens(int /*hidden*/) {
+  // The H200's crossover at both widths (docs/BENCHMARKS.md, section 10): below,
+  // the cluster kernel's grid still fits the SMs in about one wave and the
+  // one-pass kernel's start-up (fn's fragments, the pipeline's fill) dominates;
+  // from 512 tokens the cluster kernel's per-tile fn reloads and barriers cost more.
+  return 512;
 }
 
 std::string mhc_head_cuda_source(int hc, int hidden) {
