@@ -37,6 +37,13 @@ HeadBuffers upload(Device& dev, const HcHeadInputs& in) {
   return b;
 }
 
+// A non-blocking stream of the test's own (null when the driver refuses one).
+cuda::CUstream new_stream(cuda::CudaDevice& dev) {
+  const cuda::ScopedContext scoped(dev);
+  cuda::CUstream stream = nullptr;
+  return dev.driver().cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING) == cuda::CUDA_SUCCESS ? stream : nullptr;
+}
+
 mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
   return {T, b.residual.as<bf16>(), b.fn.as<float>(), b.scale.as<float>(), b.base.as<float>(), b.y.as<bf16>()};
 }
@@ -141,11 +148,8 @@ TEST_F(HcHeadCuda, MisalignedPointersAreRefused) {
 TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
   auto& dev = *device_;
   const auto& d = dev.driver();
-  cuda::CUstream stream = nullptr;
-  {
-    const cuda::ScopedContext scoped(dev);
-    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
-  }
+  const cuda::CUstream stream = new_stream(dev);
+  ASSERT_NE(stream, nullptr);
   const int64_t T = 37;
   const auto in = random_hc_head_inputs(T, 4, 4096, 21);
   HeadBuffers b = upload(dev, in);
@@ -204,11 +208,8 @@ TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
 TEST_F(HcHeadCuda, OnePassCaptureNeedsAReservedWorkspaceAndReplaysAsEager) {
   auto& dev = *device_;
   const auto& d = dev.driver();
-  cuda::CUstream stream = nullptr;
-  {
-    const cuda::ScopedContext scoped(dev);
-    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
-  }
+  const cuda::CUstream stream = new_stream(dev);
+  ASSERT_NE(stream, nullptr);
   const int64_t T = 300;
   const int D = 7168;
   const auto in = random_hc_head_inputs(T, 4, D, 31);
