@@ -24,9 +24,10 @@ struct EnvConfig {
   // HCWARM_MHC_PREWARM=0: the model's mHC prewarm hook does nothing.
   bool mhc_prewarm = true;
   // HCWARM_MHC_ONE_PASS=0: hc_pre on CUDA takes the split policy's two kernels
-  // in the buckets the one-pass kernel serves (hc_pre_kernel_splits), whose
-  // cooperative launch waits for 128 free SMs (for engines that keep other
-  // kernels resident meanwhile).
+  // in the buckets the one-pass kernel serves (hc_pre_kernel_splits), and
+  // hc_head its cluster kernel at every T: the one-pass kernel's cooperative
+  // launch waits for 128 free SMs (for engines that keep other kernels
+  // resident meanwhile).
   bool mhc_one_pass = true;
   // HCWARM_JIT=off: no kernel is ever compiled; a kernel missing from memory and
   // the disk cache is an error (deployments that run only ahead-of-time builds).
