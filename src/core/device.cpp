@@ -1,5 +1,6 @@
 #include "core/device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -33,6 +34,21 @@ void Device::reset_peak() { peak_.store(current_.load()); }
 void CpuDevice::copy_from_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuDevice::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuDevice::fill_zero(void* dst, size_t bytes) { std::memset(dst, 0, bytes); }
+
+OwnedWorkspace::~OwnedWorkspace() {
+  if (buffer_.get() == nullptr) return;
+  try {
+    device_->synchronize();
+  } catch (...) {
+  }
+}
+
+void OwnedWorkspace::ensure(size_t bytes) {
+  if (buffer_.get() != nullptr && buffer_.bytes() >= bytes) return;
+  if (buffer_.get() != nullptr) device_->synchronize();
+  buffer_.reset();
+  buffer_ = DeviceBuffer(*device_, std::max(bytes, min_bytes_));
+}
 
 void* CpuDevice::do_allocate(size_t bytes) {
   // 64-byte alignment: whole cache lines and aligned vector loads in the kernels.

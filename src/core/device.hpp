@@ -96,4 +96,27 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
+// The scratch an op keeps for calls that bring none of their own: it grows to
+// the largest size asked (at least min_bytes). Kernels still queued may use the
+// old buffer, so it waits for the device before freeing one, on growth and at
+// its end. Not thread-safe: the op serializes its calls.
+class OwnedWorkspace {
+ public:
+  explicit OwnedWorkspace(Device& device, size_t min_bytes = 0) : device_(&device), min_bytes_(min_bytes) {}
+  ~OwnedWorkspace();
+  OwnedWorkspace(const OwnedWorkspace&) = delete;
+  OwnedWorkspace& operator=(const OwnedWorkspace&) = delete;
+
+  void ensure(size_t bytes);
+  void* get() const { return buffer_.get(); }
+  template <class T>
+  T* as() const { return buffer_.as<T>(); }
+  size_t bytes() const { return buffer_.bytes(); }
+
+ private:
+  Device* device_;
+  size_t min_bytes_;
+  DeviceBuffer buffer_;
+};
+
 }  // namespace hcwarm

@@ -9,7 +9,12 @@ namespace hcwarm::mhc {
 
 HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::JitRuntime* jit, std::string cuda_arch,
                    std::shared_ptr<ThreadPool> pool)
-    : dims_(dims), constants_(constants), device_(device), jit_(jit), cuda_arch_(std::move(cuda_arch)) {
+    : dims_(dims),
+      constants_(constants),
+      device_(device),
+      jit_(jit),
+      cuda_arch_(std::move(cuda_arch)),
+      workspace_(device) {
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hc_mult <= 8 && dims.hidden >= 1,
                    "hc_head: bad dims hc={} hidden={} (hc in [1, 8])", dims.hc_mult, dims.hidden);
   if (device.kind() == DeviceKind::Cuda) {
@@ -69,15 +74,7 @@ void HcHeadOp::reserve_workspace(int64_t max_num_tokens) {
   // The one-pass workspace grows with T: the largest T needs the most.
   const size_t bytes = workspace_bytes(max_num_tokens);
   std::lock_guard<std::mutex> lock(mu_);
-  if (bytes > 0) ensure_workspace(bytes);
-}
-
-void HcHeadOp::ensure_workspace(size_t bytes) {
-  if (workspace_.get() != nullptr && workspace_.bytes() >= bytes) return;
-  // The old buffer may still be in use by queued calls.
-  if (workspace_.get() != nullptr) device_.synchronize();
-  workspace_.reset();
-  workspace_ = DeviceBuffer(device_, bytes);
+  if (bytes > 0) workspace_.ensure(bytes);
 }
 
 void HcHeadOp::load() {
@@ -137,7 +134,7 @@ void HcHeadOp::run(const HcHeadArgs& a, const LaunchContext& launch) {
                    "capturing",
                    dims_.hc_mult, dims_.hidden, workspace_.bytes(), a.num_tokens, need);
     }
-    ensure_workspace(need);
+    workspace_.ensure(need);
     p.workspace = workspace_.get();
     p.workspace_bytes = workspace_.bytes();
   }

@@ -84,15 +84,13 @@ class HcHeadOp {
   Device& device_;
   jit::JitRuntime* jit_;
   std::string cuda_arch_;
-  void ensure_workspace(size_t bytes);  // under mu_
-
   std::unique_ptr<backends::HcHeadBackend> backend_;
   cuda::CudaHcHeadBackend* cuda_backend_ = nullptr;  // backend_ on CUDA
   int64_t one_pass_min_tokens_ = 0;                  // set_cuda_one_pass_min_tokens; 0: the default
   bool one_pass_ = true;
   mutable std::mutex mu_;
   bool bound_ = false;  // the CUDA kernel, fetched once
-  DeviceBuffer workspace_;
+  OwnedWorkspace workspace_;  // under mu_
 };
 
 // Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and

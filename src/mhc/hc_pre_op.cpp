@@ -85,7 +85,8 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
       owned_modules_(std::move(modules)),
       modules_(owned_modules_.get()),
       device_(&device),
-      variant_(variant) {
+      variant_(variant),
+      workspace_(device, size_t{1} << 16) {
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
                    dims.hidden);
   HCWARM_CHECK_ARG(num_sms >= 1, "num_sms must be positive, got {}", num_sms);
@@ -132,14 +133,8 @@ bool HcPreOp::tiered() const {
          device_backend_->has_generic();
 }
 
-HcPreOp::~HcPreOp() {
-  if (backend_ == Backend::Cuda && workspace_.get() != nullptr) {
-    try {
-      device_->synchronize();
-    } catch (...) {
-    }
-  }
-}
+// The workspace, the last member, waits for queued kernels before anything is freed.
+HcPreOp::~HcPreOp() = default;
 
 bool HcPreOp::uses_fast_path() const { return uses_fast_path(backend_, variant_); }
 
@@ -299,7 +294,7 @@ void HcPreOp::reserve_workspace(int64_t max_num_tokens) {
   for (const int64_t t : representatives(max_num_tokens)) bytes = std::max(bytes, workspace_bytes(t));
   if (max_num_tokens > 0) bytes = std::max(bytes, workspace_bytes(max_num_tokens));
   std::lock_guard<std::mutex> lock(mu_);
-  if (bytes > 0) ensure_workspace(bytes);
+  if (bytes > 0) workspace_.ensure(bytes);
 }
 
 const backends::HcPreKernels& HcPreOp::kernels_for(int splits, bool fused_norm, HcPreInput input) {
@@ -363,14 +358,6 @@ const backends::HcPreKernels& HcPreOp::kernels_on_miss(int splits, bool norm, Hc
   const backends::HcPreKernels& g = generic_kernels(norm);
   modules_->note_served_by_generic();
   return g;
-}
-
-void HcPreOp::ensure_workspace(size_t bytes) {
-  if (workspace_.get() != nullptr && workspace_.bytes() >= bytes) return;
-  // Kernels still queued may use the old buffer: let them finish first.
-  if (workspace_.get() != nullptr) device_->synchronize();
-  workspace_.reset();
-  workspace_ = DeviceBuffer(*device_, std::max<size_t>(bytes, size_t{1} << 16));
 }
 
 namespace {
@@ -508,7 +495,7 @@ void HcPreOp::run_with_splits(const HcPreArgs& a, int splits, int stages, const 
                    "cannot grow: pass a workspace, or reserve_workspace(max_num_tokens) before capturing",
                    to_string(backend_), workspace_.bytes(), a.num_tokens, need);
     }
-    ensure_workspace(need);
+    workspace_.ensure(need);
     p.partials = workspace_.as<float>();
   }
   device_backend_->launch(k, p, launch, stages);

@@ -194,7 +194,6 @@ class HcPreOp {
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
   void run_reference(const HcPreArgs& args);
-  void ensure_workspace(size_t bytes);
 
   Backend backend_;
   MhcDims dims_;
@@ -217,7 +216,7 @@ class HcPreOp {
   std::map<bool, std::unique_ptr<backends::HcPreKernels>> generic_;
   std::map<KernelsId, std::shared_ptr<const jit::PendingModule>> pending_;
   std::set<KernelsId> stays_generic_;  // buckets whose specialization failed: generic kernels in kernels_
-  DeviceBuffer workspace_;
+  OwnedWorkspace workspace_;
 };
 
 // Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and
