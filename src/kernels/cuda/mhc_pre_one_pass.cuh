@@ -4,7 +4,9 @@
 //
 // HCWARM_MHC_ONE_PASS_BLOCKS blocks (one per SM, cooperative launch) take the
 // tokens in chunks of 128. In block b:
-//   TMA warp   streams half b / 64 of each chunk (64 tokens) over K-part b % 64
+//   TMA warp   from the launch on, while the other warps set up (fn's
+//              fragments, base, scale, norm weight: one memory round trip),
+//              streams half b / 64 of each chunk (64 tokens) over K-part b % 64
 //              (4 * hidden / 64 columns) into shared memory, 64 x 64 boxes with
 //              the 128-byte swizzle, STAGES in flight. Before chunk c it waits
 //              for this block's own y of chunk c - WINDOW, so a chunk's rows are
@@ -81,9 +83,10 @@ static_assert(OnePassWarps::kMma * 16 == HCWARM_MHC_ONE_PASS_BOX, "the mma warps
 static_assert(HCWARM_MHC_ONE_PASS_THREADS(1024) == 32 * (OnePassWarps::kFirstY + 1 + HCWARM_MHC_ONE_PASS_COMB_WARPS + 1),
               "HCWARM_MHC_ONE_PASS_THREADS must count every role");
 
-// Named barriers (0 is __syncthreads'): the y warps once per chunk; the mma
+// Named barriers (0 is __syncthreads'): the set-up; the y warps once per chunk; the mma
 // warps hand chunk c to the signal warp on kFirstSignal + c % kSignalRing.
 struct OnePassBarriers {
+  static constexpr int kSetUp = 1;  // every warp but the TMA warp, once
   static constexpr int kY = 3;
   static constexpr int kFirstSignal = 4;
   static constexpr int kSignalRing = 8;
@@ -247,31 +250,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   unsigned* my_counters = counters + half;
   const unsigned full_count = kParts;  // every block of the half adds 1 per chunk
 
-  // fn's part as mma B fragments, split once: thread (g, q) of n-tile j holds
-  // fn[8j + g][k + 2q, +1] and [k + 2q + 8, +1] (hi and lo); rows past fn's are zero.
-  for (int i = tid; i < ksteps * 32 * 2 * kTiles; i += blockDim.x) {
-    const int r = i & 1;
-    const int j = (i >> 1) % kTiles;
-    const int ln = (i / (2 * kTiles)) & 31;
-    const int ks = i / (64 * kTiles);
-    const int g = ln >> 2, q = ln & 3;
-    const float* f = p.fn + (8 * j + g) * K + (long long)part * part_k + ks * 16 + 2 * q + 8 * r;
-    unsigned* w = fnf_ptr + (ks * 32 + ln) * Mix::kLaneWords + j * 4;
-    if constexpr (HEAD) {
-      unsigned hi = 0, mid = 0, lo = 0;
-      if (g < Mix::kMix) split_fn_triple(f[0], f[1], hi, mid, lo);
-      w[r] = hi;
-      w[2 + r] = mid;
-      w[4 + r] = lo;
-      w[6 + r] = 0;
-    } else {
-      split_fn_pair(f[0], f[1], w[r], w[2 + r]);
-    }
-  }
-  load_base_scale_n<Mix::kMix, Mix::kScales>(p, base_s, scale_s, tid);
-  if (FUSED_NORM) {
-    for (int i = tid; i < D / 8; i += blockDim.x) *reinterpret_cast<U4*>(nw_s + 8 * i) = ldg_u4(p.norm_weight + 8 * i);
-  }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       MBarrier(full + s).init(1);
@@ -307,7 +285,82 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
                     MBarrier(full + st), policy);
       }
     }
-  } else if (warp < OnePassWarps::kFirstY) {
+    return;
+  }
+
+  // ---- set-up, while the TMA warp already streams the first chunks: fn's part
+  // as mma B fragments, split once (thread (g, q) of n-tile j holds fn[8j + g][k
+  // + 2q, +1] and [k + 2q + 8, +1], hi and lo; rows past fn's are zero), base,
+  // scale and the norm weight. Every warp but the TMA warp. ----
+  {
+    const int n = (int)blockDim.x - 32;
+    const int u = tid - 32;
+    // fn in 16-byte loads along its rows (whole sectors, a warp on 512
+    // contiguous bytes), each thread turning its 4 columns into two pairs.
+    const int row_f4 = part_k / 4;
+    const int total = 8 * kTiles * row_f4;
+    // Every global load of the set-up goes out before the first store: one
+    // memory round trip, where a load per iteration took one each. 6 fn
+    // granules and 2 norm-weight granules per thread cover the widest block
+    // (hidden 7168: 2688 and 896 granules, 480 threads).
+    constexpr int kBatch = 6;
+    constexpr int kNormBatch = 2;
+    U4 nwv[kNormBatch];
+    if (FUSED_NORM) {
+#pragma unroll
+      for (int v = 0; v < kNormBatch; ++v) nwv[v] = ldg_u4(p.norm_weight + 8 * (u + v * n < D / 8 ? u + v * n : 0));
+    }
+    const bool base_lane = u < Mix::kMix + Mix::kScales;
+    const float bsv = base_lane ? __ldg(u < Mix::kMix ? p.base + u : p.scale + (u - Mix::kMix)) : 0.f;
+    for (int i0 = u; i0 < total; i0 += kBatch * n) {
+      F4 fv[kBatch];
+#pragma unroll
+      for (int v = 0; v < kBatch; ++v) {
+        const int i = i0 + v * n;
+        const int row = i / row_f4;
+        // Predicated, not branched around: a branch per load serializes them.
+        const bool ok = i < total && row < Mix::kMix;
+        const F4 f = ldg_f4(ok ? p.fn + row * K + (long long)part * part_k + 4 * (i % row_f4) : p.fn);
+        fv[v] = ok ? f : F4{0.f, 0.f, 0.f, 0.f};
+      }
+#pragma unroll
+      for (int v = 0; v < kBatch; ++v) {
+        const int i = i0 + v * n;
+        if (i < total) {
+          const int row = i / row_f4, k = 4 * (i % row_f4);
+          const int j = row >> 3, g = row & 7;
+          const int r = (k >> 3) & 1;     // columns 8..15 of a k-step: the second register
+          const int q0 = (k & 7) >> 1;  // columns k, k + 1 -> lane q0; k + 2, k + 3 -> q0 + 1
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float a = h == 0 ? fv[v].x : fv[v].z, b = h == 0 ? fv[v].y : fv[v].w;
+            unsigned* w = fnf_ptr + ((k >> 4) * 32 + 4 * g + q0 + h) * Mix::kLaneWords + j * 4;
+            if constexpr (HEAD) {
+              unsigned hi = 0, mid = 0, lo = 0;
+              split_fn_triple(a, b, hi, mid, lo);
+              w[r] = hi;
+              w[2 + r] = mid;
+              w[4 + r] = lo;
+              w[6 + r] = 0;
+            } else {
+              split_fn_pair(a, b, w[r], w[2 + r]);
+            }
+          }
+        }
+      }
+    }
+    if (base_lane) (u < Mix::kMix ? base_s[u] : scale_s[u - Mix::kMix]) = bsv;
+    if (FUSED_NORM) {
+#pragma unroll
+      for (int v = 0; v < kNormBatch; ++v) {
+        if (u + v * n < D / 8) *reinterpret_cast<U4*>(nw_s + 8 * (u + v * n)) = nwv[v];
+      }
+      for (int i = u + kNormBatch * n; i < D / 8; i += n) *reinterpret_cast<U4*>(nw_s + 8 * i) = ldg_u4(p.norm_weight + 8 * i);
+    }
+    DynamicNamedBarrier{OnePassBarriers::kSetUp, n}.sync();
+  }
+
+  if (warp < OnePassWarps::kFirstY) {
     // ---- mma: tokens [16m, +16) of the half-chunk ----
     const int m = warp - OnePassWarps::kFirstMma;
     const int g = lane >> 2, q = lane & 3;
