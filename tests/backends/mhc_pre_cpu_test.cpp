@@ -342,7 +342,7 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
   };
   const auto cuda_plan = mhc::hc_pre_planned_specs(mhc::Backend::Cuda, d, 132, 16384, true);
   EXPECT_EQ(classes_of(cuda_plan), (std::vector<std::string>{"1 one-pass", "22+"}));
-  // dsv4-flash: one-pass up to 8 splits; the embedding input keeps every class.
+  // dsv4-flash: one-pass up to 14 splits; the embedding input keeps every class.
   const mhc::MhcDims flash{4, 4096};
   EXPECT_EQ(classes_of(mhc::hc_pre_planned_specs(mhc::Backend::Cuda, flash, 132, 16384, true)),
             (std::vector<std::string>{"1 one-pass", "5-21", "22+"}));
@@ -355,8 +355,8 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
             (std::vector<std::string>{"1", "2", "3-4", "5-21", "22+"}));
   for (const int s : {1, 2, 8, 21}) EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, s, {}), 1) << s;
   EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 22, {}), 22);
-  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 8, {}), 1);
-  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 9, {}), 9);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 14, {}), 1);
+  EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, flash, 16, {}), 16);
   EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, {}, HcPreInput::Embed), 8);
   EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, {}, HcPreInput::Post), 8);
   EXPECT_EQ(mhc::hc_pre_kernel_splits(mhc::Backend::Cuda, d, 8, two_kernels), 8);
