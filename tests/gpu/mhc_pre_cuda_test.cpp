@@ -84,6 +84,24 @@ TEST_F(MhcPreCuda, DispatchTokenCounts) {
   report("cuda specialized dispatch D=7168", all);
 }
 
+// Hidden 4096 on either side of the one-pass bound (cuda::one_pass_max_splits:
+// 14 splits, from 513 tokens on 132 SMs): the split-K pair at 512, the one-pass
+// kernel from 513, both matching the reference.
+TEST_F(MhcPreCuda, DispatchAroundTheOnePassBoundAtHidden4096) {
+  const int hidden = 4096;
+  HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_);
+  Comparison all;
+  for (int64_t T : {512, 513, 700, 1023}) {
+    const auto in = random_hc_pre_inputs(T, 4, hidden, 31 * T, 1.0f);
+    const auto c = check_against_reference(run_op(op, *device_, in, true), in, true);
+    const int splits = op.num_splits(T);
+    EXPECT_EQ(mhc::hc_pre_kernel_splits(Backend::Cuda, dims_of(hidden), splits, {}), T > 512 ? 1 : splits) << T;
+    expect_close(c, fmt::format("D=4096 T={} splits={}", T, splits));
+    all.merge(c);
+  }
+  report("cuda dispatch around the one-pass bound D=4096", all);
+}
+
 TEST_F(MhcPreCuda, LargeMagnitudeResidual) {
   Comparison all;
   for (int hidden : {4096, 7168}) {
