@@ -206,7 +206,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   const long long K = (long long)HC * D;
   const int part_k = D / 16;      // K / kParts
   const int spc = part_k / kBox;  // TMA stages per chunk
-
   const int y_warps = D / HCWARM_MHC_ONE_PASS_HIDDEN_STEP;
   const int y_threads = 32 * y_warps;
   const OnePassWarps roles{y_warps};
