@@ -83,6 +83,12 @@ static_assert(OnePassWarps::kMma * 16 == HCWARM_MHC_ONE_PASS_BOX, "the mma warps
 static_assert(HCWARM_MHC_ONE_PASS_THREADS(1024) == 32 * (OnePassWarps::kFirstY + 1 + HCWARM_MHC_ONE_PASS_COMB_WARPS + 1),
               "HCWARM_MHC_ONE_PASS_THREADS must count every role");
 
+// Back-off of the spin waits, ns: the TMA warp on its own block's progress, a
+// comb warp on a chunk's counter in L2. Spinning without it, or 100 ns, measured
+// the same on the H200 (docs/BENCHMARKS.md, section 3e).
+constexpr unsigned kTmaPollNs = 32;
+constexpr unsigned kCombPollNs = 20;
+
 // Named barriers (0 is __syncthreads'): the set-up; the y warps once per chunk; the mma
 // warps hand chunk c to the signal warp on kFirstSignal + c % kSignalRing.
 struct OnePassBarriers {
@@ -269,11 +275,11 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
     for (int c = 0; c < nchunks; ++c) {
       const int d = c - kWindow;
       if (d >= 0) {
-        while (*y_done <= d) __nanosleep(32);
+        while (*y_done <= d) __nanosleep(kTmaPollNs);
       }
       const int e = c - kCombWindow;
       if (e >= 0) {
-        while (comb_done[e % kCombWarps] < e / kCombWarps + 1) __nanosleep(32);
+        while (comb_done[e % kCombWarps] < e / kCombWarps + 1) __nanosleep(kTmaPollNs);
       }
       HCWARM_MHC_ONE_PASS_STAMP(0, c);
       for (int s = 0; s < spc; ++s, ++n) {
@@ -529,7 +535,7 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
     };
     auto load = [&](int c, float (&v)[kValues]) {
       if (lane == 0) {
-        while (ld_acquire_u32(my_counters + 2 * c) < full_count) __nanosleep(20);
+        while (ld_acquire_u32(my_counters + 2 * c) < full_count) __nanosleep(kCombPollNs);
       }
       __syncwarp();
       load_records(c, v);
