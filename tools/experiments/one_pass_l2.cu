@@ -5,6 +5,9 @@
 // in bf16, fn ~ 1e-3 N(0, 1), scale / base ~ 0.1 N(0, 1); fused norm.
 //   tools/experiments/build.sh one_pass_l2   -> build/experiments/one_pass_l2
 // then on the GPU machine: ./one_pass_l2 [T [HIDDEN]]   (ITERS=N timed calls, default 30)
+//   VARIANT=precise|generic: the kernel with precise reciprocals, or the generic
+//           fatbin's (hidden at run time, precise reciprocals), instead of the
+//           specialization (docs/BENCHMARKS.md, section 3e: what the generic costs).
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's
 //           clocks are up, ~15 us above a checked run at T 8192.
@@ -32,10 +35,15 @@ template <int kD>
 __global__ void __launch_bounds__(256) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, kD>(p); }
 template <int kD>
 __global__ void __launch_bounds__(128, 8) k_finish(hcwarm_mhc_pre_params p) { mhc_pre_finish<1, 4, kD, true, true>(p); }
-template <int kD>
+template <int kD, bool kFast = true>
 __global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(kD), 1)
     k_chunk(hcwarm_mhc_pre_params p, const __grid_constant__ CUtensorMap tmap) {
-  mhc_pre_one_pass<4, kD, true, true>(p, &tmap);
+  mhc_pre_one_pass<4, kD, true, kFast>(p, &tmap);
+}
+// The generic fatbin's one-pass kernel (hidden at run time, precise reciprocals).
+__global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(HCWARM_MHC_ONE_PASS_MAX_HIDDEN), 1)
+    k_chunk_generic(hcwarm_mhc_pre_params p, const __grid_constant__ CUtensorMap tmap) {
+  mhc_pre_one_pass<4, 0, true, false>(p, &tmap);
 }
 
 #define CK(x)                                                             \
@@ -272,7 +280,11 @@ int run(long long T) {
 
 
   {
-    auto kern = k_chunk<kD>;
+    // VARIANT: spec (the library's specialization, fast reciprocals), precise
+    // (the same with the precise ones), generic (the generic fatbin's kernel).
+    const char* variant = getenv("VARIANT") ? getenv("VARIANT") : "spec";
+    auto kern = strcmp(variant, "generic") == 0 ? k_chunk_generic : strcmp(variant, "precise") == 0 ? k_chunk<kD, false> : k_chunk<kD>;
+    if (strcmp(variant, "spec") != 0) printf("variant %s\n", variant);
     const int smem = HCWARM_MHC_ONE_PASS_SMEM(kD);
     const int threads = HCWARM_MHC_ONE_PASS_THREADS(kD);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
