@@ -20,9 +20,6 @@ struct alignas(16) U4 {
 struct alignas(16) F4 {
   float x, y, z, w;
 };
-struct alignas(8) F2 {
-  float x, y;
-};
 
 // The 32-bit shared-window address of a shared-memory pointer (what ld.shared,
 // cp.async, ldmatrix and mbarrier take).
@@ -42,11 +39,6 @@ __device__ __forceinline__ U4 ldg_u4(const void* p) {
 __device__ __forceinline__ F4 ldg_f4(const float* p) {
   F4 v;
   asm("ld.global.nc.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ F2 ldg_f2(const float* p) {
-  F2 v;
-  asm("ld.global.nc.v2.f32 {%0,%1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
   return v;
 }
 // With an L2 eviction policy (cache_policy.cuh).
