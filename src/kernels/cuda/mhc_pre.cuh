@@ -624,19 +624,15 @@ __device__ __forceinline__ void scalar_comb(const hcwarm_mhc_pre_params& p, long
     }
   }
 }
-// base (MIX values) and scale (SCALES) into shared memory; threads 0..MIX+SCALES-1 of the block.
-template <int MIX, int SCALES>
-__device__ __forceinline__ void load_base_scale_n(const hcwarm_mhc_pre_params& p, float* base, float* scale, int tid) {
-  if (tid < MIX) {
-    base[tid] = p.base[tid];
-  } else if (tid < MIX + SCALES) {
-    scale[tid - MIX] = p.scale[tid - MIX];
-  }
-}
-// hc_pre's: kMix bases and 3 scales.
+// base (kMix) and scale (3) into shared memory; threads 0..kMix+2 of the block.
 template <int HC>
 __device__ __forceinline__ void load_base_scale(const hcwarm_mhc_pre_params& p, float* base, float* scale, int tid) {
-  load_base_scale_n<HC * (2 + HC), 3>(p, base, scale, tid);
+  constexpr int kMix = HC * (2 + HC);
+  if (tid < kMix) {
+    base[tid] = p.base[tid];
+  } else if (tid < kMix + 3) {
+    scale[tid - kMix] = p.scale[tid - kMix];
+  }
 }
 
 // y = sum_i pre_i * x_i over 8 columns, in f32, rounded to bf16 (x[i]: stream i's
