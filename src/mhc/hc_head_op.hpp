@@ -4,9 +4,9 @@
 // hc_head_scale / hc_head_base, through backends/hc_head_backend.hpp. The CPU
 // runs it in the library; CUDA runs the "mhc_head" JIT kernel family, one key
 // per (hc, hidden) for every T (no split buckets: it runs once per forward),
-// which the framework-level warmup compiles ahead of serving. From a few
-// thousand tokens CUDA runs the one-pass kernel, which needs a workspace
-// (workspace_bytes): the caller's (LaunchContext::workspace) or the op's own.
+// which the framework-level warmup compiles ahead of serving. From
+// cuda::head_one_pass_min_tokens (512) CUDA runs the one-pass kernel, which needs
+// a workspace (workspace_bytes): the caller's (LaunchContext::workspace) or the op's own.
 #include <cstdint>
 #include <memory>
 #include <mutex>
