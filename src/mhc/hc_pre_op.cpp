@@ -110,7 +110,7 @@ std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
     case Backend::Cpu: return std::make_unique<cpu::CpuHcPreBackend>(dims_.hc_mult, pool_);
     case Backend::Cuda:
       return std::make_unique<cuda::CudaHcPreBackend>(static_cast<cuda::CudaDevice&>(*device_), dims_.hc_mult,
-                                                      dims_.hidden, one_pass_);
+                                                      dims_.hidden, one_pass_, fast_finish_);
     case Backend::Reference: return nullptr;
   }
   return nullptr;
@@ -118,6 +118,12 @@ std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
 
 void HcPreOp::set_cuda_one_pass(bool on) {
   one_pass_ = on;
+  generic_.clear();
+  device_backend_ = make_device_backend();
+}
+
+void HcPreOp::set_cuda_fast_finish(bool on) {
+  fast_finish_ = on;
   generic_.clear();
   device_backend_ = make_device_backend();
 }

@@ -170,9 +170,9 @@ class HcPreOp {
   // the split policy's two kernels everywhere (HCWARM_MHC_ONE_PASS=0: its
   // cooperative launch waits for 128 free SMs).
   void set_cuda_one_pass(bool on);
-  // Cuda specialized: the scalar part (sigmoids, Sinkhorn) with branch-free
-  // reciprocals (default), or with IEEE ones.
-  void set_cuda_fast_finish(bool on) { fast_finish_ = on; }
+  // Cuda: the scalar part (sigmoids, Sinkhorn) with branch-free reciprocals
+  // (default), or with IEEE ones; the specialized and the generic kernels alike.
+  void set_cuda_fast_finish(bool on);
   bool cuda_fast_finish() const { return fast_finish_; }
   bool cuda_one_pass() const { return one_pass_; }
   // Cpu backend: run on the caller's pool instead of the op's own (one set of threads per process).

@@ -381,6 +381,25 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   }
 }
 
+// The generic fatbin built into the library (nvcc at build time; no GPU needed
+// to read it) names every entry point bind_generic looks up: the partial, and
+// the finish and one-pass kernels with and without the norm in both reciprocal
+// forms (the op's fast_finish picks one).
+TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointInBothReciprocalForms) {
+  const auto image = cuda::mhc_pre_generic_fatbin();
+  if (image.empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
+  const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
+  auto has = [&](const char* symbol) { return bytes.find(std::string(symbol) + '\0') != std::string::npos; };
+  EXPECT_TRUE(has(cuda::kGenericPartialSymbol));
+  for (const bool norm : {false, true}) {
+    for (const bool fast : {false, true}) {
+      EXPECT_TRUE(has(cuda::kGenericFinishSymbols[norm][fast])) << cuda::kGenericFinishSymbols[norm][fast];
+      EXPECT_TRUE(has(cuda::kGenericOnePassSymbols[norm][fast])) << cuda::kGenericOnePassSymbols[norm][fast];
+    }
+  }
+  EXPECT_STRNE(cuda::kGenericFinishSymbols[1][0], cuda::kGenericFinishSymbols[1][1]);
+}
+
 // The one-pass launch's workspace: a 4-byte counter per half of each chunk of
 // 128 tokens (cleared before every launch, rounded to 256 bytes) in front of the record
 // ring; and the 16-byte alignment every CUDA kernel needs.

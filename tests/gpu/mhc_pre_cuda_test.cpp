@@ -156,7 +156,8 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
 }
 
 // The other scalar part (IEEE reciprocals; the default has branch-free fast
-// ones): every split count (D 7168) and the one-pass kernel.
+// ones): every split count (D 7168), the one-pass kernel, and the generic
+// fatbin's precise kernels (set_cuda_fast_finish picks them too).
 TEST_F(MhcPreCuda, PreciseFinish) {
   Comparison all;
   HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
@@ -175,6 +176,18 @@ TEST_F(MhcPreCuda, PreciseFinish) {
   const auto c = check_against_reference(run_op(op, *device_, in, true), in, true);
   expect_close(c, "precise finish one-pass T=4300 N(0,1000)");
   all.merge(c);
+  // The generic fatbin's precise kernels (finish and one-pass, norm on and off).
+  HcPreOp gen(Backend::Cuda, dims_of(7168), {}, 132, nullptr, *device_, Variant::Generic);
+  gen.set_cuda_fast_finish(false);
+  for (const int s : {64, 8, 1}) {
+    for (const bool norm : {true, false}) {
+      const int64_t T = s == 1 ? 2500 : 5;
+      const auto gin = random_hc_pre_inputs(T, 4, 7168, 5000 + s + norm, 1000.0f);
+      const auto g = check_against_reference(run_op(gen, *device_, gin, norm, s), gin, norm);
+      expect_close(g, fmt::format("precise finish generic splits={} T={} norm={}", s, T, norm));
+      all.merge(g);
+    }
+  }
   report("cuda precise finish D=7168", all);
 }
 

@@ -20,8 +20,8 @@ struct ContextScope final : backends::HcPreBackend::Scope {
 
 }  // namespace
 
-CudaHcPreBackend::CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass)
-    : device_(device), hc_mult_(hc_mult), hidden_(hidden), one_pass_(one_pass) {}
+CudaHcPreBackend::CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass, bool fast_finish)
+    : device_(device), hc_mult_(hc_mult), hidden_(hidden), one_pass_(one_pass), fast_finish_(fast_finish) {}
 
 std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
   return std::make_unique<ContextScope>(device_);
@@ -60,12 +60,10 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
   k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbol));
-  k->cuda.finish =
-      static_cast<CUfunction>(k->module->function(fused_norm ? kGenericFinishNormSymbol : kGenericFinishSymbol));
+  k->cuda.finish = static_cast<CUfunction>(k->module->function(kGenericFinishSymbols[fused_norm][fast_finish_]));
   HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
   if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
-    const auto f = static_cast<CUfunction>(
-        k->module->function(fused_norm ? kGenericOnePassNormSymbol : kGenericOnePassSymbol));
+    const auto f = static_cast<CUfunction>(k->module->function(kGenericOnePassSymbols[fused_norm][fast_finish_]));
     HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
   }
   return k;

@@ -12,8 +12,9 @@ namespace hcwarm::cuda {
 class CudaHcPreBackend final : public backends::HcPreBackend {
  public:
   // one_pass: num_splits == 1 calls may take the one-pass kernel where the
-  // module has it and the device runs it (HCWARM_MHC_ONE_PASS).
-  CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass);
+  // module has it and the device runs it (HCWARM_MHC_ONE_PASS). fast_finish:
+  // the generic kernels' reciprocals, as the specializations' option sets them.
+  CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass, bool fast_finish);
 
   std::unique_ptr<Scope> enter() const override;
   std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
@@ -31,7 +32,7 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
 
   CudaDevice& device_;
   int hc_mult_, hidden_;
-  bool one_pass_;
+  bool one_pass_, fast_finish_;
   std::shared_ptr<const jit::LoadedModule> generic_module_;  // loaded on first bind_generic
 };
 

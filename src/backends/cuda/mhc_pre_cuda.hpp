@@ -109,9 +109,12 @@ inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_
 // embedded in the library; empty when the library was built without nvcc.
 std::span<const std::byte> mhc_pre_generic_fatbin();
 inline constexpr const char* kGenericPartialSymbol = "hcwarm_mhc_pre_partial_generic";
-inline constexpr const char* kGenericFinishSymbol = "hcwarm_mhc_pre_finish_generic";
-inline constexpr const char* kGenericFinishNormSymbol = "hcwarm_mhc_pre_finish_generic_norm";
-inline constexpr const char* kGenericOnePassSymbol = "hcwarm_mhc_pre_one_pass_generic";
-inline constexpr const char* kGenericOnePassNormSymbol = "hcwarm_mhc_pre_one_pass_generic_norm";
+// The finish and one-pass entry points, indexed [fused_norm][fast_finish].
+inline constexpr const char* kGenericFinishSymbols[2][2] = {
+    {"hcwarm_mhc_pre_finish_generic_precise", "hcwarm_mhc_pre_finish_generic_fast"},
+    {"hcwarm_mhc_pre_finish_generic_norm_precise", "hcwarm_mhc_pre_finish_generic_norm_fast"}};
+inline constexpr const char* kGenericOnePassSymbols[2][2] = {
+    {"hcwarm_mhc_pre_one_pass_generic_precise", "hcwarm_mhc_pre_one_pass_generic_fast"},
+    {"hcwarm_mhc_pre_one_pass_generic_norm_precise", "hcwarm_mhc_pre_one_pass_generic_norm_fast"}};
 
 }  // namespace hcwarm::cuda
