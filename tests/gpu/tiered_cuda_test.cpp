@@ -43,9 +43,10 @@ TEST(TieredCuda, HcPreGenericFirstThenSpecializedBothMatchTheReference) {
   if (cuda::mhc_pre_generic_fatbin().empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
   mhc::HcPreOp op(mhc::Backend::Cuda, mhc::MhcDims{4, 4096}, {}, 132, g.jit.get(), *g.device);
   ASSERT_TRUE(op.tiered());
-  // Three specializations (64, 14 and 1 splits on 132 SMs: "22+", "5-21" and the
+  ASSERT_EQ(op.num_splits(448), 18);  // above cuda::one_pass_max_splits(4096) = 14: the split-K pair
+  // Three specializations (64, 18 and 1 splits on 132 SMs: "22+", "5-21" and the
   // one-pass kernel, which also serves 4000 tokens), each a miss once.
-  for (const int64_t T : {int64_t{1}, int64_t{600}, int64_t{4000}, int64_t{9001}}) {
+  for (const int64_t T : {int64_t{1}, int64_t{448}, int64_t{4000}, int64_t{9001}}) {
     const auto in = random_hc_pre_inputs(T, 4, 4096, 17 * T, 1.0f);
     const auto generic = run_op(op, *g.device, in, true);
     expect_close(check_against_reference(generic, in, true), fmt::format("generic T={}", T));
