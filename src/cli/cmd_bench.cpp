@@ -40,7 +40,7 @@ struct BenchOptions {
   std::string backend;  // "" = default
   std::string op = "pre";  // pre | post-pre | head | pre-embed | all
   std::string variant = "both";
-  bool precise_finish = false;  // cuda specialized: the one-thread IEEE finish instead of the default warp one
+  bool precise_finish = false;  // cuda: IEEE reciprocals in the scalar part instead of the default fast ones
   bool norm = true;
   bool json = false;
   bool stages = false;  // also time the two kernels apart (and num_splits 1's other path)
@@ -208,6 +208,7 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
     spec.set_cuda_one_pass(ctx.env.mhc_one_pass);
     mhc::HcPreOp gen(backend, dims, constants, sms, nullptr, *dev, mhc::Variant::Generic);
     gen.set_cuda_one_pass(ctx.env.mhc_one_pass);  // the generic fatbin has a one-pass kernel too
+    gen.set_cuda_fast_finish(!o.precise_finish);
     Weights w{std::vector<float>(static_cast<size_t>(dims.mix() * dims.k())), std::vector<float>(3),
               std::vector<float>(static_cast<size_t>(dims.mix())), std::vector<bf16>(static_cast<size_t>(D))};
     for (auto& v : w.fn) v = 1e-3f * n01(rng);
@@ -257,13 +258,15 @@ void run_bench(const CliContext& ctx, const BenchOptions& o) {
         mg = measure_eager(*dev, gen_calls, o.min_seconds, nullptr);
         if (graph_on) measure_graph(mg, *cd, gen_calls, ncalls, o.graph_replays);
       }
-      if (o.stages && o.variant != "generic") {
-        // The two kernels timed apart, eager (stage b reads what a wrote in the earlier call).
-        ma = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 1); }),
+      if (o.stages) {
+        // The two kernels timed apart, eager (stage b reads what a wrote in the earlier call):
+        // the specialized ones, or the generic ones with --variant generic.
+        mhc::HcPreOp& staged = o.variant == "generic" ? gen : spec;
+        ma = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { staged.run_with_splits(x, splits, 1); }),
                            o.min_seconds / 2, nullptr);
-        mb = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { spec.run_with_splits(x, splits, 2); }),
+        mb = measure_eager(*dev, on_sets([&](const mhc::HcPreArgs& x) { staged.run_with_splits(x, splits, 2); }),
                            o.min_seconds / 2, nullptr);
-        if (splits == 1 && backend == mhc::Backend::Cuda) {
+        if (splits == 1 && backend == mhc::Backend::Cuda && o.variant != "generic") {
           // The other num_splits-1 path: the two kernels when the specialized
           // column ran the one-pass kernel (the default), and vice versa.
           const bool was = spec.cuda_one_pass();
@@ -344,7 +347,8 @@ Columns, for the specialized (spec) and generic (gen) kernels:
                     where the one-pass kernel serves the bucket (JSON:
                     num_splits; bucket_splits, the split policy's)
   a us, b us        with --stages (eager): the partial and the finish kernel
-                    alone at that split count
+                    alone at that split count (the generic ones with
+                    --variant generic)
   2pass us / 1pass us   with --stages, splits 1 on CUDA (eager): the call with
                     the one-pass kernel off (HCWARM_MHC_ONE_PASS=0: the split
                     policy's kernels) / on
@@ -402,8 +406,8 @@ void register_bench(CLI::App& app, CliContext& ctx) {
   op->add_flag_callback("--no-norm", [o] { o->norm = false; }, "without the fused RMSNorm (default: fused)");
   add_json_flag(op, o->json);
   op->add_flag("--precise-finish", o->precise_finish,
-               "cuda specialized: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones");
-  op->add_flag("--stages", o->stages, "also time stage a and stage b apart, and for num_splits 1 on CUDA the other path: the two kernels (column "
+               "cuda: IEEE reciprocals in the scalar part (sigmoids, Sinkhorn) instead of the default fast ones, in the specialized and the generic kernels");
+  op->add_flag("--stages", o->stages, "also time stage a and stage b apart (the generic kernels' with --variant generic), and for num_splits 1 on CUDA the other path: the two kernels (column "
                   "'2pass us'), or the one-pass kernel under HCWARM_MHC_ONE_PASS=0 ('1pass us')");
   op->add_flag("--in-place", o->in_place,
                "post-pre: write the new residual over the previous one, as the model does (default: its own buffer)");
