@@ -376,13 +376,13 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   };
 
   F4 fr[kF4PerThread];
-  // With the early load (the 4-warp specialized kernels, which have the
-  // registers) a fold's loads are predicated, not branched around, so all of
-  // a chunk's are in flight at once: at decode sizes a branch per fold
-  // serialized them (docs/BENCHMARKS.md, section 10). The others keep one branch per fold:
-  // 12 more live registers would spill at their 128 (8 warps) and their many
+  // With the early load (the 4-warp kernels, specialized and generic, which
+  // have the registers) a fold's loads are predicated, not branched around, so
+  // all of a chunk's are in flight at once: at decode sizes a branch per fold
+  // serialized them (docs/BENCHMARKS.md, sections 3f and 10). The 8-warp ones keep one branch per fold:
+  // 12 more live registers would spill at their 128 and their many
   // blocks hide the latency.
-  constexpr bool kFnEarly = WARPS <= 4 && HIDDEN != 0;
+  constexpr bool kFnEarly = WARPS <= 4;
   auto load_fn = [&](long long kc, F4 (&f)[kF4PerThread]) {
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) {
@@ -688,8 +688,7 @@ __device__ __forceinline__ U4 norm8(U4 y, U4 w, float rn) {
 enum FinishRole { kFinishWhole, kFinishY, kFinishComb };
 
 // Stage (b): one block of 128 threads per token t (or two, see FinishRole) over
-// P parts. BATCH: the partials loaded in one unrolled batch (0: all in a loop,
-// the generic kernel).
+// P parts. BATCH: the partials loaded in one unrolled batch (the rest in a loop).
 template <int HC, int HIDDEN, int BATCH, int STREAM_X, bool FUSED_NORM, bool FAST,
           int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
@@ -718,10 +717,10 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   load_base_scale<HC>(p, base_s, scale_s, tid);
   // The norm weight is copied to shared memory at the start (each thread the
   // vectors it scales), so the norm does not wait on a global load after the
-  // reduction, where nothing else is in flight. Only in the specialized finish
-  // that holds the residual: the streaming one runs 8 blocks per SM whose loads
-  // already overlap, and the generic one keeps its measured shape.
-  constexpr bool kStageNorm = FUSED_NORM && BATCH != 0 && STREAM_X == 0;
+  // reduction, where nothing else is in flight. Only in the finish that holds
+  // the residual: the streaming one runs 8 blocks per SM whose loads already overlap.
+  static_assert(BATCH > 0, "BATCH: the partials of the first unrolled batch (>= 1)");
+  constexpr bool kStageNorm = FUSED_NORM && STREAM_X == 0;
   __shared__ __align__(16) unsigned short norm_s[kStageNorm ? kVpt * kThreads * 8 : 8];
   const bool want_y = role != kFinishComb;
   if constexpr (kStageNorm) {
@@ -742,9 +741,9 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   //    a multiprocessor, and their scalar parts overlap each other's streaming.
   // Partials: lane = column, warp = every kWarps-th part; the first BATCH
   // parts are all loaded before the first add (predicated past P).
-  constexpr int kPer = BATCH != 0 ? (BATCH + kWarps - 1) / kWarps : 1;
+  constexpr int kPer = (BATCH + kWarps - 1) / kWarps;
   // STREAM_X > 0: the residual is streamed STREAM_X vectors (per stream) at a time.
-  constexpr int kStreamX = BATCH != 0 ? STREAM_X : 0;
+  constexpr int kStreamX = STREAM_X;
   // Lanes past the sum of squares read it too (their sums go unused): every lane loads.
   const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + (lane <= kMix ? lane : kMix);
   float pv[kPer];
@@ -783,19 +782,17 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 #pragma unroll
       for (int v = 0; v < kVpt; ++v) load_x(v, xr[v]);
     }
-    if (BATCH != 0) load_parts();
+    load_parts();
   }
 
   // 2. Sum the parts: the batch, then any beyond it.
   {
     float s = 0.f;
-    if (BATCH != 0) {
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) s += pv[i];
-    }
+    for (int i = 0; i < kPer; ++i) s += pv[i];
     if (lane <= kMix) {
 #pragma unroll 8
-      for (int pi = warp + (BATCH != 0 ? kPer * kWarps : 0); pi < P; pi += kWarps) {
+      for (int pi = warp + kPer * kWarps; pi < P; pi += kWarps) {
         s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
       }
     }
@@ -867,7 +864,9 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   const int S = p.num_splits;
-  constexpr int kBatch = SPLIT_CLASS != 0 ? HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(SPLIT_CLASS) : 0;
+  // The generic kernel batches as the 5-21 class does (decode's 112 parts in two
+  // rounds, not a chain of loads; section 3f); 160 would leave it at its 168-register limit.
+  constexpr int kBatch = HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
   // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
