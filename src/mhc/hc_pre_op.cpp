@@ -252,7 +252,7 @@ std::vector<int64_t> HcPreOp::representatives(int64_t max_num_tokens) const {
 }
 
 HcPreOp::KernelsId HcPreOp::kernels_id(int splits, bool fused_norm, HcPreInput input) const {
-  // Generic kernels do not depend on the split count (nor read the input kind at compile time).
+  // Generic kernels do not depend on the split count, and one binding launches every input kind's.
   // Specialized ones: one set per input kind, in the bits above the CUDA options.
   constexpr int kInputShift = 64;
   const bool generic = variant_ == Variant::Generic;

@@ -189,7 +189,7 @@ class HcPreOp {
   // scheduled) or blocking; in capture only what is loaded, else NotWarmed.
   const backends::HcPreKernels& kernels_on_miss(int num_splits, bool fused_norm, HcPreInput input, bool capturing,
                                                 int64_t num_tokens);
-  // The generic kernels read the input kind at run time: one set per norm flag.
+  // The generic kernels: one binding per norm flag, which launches the kernels of the call's input kind.
   const backends::HcPreKernels& generic_kernels(bool fused_norm);
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "core/thread_pool.hpp"
@@ -382,22 +383,28 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
 }
 
 // The generic fatbin built into the library (nvcc at build time; no GPU needed
-// to read it) names every entry point bind_generic looks up: the partial, and
-// the finish and one-pass kernels with and without the norm in both reciprocal
-// forms (the op's fast_finish picks one).
-TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointInBothReciprocalForms) {
+// to read it) names every entry point bind_generic looks up: the partial and
+// the finish per input kind, the finish and one-pass kernels with and without
+// the norm in both reciprocal forms (the op's fast_finish picks one); all distinct.
+TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm) {
   const auto image = cuda::mhc_pre_generic_fatbin();
   if (image.empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
   const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
-  auto has = [&](const char* symbol) { return bytes.find(std::string(symbol) + '\0') != std::string::npos; };
-  EXPECT_TRUE(has(cuda::kGenericPartialSymbol));
-  for (const bool norm : {false, true}) {
-    for (const bool fast : {false, true}) {
-      EXPECT_TRUE(has(cuda::kGenericFinishSymbols[norm][fast])) << cuda::kGenericFinishSymbols[norm][fast];
-      EXPECT_TRUE(has(cuda::kGenericOnePassSymbols[norm][fast])) << cuda::kGenericOnePassSymbols[norm][fast];
+  std::set<std::string> names;
+  auto expect_entry = [&](const char* symbol) {
+    EXPECT_NE(bytes.find(std::string(symbol) + '\0'), std::string::npos) << symbol;
+    EXPECT_TRUE(names.insert(symbol).second) << symbol << " named twice";
+  };
+  for (int input = 0; input < 3; ++input) {
+    expect_entry(cuda::kGenericPartialSymbols[input]);
+    for (const bool norm : {false, true}) {
+      for (const bool fast : {false, true}) expect_entry(cuda::kGenericFinishSymbols[input][norm][fast]);
     }
   }
-  EXPECT_STRNE(cuda::kGenericFinishSymbols[1][0], cuda::kGenericFinishSymbols[1][1]);
+  for (const bool norm : {false, true}) {
+    for (const bool fast : {false, true}) expect_entry(cuda::kGenericOnePassSymbols[norm][fast]);
+  }
+  EXPECT_EQ(names.size(), 19u);
 }
 
 // The one-pass launch's workspace: a 4-byte counter per half of each chunk of

@@ -11,6 +11,10 @@ namespace {
 
 struct CudaKernels final : backends::HcPreKernels {
   MhcPreCudaKernels cuda;
+  // Generic modules: a partial and a finish per input kind (HCWARM_MHC_INPUT_*),
+  // the launch takes those of p.input; a specialization has one kind (cuda's).
+  bool by_input = false;
+  CUfunction partial_by_input[3] = {}, finish_by_input[3] = {};
 };
 
 struct ContextScope final : backends::HcPreBackend::Scope {
@@ -59,9 +63,15 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   }
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
-  k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbol));
-  k->cuda.finish = static_cast<CUfunction>(k->module->function(kGenericFinishSymbols[fused_norm][fast_finish_]));
-  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
+  k->by_input = true;
+  for (int input = 0; input < 3; ++input) {
+    k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbols[input]));
+    k->cuda.finish =
+        static_cast<CUfunction>(k->module->function(kGenericFinishSymbols[input][fused_norm][fast_finish_]));
+    HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
+    k->partial_by_input[input] = k->cuda.partial;
+    k->finish_by_input[input] = k->cuda.finish;
+  }
   if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
     const auto f = static_cast<CUfunction>(k->module->function(kGenericOnePassSymbols[fused_norm][fast_finish_]));
     HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
@@ -87,7 +97,14 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
-  MhcPreCudaKernels k = static_cast<const CudaKernels&>(kernels).cuda;
+  const auto& bound = static_cast<const CudaKernels&>(kernels);
+  MhcPreCudaKernels k = bound.cuda;
+  if (bound.by_input) {
+    HCWARM_CHECK_ARG(p.input >= 0 && p.input < 3, "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST",
+                     p.input);
+    k.partial = bound.partial_by_input[p.input];
+    k.finish = bound.finish_by_input[p.input];
+  }
   // The one-pass kernel reads residual streams only (the embedding and the fused boundary take the two kernels).
   const bool one_pass =
       p.num_splits == 1 && stages == 3 && k.one_pass.f != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;

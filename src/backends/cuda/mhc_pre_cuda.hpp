@@ -108,11 +108,18 @@ inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_
 // The generic kernels built ahead of time by nvcc (sm_90a SASS + compute_90 PTX),
 // embedded in the library; empty when the library was built without nvcc.
 std::span<const std::byte> mhc_pre_generic_fatbin();
-inline constexpr const char* kGenericPartialSymbol = "hcwarm_mhc_pre_partial_generic";
-// The finish and one-pass entry points, indexed [fused_norm][fast_finish].
-inline constexpr const char* kGenericFinishSymbols[2][2] = {
-    {"hcwarm_mhc_pre_finish_generic_precise", "hcwarm_mhc_pre_finish_generic_fast"},
-    {"hcwarm_mhc_pre_finish_generic_norm_precise", "hcwarm_mhc_pre_finish_generic_norm_fast"}};
+// The entry points, by input kind (HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST),
+// fused norm and fast_finish; the one-pass kernel reads residual streams only.
+inline constexpr const char* kGenericPartialSymbols[3] = {"hcwarm_mhc_pre_partial_generic_residual",
+                                                          "hcwarm_mhc_pre_partial_generic_embed",
+                                                          "hcwarm_mhc_pre_partial_generic_post"};
+inline constexpr const char* kGenericFinishSymbols[3][2][2] = {
+    {{"hcwarm_mhc_pre_finish_generic_precise_residual", "hcwarm_mhc_pre_finish_generic_fast_residual"},
+     {"hcwarm_mhc_pre_finish_generic_norm_precise_residual", "hcwarm_mhc_pre_finish_generic_norm_fast_residual"}},
+    {{"hcwarm_mhc_pre_finish_generic_precise_embed", "hcwarm_mhc_pre_finish_generic_fast_embed"},
+     {"hcwarm_mhc_pre_finish_generic_norm_precise_embed", "hcwarm_mhc_pre_finish_generic_norm_fast_embed"}},
+    {{"hcwarm_mhc_pre_finish_generic_precise_post", "hcwarm_mhc_pre_finish_generic_fast_post"},
+     {"hcwarm_mhc_pre_finish_generic_norm_precise_post", "hcwarm_mhc_pre_finish_generic_norm_fast_post"}}};
 inline constexpr const char* kGenericOnePassSymbols[2][2] = {
     {"hcwarm_mhc_pre_one_pass_generic_precise", "hcwarm_mhc_pre_one_pass_generic_fast"},
     {"hcwarm_mhc_pre_one_pass_generic_norm_precise", "hcwarm_mhc_pre_one_pass_generic_norm_fast"}};
