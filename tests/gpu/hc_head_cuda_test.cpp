@@ -4,13 +4,13 @@
 // Label `gpu`; every test skips cleanly without a CUDA device.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <utility>
 
 #include "../backends/head_check.hpp"
 #include "cuda_fixture.hpp"
+#include "graph_capture.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/hc_head_cuda.hpp"
 #include "core/env_config.hpp"
@@ -37,11 +37,24 @@ HeadBuffers upload(Device& dev, const HcHeadInputs& in) {
   return b;
 }
 
-// A non-blocking stream of the test's own (null when the driver refuses one).
-cuda::CUstream new_stream(cuda::CudaDevice& dev) {
-  const cuda::ScopedContext scoped(dev);
-  cuda::CUstream stream = nullptr;
-  return dev.driver().cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING) == cuda::CUDA_SUCCESS ? stream : nullptr;
+// y of `call` run eagerly on `stream`, then (y zeroed) of the same call
+// captured and replayed `replays` times.
+template <class Call>
+std::pair<HostTensor<bf16>, HostTensor<bf16>> eager_and_replayed_y(cuda::CudaDevice& dev, cuda::CUstream stream,
+                                                                   HeadBuffers& b, int64_t T, int D, int replays,
+                                                                   Call&& call) {
+  std::pair<HostTensor<bf16>, HostTensor<bf16>> y{HostTensor<bf16>({T, D}), HostTensor<bf16>({T, D})};
+  call();
+  {
+    const cuda::ScopedContext scoped(dev);
+    EXPECT_EQ(dev.driver().cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
+  }
+  dev.copy_to_host(y.first.data(), b.y.get(), y.first.numel() * sizeof(bf16));
+  dev.fill_zero(b.y.get(), b.y.bytes());
+  dev.synchronize();
+  EXPECT_TRUE(capture_and_replay(dev, stream, call, replays));
+  dev.copy_to_host(y.second.data(), b.y.get(), y.second.numel() * sizeof(bf16));
+  return y;
 }
 
 mhc::HcHeadArgs args_of(const HeadBuffers& b, int64_t T) {
@@ -147,69 +160,31 @@ TEST_F(HcHeadCuda, MisalignedPointersAreRefused) {
 
 TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
   auto& dev = *device_;
-  const auto& d = dev.driver();
-  const cuda::CUstream stream = new_stream(dev);
-  ASSERT_NE(stream, nullptr);
+  const TestStream stream(dev);
+  ASSERT_NE(stream.get(), nullptr);
   const int64_t T = 37;
   const auto in = random_hc_head_inputs(T, 4, 4096, 21);
   HeadBuffers b = upload(dev, in);
 
   // Not loaded yet: inside capture the call refuses, and the capture stays valid.
   mhc::HcHeadOp cold({4, 4096}, {}, dev, jit_, dev.arch(), nullptr);
-  {
-    const cuda::ScopedContext scoped(dev);
-    ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-    try {
-      cold.run(args_of(b, T), {stream, nullptr, 0});
-      ADD_FAILURE() << "an unloaded head kernel ran inside capture";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.what();
-      EXPECT_NE(e.message().find("mhc_head"), std::string::npos) << e.message();
-    }
-    cuda::CUgraph graph = nullptr;
-    EXPECT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the refusal broke the capture";
-    if (graph != nullptr) d.cuGraphDestroy(graph);
-  }
+  expect_refused_in_capture(dev, stream.get(), [&] { cold.run(args_of(b, T), {stream.get(), nullptr, 0}); }, "mhc_head");
 
-  // Loaded: eager on the caller's stream, then captured and replayed.
   cold.load();
-  cold.run(args_of(b, T), {stream, nullptr, 0});
-  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-  std::vector<bf16> eager(static_cast<size_t>(T * 4096)), replayed(eager.size());
-  dev.copy_to_host(eager.data(), b.y.get(), eager.size() * sizeof(bf16));
-  dev.fill_zero(b.y.get(), b.y.bytes());
-  dev.synchronize();
-  const cuda::ScopedContext scoped(dev);
-  ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-  cold.run(args_of(b, T), {stream, nullptr, 0});
-  cuda::CUgraph graph = nullptr;
-  ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS);
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
-  ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
-  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
-  dev.copy_to_host(replayed.data(), b.y.get(), replayed.size() * sizeof(bf16));
-  EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(bf16)), 0);
-  expect_head_close(compare_head([&] {
-                      HostTensor<bf16> y({T, 4096});
-                      std::copy(replayed.begin(), replayed.end(), y.data());
-                      return y;
-                    }(),
-                                 in),
-                    "replayed");
-  d.cuStreamDestroy(stream);
+  const auto [eager, replayed] = eager_and_replayed_y(dev, stream.get(), b, T, 4096, 1,
+                                                      [&] { cold.run(args_of(b, T), {stream.get(), nullptr, 0}); });
+  EXPECT_TRUE(same_bits(eager, replayed));
+  expect_head_close(compare_head(replayed, in), "replayed");
 }
 
 // The one-pass head inside a graph: the op's own workspace cannot grow during
 // capture (NotWarmed, the capture stays valid); reserved first, the captured
-// call (the counters' memset and the cooperative launch) replays as eager.
+// call (the counters' memset and the cooperative launch) replays as eager,
+// three times in a row (the counters reset per replay).
 TEST_F(HcHeadCuda, OnePassCaptureNeedsAReservedWorkspaceAndReplaysAsEager) {
   auto& dev = *device_;
-  const auto& d = dev.driver();
-  const cuda::CUstream stream = new_stream(dev);
-  ASSERT_NE(stream, nullptr);
+  const TestStream stream(dev);
+  ASSERT_NE(stream.get(), nullptr);
   const int64_t T = 300;
   const int D = 7168;
   const auto in = random_hc_head_inputs(T, 4, D, 31);
@@ -217,43 +192,12 @@ TEST_F(HcHeadCuda, OnePassCaptureNeedsAReservedWorkspaceAndReplaysAsEager) {
   mhc::HcHeadOp op({4, D}, {}, dev, jit_, dev.arch(), nullptr);
   op.set_cuda_one_pass_min_tokens(1);
   op.load();
-  auto capture = [&](bool expect_refusal) {
-    const cuda::ScopedContext scoped(dev);
-    EXPECT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-    bool refused = false;
-    try {
-      op.run(args_of(b, T), {stream, nullptr, 0});
-    } catch (const Error& e) {
-      refused = true;
-      EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.what();
-      EXPECT_NE(e.message().find("reserve_workspace"), std::string::npos) << e.message();
-    }
-    EXPECT_EQ(refused, expect_refusal);
-    cuda::CUgraph graph = nullptr;
-    EXPECT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the refusal broke the capture";
-    return graph;
-  };
-  if (cuda::CUgraph g = capture(true)) d.cuGraphDestroy(g);
+  const auto call = [&] { op.run(args_of(b, T), {stream.get(), nullptr, 0}); };
+  expect_refused_in_capture(dev, stream.get(), call, "reserve_workspace");
 
   op.reserve_workspace(T);
-  op.run(args_of(b, T), {stream, nullptr, 0});
-  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-  std::vector<bf16> eager(static_cast<size_t>(T * D)), replayed(eager.size());
-  dev.copy_to_host(eager.data(), b.y.get(), eager.size() * sizeof(bf16));
-  dev.fill_zero(b.y.get(), b.y.bytes());
-  dev.synchronize();
-  cuda::CUgraph graph = capture(false);
-  ASSERT_NE(graph, nullptr);
-  const cuda::ScopedContext scoped(dev);
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);  // the counters reset per replay
-  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
-  dev.copy_to_host(replayed.data(), b.y.get(), replayed.size() * sizeof(bf16));
-  EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(bf16)), 0);
-  d.cuStreamDestroy(stream);
+  const auto [eager, replayed] = eager_and_replayed_y(dev, stream.get(), b, T, D, 3, call);
+  EXPECT_TRUE(same_bits(eager, replayed));
 }
 
 }  // namespace

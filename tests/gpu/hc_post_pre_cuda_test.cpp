@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cuda_fixture.hpp"
+#include "graph_capture.hpp"
 
 namespace hcwarm::test {
 namespace {
@@ -133,11 +134,9 @@ TEST_F(HcPostPreCuda, InPlaceEqualsOutOfPlace) {
 // bits as the eager call.
 TEST_F(HcPostPreCuda, GraphReplayEqualsEager) {
   const auto& d = device_->driver();
-  cuda::CUstream stream = nullptr;
-  {
-    const cuda::ScopedContext scoped(*device_);
-    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
-  }
+  const TestStream owned_stream(*device_);
+  const cuda::CUstream stream = owned_stream.get();
+  ASSERT_NE(stream, nullptr);
   HcPreOp op(Backend::Cuda, {4, 4096}, {}, 132, jit_, *device_);
   for (const int64_t T : {int64_t{1}, int64_t{300}, int64_t{9000}}) {
     const PostPreCase c = make_post_pre_case(T, 4096, 900 + T);
@@ -151,22 +150,11 @@ TEST_F(HcPostPreCuda, GraphReplayEqualsEager) {
     for (DeviceBuffer* out : {&b.out, &b.y, &b.post, &b.comb}) device_->fill_zero(out->get(), out->bytes());
     device_->synchronize();
 
-    const cuda::ScopedContext scoped(*device_);
-    ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-    op.run(post_pre_args(b, true), launch);
-    cuda::CUgraph graph = nullptr;
-    ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS);
-    cuda::CUgraphExec exec = nullptr;
-    ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
-    ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
-    ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-    d.cuGraphExecDestroy(exec);
-    d.cuGraphDestroy(graph);
+    ASSERT_TRUE(capture_and_replay(*device_, stream, [&] { op.run(post_pre_args(b, true), launch); })) << "T=" << T;
     const PostPreResult replayed = download_post_pre(*device_, b, true);
     EXPECT_TRUE(same_bits(replayed.new_residual, eager.new_residual)) << "T=" << T;
     EXPECT_TRUE(same_bits(replayed.pre, eager.pre)) << "T=" << T;
   }
-  d.cuStreamDestroy(stream);
 }
 
 // The kernels move 16 bytes at a time: a Post pointer 2 bytes (x, new_residual)

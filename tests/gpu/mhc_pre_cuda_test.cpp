@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "cuda_fixture.hpp"
 
@@ -18,6 +19,15 @@ using mhc::Variant;
 class MhcPreCuda : public CudaTest {};
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
+
+// How many of y, post and comb's values differ in their bits.
+int64_t differing_values(const mhc::HcPreResult& a, const mhc::HcPreResult& b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.y.numel(); ++i) n += a.y.data()[i].bits != b.y.data()[i].bits;
+  for (int64_t i = 0; i < a.post.numel(); ++i) n += std::memcmp(&a.post.data()[i], &b.post.data()[i], 4) != 0;
+  for (int64_t i = 0; i < a.comb.numel(); ++i) n += std::memcmp(&a.comb.data()[i], &b.comb.data()[i], 4) != 0;
+  return n;
+}
 
 // Every split count of dsv4-flash/pro on 132 and 148 SMs, specialized (NVRTC) kernels.
 TEST_F(MhcPreCuda, SpecializedEverySplitCount) {
@@ -189,6 +199,33 @@ TEST_F(MhcPreCuda, PreciseFinish) {
     }
   }
   report("cuda precise finish D=7168", all);
+}
+
+// set_cuda_fast_finish picks the generic kernels' reciprocal form, not only
+// the specialized ones': both forms meet the reference tolerances, so only
+// bits tell them apart. The generic one-pass kernel is the specialized
+// template with the width read at run time, and its outputs equal the
+// specialization's bit for bit in each form; the two forms differ from
+// each other in post and comb (N(0, 1000) residual, norm on and off).
+TEST_F(MhcPreCuda, GenericKernelsFollowTheReciprocalForm) {
+  const int D = 7168;
+  const int64_t T = 2500;
+  for (const bool norm : {true, false}) {
+    const auto in = random_hc_pre_inputs(T, 4, D, 6100 + norm, 1000.0f);
+    auto run = [&](Variant variant, bool fast) {
+      HcPreOp op(Backend::Cuda, dims_of(D), {}, 132, variant == Variant::Generic ? nullptr : jit_, *device_, variant);
+      op.set_cuda_one_pass(true);
+      op.set_cuda_fast_finish(fast);
+      return run_op(op, *device_, in, norm, 1);
+    };
+    const auto gen_fast = run(Variant::Generic, true), gen_precise = run(Variant::Generic, false);
+    const auto spec_fast = run(Variant::Specialized, true), spec_precise = run(Variant::Specialized, false);
+    const std::string what = fmt::format("one-pass T={} norm={}", T, norm);
+    EXPECT_GT(differing_values(spec_fast, spec_precise), 0) << what << ": the two specialized forms gave the same bits";
+    EXPECT_GT(differing_values(gen_fast, gen_precise), 0) << what << ": set_cuda_fast_finish left the generic kernel as it was";
+    EXPECT_EQ(differing_values(gen_precise, spec_precise), 0) << what << ": generic precise against specialized precise";
+    EXPECT_EQ(differing_values(gen_fast, spec_fast), 0) << what << ": generic fast against specialized fast";
+  }
 }
 
 // Every CUDA kernel moves 16 bytes at a time: a residual 2 bytes off (a bf16

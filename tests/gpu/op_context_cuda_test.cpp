@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "graph_capture.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "core/env_config.hpp"
 #include "runtime/op_context.hpp"
@@ -74,11 +75,9 @@ TEST(OpContextCuda, CapturedCallsOnTheCallersStreamReplayAsEager) {
 
   auto& dev = static_cast<cuda::CudaDevice&>(ctx.device());
   const auto& d = dev.driver();
-  cuda::CUstream stream = nullptr;
-  {
-    const cuda::ScopedContext scoped(dev);
-    ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
-  }
+  const TestStream owned_stream(dev);
+  const cuda::CUstream stream = owned_stream.get();
+  ASSERT_NE(stream, nullptr);
   const mhc::MhcDims dims = req.model.mhc_dims();
   auto& op = ctx.hc_pre(dims, req.model.mhc_constants());
   for (const int64_t T : {int64_t{1}, int64_t{8}, int64_t{300}}) {
@@ -91,17 +90,7 @@ TEST(OpContextCuda, CapturedCallsOnTheCallersStreamReplayAsEager) {
     dev.fill_zero(b.y.get(), b.y.bytes());
     dev.synchronize();
 
-    const cuda::ScopedContext scoped(dev);
-    ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-    op.run(args_of(b, T), launch);
-    cuda::CUgraph graph = nullptr;
-    ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS);
-    cuda::CUgraphExec exec = nullptr;
-    ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
-    ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
-    ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-    d.cuGraphExecDestroy(exec);
-    d.cuGraphDestroy(graph);
+    ASSERT_TRUE(capture_and_replay(dev, stream, [&] { op.run(args_of(b, T), launch); })) << "T=" << T;
     const auto replayed = download_y(dev, b, T * dims.hidden);
     EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(bf16)), 0) << "T=" << T;
   }
@@ -111,20 +100,9 @@ TEST(OpContextCuda, CapturedCallsOnTheCallersStreamReplayAsEager) {
   const mhc::MhcDims cold{4, 2048};
   auto& cold_op = ctx.hc_pre(cold, req.model.mhc_constants());
   Buffers b = make_buffers(dev, cold, 4, cold_op.workspace_bytes(4), 7);
-  const cuda::ScopedContext scoped(dev);
-  ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-  try {
-    cold_op.run(args_of(b, 4), {stream, b.ws.get(), b.ws.bytes()});
-    ADD_FAILURE() << "an unwarmed bucket ran inside capture";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::NotWarmed) << e.what();
-    EXPECT_NE(e.message().find("num_splits="), std::string::npos) << e.message();
-  }
-  cuda::CUgraph graph = nullptr;
-  EXPECT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the refusal broke the capture";
-  if (graph != nullptr) d.cuGraphDestroy(graph);
+  expect_refused_in_capture(
+      dev, stream, [&] { cold_op.run(args_of(b, 4), {stream, b.ws.get(), b.ws.bytes()}); }, "num_splits=");
   EXPECT_EQ(ctx.compiles_after_ready(), 0);
-  d.cuStreamDestroy(stream);
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstring>
 
 #include "../backends/mhc_check.hpp"
+#include "graph_capture.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/hc_post_cuda.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
@@ -121,7 +121,6 @@ TEST(TieredCuda, CaptureOfAnUnloadedBucketCapturesTheGenericKernels) {
   ASSERT_TRUE(op.loaded(T, true));
   const auto in = random_hc_pre_inputs(T, 4, 4096, 3, 1.0f);
   auto& dev = *g.device;
-  const auto& d = dev.driver();
   auto upload = [&](const void* src, size_t bytes) {
     DeviceBuffer b(dev, bytes);
     dev.copy_from_host(b.get(), src, bytes);
@@ -136,20 +135,9 @@ TEST(TieredCuda, CaptureOfAnUnloadedBucketCapturesTheGenericKernels) {
       comb(dev, static_cast<size_t>(T * 16) * 4);
   const mhc::HcPreArgs a{T, res.as<bf16>(), fn.as<float>(), scale.as<float>(), base.as<float>(), w.as<bf16>(),
                          y.as<bf16>(), post.as<float>(), comb.as<float>()};
-  const cuda::ScopedContext scoped(dev);
-  cuda::CUstream stream = nullptr;
-  ASSERT_EQ(d.cuStreamCreate(&stream, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
-  ASSERT_EQ(d.cuStreamBeginCapture(stream, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), cuda::CUDA_SUCCESS);
-  EXPECT_NO_THROW(op.run(a, {stream}));
-  cuda::CUgraph graph = nullptr;
-  ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), cuda::CUDA_SUCCESS) << "the generic call broke the capture";
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), cuda::CUDA_SUCCESS);
-  ASSERT_EQ(d.cuGraphLaunch(exec, stream), cuda::CUDA_SUCCESS);
-  ASSERT_EQ(d.cuStreamSynchronize(stream), cuda::CUDA_SUCCESS);
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
-  d.cuStreamDestroy(stream);
+  const TestStream stream(dev);
+  ASSERT_NE(stream.get(), nullptr);
+  ASSERT_TRUE(capture_and_replay(dev, stream.get(), [&] { op.run(a, {stream.get()}); })) << "the generic call";
   mhc::HcPreResult got{HostTensor<bf16>({T, 4096}), HostTensor<float>({T, 4}), HostTensor<float>({T, 4, 4}), true};
   dev.copy_to_host(got.y.data(), y.get(), got.y.numel() * sizeof(bf16));
   dev.copy_to_host(got.post.data(), post.get(), got.post.numel() * sizeof(float));
