@@ -116,22 +116,24 @@ std::unique_ptr<backends::HcPreBackend> HcPreOp::make_device_backend() const {
   return nullptr;
 }
 
+void HcPreOp::rebuild_device_backend() {
+  generic_.clear();  // bound by the old backend
+  device_backend_ = make_device_backend();
+}
+
 void HcPreOp::set_cuda_one_pass(bool on) {
   one_pass_ = on;
-  generic_.clear();
-  device_backend_ = make_device_backend();
+  rebuild_device_backend();
 }
 
 void HcPreOp::set_cuda_fast_finish(bool on) {
   fast_finish_ = on;
-  generic_.clear();
-  device_backend_ = make_device_backend();
+  rebuild_device_backend();
 }
 
 void HcPreOp::set_cpu_pool(std::shared_ptr<ThreadPool> pool) {
   pool_ = std::move(pool);
-  generic_.clear();
-  device_backend_ = make_device_backend();
+  rebuild_device_backend();
 }
 
 bool HcPreOp::tiered() const {

@@ -193,6 +193,8 @@ class HcPreOp {
   const backends::HcPreKernels& generic_kernels(bool fused_norm);
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
+  // After an option the backend reads changed: a new backend, and the generic kernels bound again on use.
+  void rebuild_device_backend();
   void run_reference(const HcPreArgs& args);
 
   Backend backend_;

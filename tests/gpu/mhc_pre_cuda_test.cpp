@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "cuda_fixture.hpp"
 
@@ -19,15 +18,6 @@ using mhc::Variant;
 class MhcPreCuda : public CudaTest {};
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
-
-// How many of y, post and comb's values differ in their bits.
-int64_t differing_values(const mhc::HcPreResult& a, const mhc::HcPreResult& b) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.y.numel(); ++i) n += a.y.data()[i].bits != b.y.data()[i].bits;
-  for (int64_t i = 0; i < a.post.numel(); ++i) n += std::memcmp(&a.post.data()[i], &b.post.data()[i], 4) != 0;
-  for (int64_t i = 0; i < a.comb.numel(); ++i) n += std::memcmp(&a.comb.data()[i], &b.comb.data()[i], 4) != 0;
-  return n;
-}
 
 // Every split count of dsv4-flash/pro on 132 and 148 SMs, specialized (NVRTC) kernels.
 TEST_F(MhcPreCuda, SpecializedEverySplitCount) {

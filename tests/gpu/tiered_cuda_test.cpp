@@ -121,28 +121,13 @@ TEST(TieredCuda, CaptureOfAnUnloadedBucketCapturesTheGenericKernels) {
   ASSERT_TRUE(op.loaded(T, true));
   const auto in = random_hc_pre_inputs(T, 4, 4096, 3, 1.0f);
   auto& dev = *g.device;
-  auto upload = [&](const void* src, size_t bytes) {
-    DeviceBuffer b(dev, bytes);
-    dev.copy_from_host(b.get(), src, bytes);
-    return b;
-  };
-  DeviceBuffer res = upload(in.residual.data(), in.residual.numel() * sizeof(bf16));
-  DeviceBuffer fn = upload(in.fn.data(), in.fn.numel() * sizeof(float));
-  DeviceBuffer scale = upload(in.scale.data(), in.scale.numel() * sizeof(float));
-  DeviceBuffer base = upload(in.base.data(), in.base.numel() * sizeof(float));
-  DeviceBuffer w = upload(in.norm_weight.data(), in.norm_weight.numel() * sizeof(bf16));
-  DeviceBuffer y(dev, static_cast<size_t>(T * 4096) * sizeof(bf16)), post(dev, static_cast<size_t>(T * 4) * 4),
-      comb(dev, static_cast<size_t>(T * 16) * 4);
-  const mhc::HcPreArgs a{T, res.as<bf16>(), fn.as<float>(), scale.as<float>(), base.as<float>(), w.as<bf16>(),
-                         y.as<bf16>(), post.as<float>(), comb.as<float>()};
+  StagedHcPre s = stage_hc_pre(dev, in, T, true);  // y, post and comb poisoned
+  const DeviceBuffer res = upload(dev, in.residual.data(), in.residual.numel() * sizeof(bf16));
+  s.args.residual = res.as<bf16>();
   const TestStream stream(dev);
   ASSERT_NE(stream.get(), nullptr);
-  ASSERT_TRUE(capture_and_replay(dev, stream.get(), [&] { op.run(a, {stream.get()}); })) << "the generic call";
-  mhc::HcPreResult got{HostTensor<bf16>({T, 4096}), HostTensor<float>({T, 4}), HostTensor<float>({T, 4, 4}), true};
-  dev.copy_to_host(got.y.data(), y.get(), got.y.numel() * sizeof(bf16));
-  dev.copy_to_host(got.post.data(), post.get(), got.post.numel() * sizeof(float));
-  dev.copy_to_host(got.comb.data(), comb.get(), got.comb.numel() * sizeof(float));
-  expect_close(check_against_reference(got, in, true), "captured generic T=300");
+  ASSERT_TRUE(capture_and_replay(dev, stream.get(), [&] { op.run(s.args, {stream.get()}); })) << "the generic call";
+  expect_close(check_against_reference(s.read_back(dev), in, true), fmt::format("captured generic T={}", T));
   EXPECT_EQ(g.jit->stats().served_by_generic, 1);
   EXPECT_EQ(g.jit->stats().compiled, 1);  // only the warmed bucket: nothing was scheduled inside capture
 }

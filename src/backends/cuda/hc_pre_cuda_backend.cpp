@@ -12,9 +12,10 @@ namespace {
 struct CudaKernels final : backends::HcPreKernels {
   MhcPreCudaKernels cuda;
   // Generic modules: a partial and a finish per input kind (HCWARM_MHC_INPUT_*),
-  // the launch takes those of p.input; a specialization has one kind (cuda's).
-  bool by_input = false;
+  // the launch takes those of p.input; a specialization has one kind (cuda's)
+  // and leaves these null.
   CUfunction partial_by_input[3] = {}, finish_by_input[3] = {};
+  bool by_input() const { return partial_by_input[0] != nullptr; }
 };
 
 struct ContextScope final : backends::HcPreBackend::Scope {
@@ -63,7 +64,6 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   }
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
-  k->by_input = true;
   for (int input = 0; input < 3; ++input) {
     k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbols[input]));
     k->cuda.finish =
@@ -99,7 +99,7 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
                               const LaunchContext& launch, int stages) {
   const auto& bound = static_cast<const CudaKernels&>(kernels);
   MhcPreCudaKernels k = bound.cuda;
-  if (bound.by_input) {
+  if (bound.by_input()) {
     HCWARM_CHECK_ARG(p.input >= 0 && p.input < 3, "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST",
                      p.input);
     k.partial = bound.partial_by_input[p.input];
