@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Times hcwarm.hc_pre (fused norm) from PyTorch: eager, CUDA-graph replay, torch.ops path, host cost.
+"""Times hcwarm's ops from PyTorch: per-call cost beside torch.add, and hc_pre's kernels over token counts.
 
-For each hidden size and token count: per-call GPU time of
+--part calls (op_calls.py): every public op form through hcwarm.* and torch.ops.hcwarm.*: the host
+time of its first call after prewarm() (a fresh process each) and of its 100th, the mean host time
+per call beside torch.add's, and its eager and CUDA-graph device time.
+
+--part kernels: for each hidden size and token count: per-call GPU time of
   eager   hcwarm.hc_pre(..., out=...) in a loop over rotating input sets (>= 3x L2 in all, so
           each call reads its inputs from memory, as a model's layers do), median of --repeats;
   ops     the same loop through torch.ops.hcwarm.hc_pre (allocates its outputs);
@@ -13,6 +17,7 @@ compile is timed. The last lines printed are the table; --json writes everything
 
 Run (one H200):
     python3 bench/python/bench_ops.py --json bench-ops-h200.json
+    python3 bench/python/bench_ops.py --part calls --call-model dsv4-flash --call-tokens 512
     python3 bench/python/bench_ops.py --hidden 7168 --tokens 1,64,8192 --repeats 5
 """
 import argparse
@@ -27,6 +32,7 @@ import time
 import torch
 
 import hcwarm
+import op_calls
 
 PRESETS = {4096: "dsv4-flash", 7168: "dsv4-pro"}
 POST_MULT = 2.0
@@ -162,18 +168,48 @@ def parse_args():
                    help="calls per host-cost round (small enough that their launches fit the launch queue)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="write the results here")
+    p.add_argument("--part", choices=("kernels", "calls", "all"), default="all",
+                   help="kernels: hc_pre over --tokens; calls: every op's first, host, eager and graph cost "
+                        "beside torch.add (op_calls.py); all: both")
+    p.add_argument("--call-model", default="dsv4-pro", help="calls: the model whose shapes the calls use")
+    p.add_argument("--call-chunk", type=int, default=16384, help="calls: prewarm's chunked_prefill_size")
+    p.add_argument("--call-tokens", type=int, default=1, help="calls: tokens per call")
+    p.add_argument("--first-call-child", nargs=2, metavar=("FORM", "ROUTE"), help=argparse.SUPPRESS)
     return p.parse_args()
 
 
 @torch.inference_mode()
 def main():
     args = parse_args()
+    if args.first_call_child:  # one fresh process of --part calls
+        print(json.dumps(op_calls.first_call_child(args.call_model, args.call_chunk, args.call_tokens,
+                                                   *args.first_call_child, args.device)))
+        return 0
     dev = torch.device(args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(args.seed)
+    props = torch.cuda.get_device_properties(dev)
+    result = {"command": shlex.join([sys.executable] + sys.argv),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "device": props.name, "num_sms": props.multi_processor_count, "torch": torch.__version__,
+              "hcwarm": getattr(hcwarm, "__version__", None), "args": vars(args)}
+    calls = op_calls.run(args, dev) if args.part in ("calls", "all") else None
+    if args.part in ("kernels", "all"):
+        result.update(kernels(args, dev, props))
+    if calls is not None:
+        result["calls"] = calls
+        op_calls.print_table(calls)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2, default=str)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def kernels(args, dev, props):
+    """hc_pre over --hidden x --tokens: eager, torch.ops and graph time, GB/s; host cost at T=1."""
     hiddens = [int(h) for h in args.hidden.split(",")]
     tokens_list = [int(t) for t in args.tokens.split(",")]
-    props = torch.cuda.get_device_properties(dev)
     l2 = props.L2_cache_size
 
     # prewarm every width first, with max_num_tokens covering the largest token count
@@ -237,16 +273,8 @@ def main():
                 host_rows.append(dict(host_cost(call, sets, args.host_calls), hidden=hidden, path=path))
 
     compiles = hcwarm.compiles_after_ready(dev)
-    result = {"command": shlex.join([sys.executable] + sys.argv),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "device": props.name, "num_sms": props.multi_processor_count, "l2_bytes": l2,
-              "torch": torch.__version__, "hcwarm": getattr(hcwarm, "__version__", None), "args": vars(args),
-              "prewarm": prewarm, "copy_gbps": copy_gbps, "copy_bytes": COPY_BYTES, "rows": rows, "host": host_rows,
-              "compiles_after_ready": compiles, "compiles_during_bench": compiles - compiles_before}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2, default=str)
-        print(f"wrote {args.json}")
+    result = {"l2_bytes": l2, "prewarm": prewarm, "copy_gbps": copy_gbps, "copy_bytes": COPY_BYTES, "rows": rows,
+              "host": host_rows, "compiles_after_ready": compiles, "compiles_during_bench": compiles - compiles_before}
 
     # the table: the last lines of output
     print(f"\nhcwarm.hc_pre, fused norm, {props.name}, L2 {l2 / 2**20:.0f} MiB, copy {copy_gbps:.0f} GB/s, "
@@ -263,7 +291,7 @@ def main():
         print(f"{h['hidden']:>6} {h['path']:<24} {busy:>18} {h['host_us']:>8.2f} {h['e2e_us']:>13.2f}")
     if any(h["gpu_stayed_busy"] is False for h in host_rows):
         print("* the GPU went idle before that host loop ended: raise SLEEP_CYCLES")
-    return 0
+    return result
 
 
 if __name__ == "__main__":

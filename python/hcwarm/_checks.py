@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Tuple
 
+# Tokens in one call: the library's bound on a forward (limits::kMaxTokens in src/core/limits.hpp).
+MAX_TOKENS = 1 << 20
+
 
 def shape_of(name: str, x: Any) -> Tuple[int, ...]:
     shape = getattr(x, "shape", None)

@@ -1,9 +1,9 @@
 """prewarm(group=...): the ranks of a process group split the planned keys, meet in the group's
 barrier, then each loads every key. Each rank is its own process (contexts are per process).
 
-Without PyTorch the group is a stand-in: a fake torch.distributed module, installed after hcwarm is
-imported, whose barrier is a directory the ranks write into; it records every call. With PyTorch a
-real gloo group runs the same checks (skipped without torch).
+The group is a stand-in: a fake torch.distributed module (with PyTorch, its own module's functions
+patched), installed after hcwarm is imported, whose barrier is a directory the ranks write into; it
+records every call. With PyTorch a real gloo group runs the same checks (skipped without torch).
 """
 import importlib.util
 import json
@@ -45,13 +45,16 @@ FAKE_RANK = textwrap.dedent("""
                 raise RuntimeError("barrier: the other ranks never came")
             time.sleep(0.01)
 
-    dist = types.ModuleType("torch.distributed")
+    try:  # with PyTorch installed, its own module is patched (hcwarm's ops stay registered with that torch)
+        import torch.distributed as dist
+    except ImportError:
+        dist = types.ModuleType("torch.distributed")
+        torch = types.ModuleType("torch")
+        torch.distributed = dist
+        sys.modules["torch"], sys.modules["torch.distributed"] = torch, dist
     dist.is_available = lambda: True
     dist.is_initialized = lambda: mode != "uninitialized"
     dist.get_rank, dist.get_world_size, dist.barrier = get_rank, get_world_size, barrier
-    torch = types.ModuleType("torch")
-    torch.distributed = dist
-    sys.modules["torch"], sys.modules["torch.distributed"] = torch, dist
 
     out = {"calls": calls}
     try:

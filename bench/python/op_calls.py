@@ -1,0 +1,212 @@
+"""bench_ops.py --part calls: what each public op costs an engine per call, beside torch.add.
+
+For every op form an engine calls (hc_pre with and without the norm weight and on the first
+layer's embedding, hc_post, hc_post_pre, hc_head), through hcwarm.* and torch.ops.hcwarm.*,
+on the model's shapes at --call-tokens tokens:
+  first   host time of the first call after prewarm(), in a fresh process per form and route
+          (and of its 100th call there), with torch.add's 1st and 100th beside it;
+  host    mean host time per call of --host-calls back-to-back calls (no sync inside the loop),
+          with torch.add on a small CUDA tensor measured the same way;
+  eager   device time per call of queued calls (the GPU held by torch.cuda._sleep while the host
+          queues them, so host cost does not show), events around the calls;
+  graph   device time per call of a CUDA graph of the same calls, replayed.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+import hcwarm
+
+POST_MULT = 2.0
+SLEEP_CYCLES = 400_000_000  # ~0.2 s at 2 GHz: covers the host loop that queues the timed calls
+FORMS = ("hc_pre", "hc_pre_no_norm", "hc_pre_embedding", "hc_post", "hc_post_pre", "hc_head")
+ROUTES = ("hcwarm", "torch.ops")
+
+
+class Inputs:
+    """One call's tensors for every form (a model's shapes, random values)."""
+
+    def __init__(self, model, tokens, dev):
+        mc = hcwarm.model_config(model)
+        hc, d = mc["hc_mult"], mc["hidden_size"]
+        mix = hc * (2 + hc)
+        self.consts = (mc["hc_sinkhorn_iters"], mc["hc_eps"], mc["rms_norm_eps"], mc["rms_norm_eps"], POST_MULT)
+        self.residual = torch.randn(tokens, hc, d, device=dev).to(torch.bfloat16)
+        self.embedding = torch.randn(tokens, d, device=dev).to(torch.bfloat16)
+        self.x = torch.randn(tokens, d, device=dev).to(torch.bfloat16)
+        self.fn = torch.randn(mix, hc * d, device=dev) * 1e-3
+        self.scale = torch.full((3,), 0.5, device=dev)
+        self.base = torch.randn(mix, device=dev) * 0.1
+        self.norm_weight = (1 + 0.1 * torch.randn(d, device=dev)).to(torch.bfloat16)
+        self.post = torch.rand(tokens, hc, device=dev)
+        self.comb = torch.rand(tokens, hc, hc, device=dev) / hc
+        self.head_fn = torch.randn(hc, hc * d, device=dev) * 1e-3
+        self.head_scale = torch.full((1,), 0.5, device=dev)
+        self.head_base = torch.randn(hc, device=dev) * 0.1
+
+
+def make_call(form, route, i):
+    """A no-argument function making one call of `form` through `route` on inputs i."""
+    c = i.consts
+    kw = dict(zip(("sinkhorn_iters", "hc_eps", "rms_eps", "norm_eps", "post_mult"), c))
+    ops = torch.ops.hcwarm
+    api = route == "hcwarm"
+    if form == "hc_pre":
+        return (lambda: hcwarm.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, **kw)) if api else \
+            (lambda: ops.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, *c))
+    if form == "hc_pre_no_norm":
+        return (lambda: hcwarm.hc_pre(i.residual, i.fn, i.scale, i.base, **kw)) if api else \
+            (lambda: ops.hc_pre(i.residual, i.fn, i.scale, i.base, None, *c))
+    if form == "hc_pre_embedding":
+        return (lambda: hcwarm.hc_pre(i.embedding, i.fn, i.scale, i.base, i.norm_weight, **kw)) if api else \
+            (lambda: ops.hc_pre(i.embedding, i.fn, i.scale, i.base, i.norm_weight, *c))
+    if form == "hc_post":
+        return (lambda: hcwarm.hc_post(i.x, i.residual, i.post, i.comb)) if api else \
+            (lambda: ops.hc_post(i.x, i.residual, i.post, i.comb))
+    if form == "hc_post_pre":
+        return (lambda: hcwarm.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight,
+                                           **kw)) if api else \
+            (lambda: ops.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight, *c))
+    if form == "hc_head":
+        return (lambda: hcwarm.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, hc_eps=c[1],
+                                       rms_eps=c[2])) if api else \
+            (lambda: ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, c[1], c[2]))
+    raise ValueError(f"unknown form {form}")
+
+
+def torch_add_call(dev):
+    a = torch.ones(1024, device=dev)
+    b = torch.ones(1024, device=dev)
+    return lambda: torch.add(a, b)
+
+
+def host_us(call, n):
+    """Mean host time per call of n back-to-back calls (no sync inside), best of 5 rounds."""
+    for _ in range(100):
+        call()
+    rounds = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        rounds.append((time.perf_counter() - t0) * 1e6 / n)
+    torch.cuda.synchronize()
+    return min(rounds)
+
+
+def eager_device_us(call, n, repeats=5):
+    """Device time per call of n queued calls: the GPU sleeps while the host queues them."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(SLEEP_CYCLES)
+        start.record()
+        for _ in range(n):
+            call()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) * 1e3 / n)
+    return statistics.median(per_call)
+
+
+def graph_device_us(call, n, dev, repeats=5):
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(n):
+            call()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for _ in range(repeats):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) * 1e3 / n)
+    graph.reset()
+    return statistics.median(per_call)
+
+
+def first_call_child(model, chunk, tokens, form, route, dev):
+    """In a fresh process: prewarm, then the host time of calls 1..100 of one form and route."""
+    dev = torch.device(dev)
+    torch.cuda.set_device(dev)
+    hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev)
+    i = Inputs(model, tokens, dev)
+    add = torch_add_call(dev)
+    call = make_call(form, route, i)
+    torch.cuda.synchronize()
+    times, add_times = [], []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        call()
+        t1 = time.perf_counter()
+        add()
+        t2 = time.perf_counter()
+        times.append((t1 - t0) * 1e6)
+        add_times.append((t2 - t1) * 1e6)
+    torch.cuda.synchronize()
+    return {"form": form, "route": route, "first_us": times[0], "call100_us": times[99],
+            "median_2_100_us": statistics.median(times[1:]), "add_first_us": add_times[0],
+            "add100_us": add_times[99], "compiles_after_ready": hcwarm.compiles_after_ready(dev),
+            "first_calls_pending": hcwarm.first_calls_pending()}
+
+
+def run(args, dev):
+    """The calls table: first call per form and route (fresh processes), then host, eager and graph."""
+    model, chunk, tokens = args.call_model, args.call_chunk, args.call_tokens
+    report = hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev)  # fills the disk cache for the children
+    print(f"prewarm {model}: {report.keys} keys, compiled {report.compiled}, {report.seconds:.2f} s")
+    first = []
+    for form in FORMS:
+        for route in ROUTES:
+            cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
+                   "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
+                   "--device", str(dev)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
+            first.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            f = first[-1]
+            print(f"first call {form:<17} {route:<9} {f['first_us']:9.1f} us, 100th {f['call100_us']:7.1f} us "
+                  f"(torch.add {f['add_first_us']:.1f} / {f['add100_us']:.1f})")
+    i = Inputs(model, tokens, dev)
+    add_host = host_us(torch_add_call(dev), args.host_calls)
+    rows = []
+    for form in FORMS:
+        for route in ROUTES:
+            call = make_call(form, route, i)
+            row = {"form": form, "route": route, "host_us": host_us(call, args.host_calls),
+                   "eager_device_us": eager_device_us(call, args.calls),
+                   "graph_device_us": graph_device_us(call, args.calls, dev)}
+            row["host_over_add"] = row["host_us"] / add_host
+            rows.append(row)
+    return {"model": model, "chunked_prefill_size": chunk, "tokens": tokens, "torch_add_host_us": add_host,
+            "first_call": first, "rows": rows, "compiles_after_ready": hcwarm.compiles_after_ready(dev)}
+
+
+def print_table(calls):
+    add = calls["torch_add_host_us"]
+    firsts = {(f["form"], f["route"]): f for f in calls["first_call"]}
+    print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us; "
+          f"compiles after ready {calls['compiles_after_ready']}")
+    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'host us':>8} "
+          f"{'x add':>6} {'eager us':>9} {'graph us':>9}")
+    for r in calls["rows"]:
+        f = firsts[(r["form"], r["route"])]
+        print(f"{r['form']:<17} {r['route']:<9} {f['first_us']:>9.1f} {f['call100_us']:>9.1f} "
+              f"{f['first_us'] / f['call100_us']:>9.2f} {r['host_us']:>8.2f} {r['host_over_add']:>6.2f} "
+              f"{r['eager_device_us']:>9.2f} {r['graph_device_us']:>9.2f}")
