@@ -2,12 +2,14 @@
 
 Both routes run this code: hcwarm.* calls it directly in eager mode, and the
 torch.ops.hcwarm.* kernels (_torch_ops) call it from the dispatcher. A call's
-signature (shapes less the token count, dtypes, devices, constants) is checked in
-full the first time it is seen, with errors naming the argument; later calls with
-that signature check only what can change between them (the token counts agree,
-contiguity, alignment, the token bound). The result of the full check (the op
-context, dims and input kind) is kept per signature, so a steady call costs a
-dictionary lookup, the output allocations and one crossing into C++.
+signature (every tensor's shape, dtype and device, the constants and their types)
+is checked in full the first time it is seen, with errors naming the argument;
+later calls with that signature check only what the signature does not fix:
+contiguity and, on CUDA, 16-byte alignment. What the full check established (the
+op context, dims, input kind, scratch bytes) is kept per signature, so a steady
+call costs a dictionary lookup, the output allocations and one crossing into C++.
+A model's layers share their shapes, so an eager forward checks each op in full
+once per token count, not once per layer.
 """
 from __future__ import annotations
 
@@ -41,16 +43,15 @@ _raw_stream = _raw_stream_fn()
 
 class _Plan:
     """What the full check of one signature established."""
-    __slots__ = ("ctx", "hc", "d", "input", "device", "stream_index", "workspace")
+    __slots__ = ("ctx", "t", "hc", "d", "input", "device", "stream_index", "workspace")
 
-    def __init__(self, ctx, hc: int, d: int, input_kind: int, device: torch.device):
-        self.ctx = ctx
-        self.hc = hc
-        self.d = d
+    def __init__(self, t: int, hc: int, d: int, device: torch.device, input_kind: int = 0):
+        self.ctx = get_context(device)
+        self.t, self.hc, self.d = t, hc, d
         self.input = input_kind
         self.device = device
         self.stream_index = device.index if device.type == "cuda" else None
-        self.workspace: Dict[int, int] = {}  # T -> scratch bytes (CUDA hc_pre / hc_head)
+        self.workspace = 0  # scratch bytes (CUDA hc_pre / hc_head at this T)
 
 
 _plans: Dict[tuple, _Plan] = {}
@@ -102,13 +103,21 @@ def check_pre(residual, fn, scale, base, norm_weight) -> Tuple[int, int, int]:
     return _checks.pre_shapes(residual, fn, scale, base, norm_weight)
 
 
-def check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb) -> Tuple[int, int, int]:
-    t, hc, d = check_pre(residual, fn, scale, base, norm_weight)
-    dev = residual.device
+def check_pre_buffers(y, post, comb, t: int, hc: int, d: int, dev: torch.device) -> None:
     check_tensor("out[0] (y)", y, _BF16, dev)
     check_tensor("out[1] (post)", post, _F32, dev)
     check_tensor("out[2] (comb)", comb, _F32, dev)
     _checks.pre_out_shapes((y, post, comb), t, hc, d)
+
+
+def check_new_residual(new_residual, t: int, hc: int, d: int, dev: torch.device) -> None:
+    check_tensor("new_residual", new_residual, _BF16, dev)
+    _checks.expect_shape("new_residual", new_residual, (t, hc, d))
+
+
+def check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb) -> Tuple[int, int, int]:
+    t, hc, d = check_pre(residual, fn, scale, base, norm_weight)
+    check_pre_buffers(y, post, comb, t, hc, d, residual.device)
     return t, hc, d
 
 
@@ -142,13 +151,8 @@ def check_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weig
 def check_post_pre_out(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, y, post,
                        comb) -> Tuple[int, int, int]:
     t, hc, d = check_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight)
-    dev = residual.device
-    check_tensor("new_residual", new_residual, _BF16, dev)
-    _checks.expect_shape("new_residual", new_residual, (t, hc, d))
-    check_tensor("out[0] (y)", y, _BF16, dev)
-    check_tensor("out[1] (post)", post, _F32, dev)
-    check_tensor("out[2] (comb)", comb, _F32, dev)
-    _checks.pre_out_shapes((y, post, comb), t, hc, d)
+    check_new_residual(new_residual, t, hc, d, residual.device)
+    check_pre_buffers(y, post, comb, t, hc, d, residual.device)
     return t, hc, d
 
 
@@ -172,9 +176,7 @@ def check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out) -
 def _layout_error(names: Tuple[str, ...], tensors: Tuple[Optional[Tensor], ...]) -> None:
     """Raises naming the first tensor that is not contiguous or (on CUDA) not 16-byte aligned."""
     for name, x in zip(names, tensors):
-        if x is None:
-            continue
-        if not x.is_contiguous():
+        if x is not None and not x.is_contiguous():
             raise ValueError(f"{name}: expected a contiguous tensor (strides {tuple(x.stride())} for shape "
                              f"{tuple(x.shape)}); call .contiguous() first")
     for name, x in zip(names, tensors):
@@ -184,42 +186,15 @@ def _layout_error(names: Tuple[str, ...], tensors: Tuple[Optional[Tensor], ...])
                              "move 16 bytes at a time); a fresh tensor or .clone() is aligned")
 
 
-def _ptr(x: Optional[Tensor]) -> int:
-    return 0 if x is None else x.data_ptr()
-
-
 def _tokens(t: int) -> int:
     if t > _checks.MAX_TOKENS:
         raise ValueError(f"residual: {t} tokens exceed hcwarm's bound of {_checks.MAX_TOKENS} per call")
     return t
 
 
-def _stream(plan: _Plan):
-    return None if plan.stream_index is None else _raw_stream(plan.stream_index)
-
-
-def _sig(x: Optional[Tensor]):
-    # A tensor's part of a signature: shape less its token dimension, dtype, device.
-    return None if x is None else (x.shape[1:], x.dtype, x.device)
-
-
-def _param_sig(x: Optional[Tensor]):
-    return None if x is None else (x.shape, x.dtype, x.device)
-
-
-def _consts_sig(consts: tuple):
+def _typed(consts: tuple) -> tuple:
     # The types too: True == 1 and 1 == 1.0, but a bool is no iteration count and an int no epsilon.
-    return consts, tuple(map(type, consts))
-
-
-def _workspace(plan: _Plan, t: int, sizer) -> Tuple[Optional[Tensor], int]:
-    nbytes = plan.workspace.get(t)
-    if nbytes is None:
-        nbytes = sizer(t) if plan.stream_index is not None else 0
-        if len(plan.workspace) >= _MAX_SIGNATURES:
-            plan.workspace.clear()
-        plan.workspace[t] = nbytes
-    return (_empty(nbytes, dtype=torch.uint8, device=plan.device) if nbytes else None), nbytes
+    return tuple(map(type, consts))
 
 
 # ---- hc_pre -------------------------------------------------------------------------------------
@@ -227,54 +202,52 @@ def _workspace(plan: _Plan, t: int, sizer) -> Tuple[Optional[Tensor], int]:
 _PRE_NAMES = ("residual", "fn", "scale", "base", "norm_weight", "out[0] (y)", "out[1] (post)", "out[2] (comb)")
 
 
-def _pre_plan(residual, fn, scale, base, norm_weight, out, consts) -> _Plan:
-    key = ("pre", _sig(residual), residual.dim(), _param_sig(fn), _param_sig(scale), _param_sig(base),
-           _param_sig(norm_weight), _consts_sig(consts), None if out is None else tuple(_sig(o) for o in out))
-    plan = _plans.get(key)
-    if plan is not None:
-        return plan
+def _pre_plan(key, residual, fn, scale, base, norm_weight, out, consts) -> _Plan:
+    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
+        raise TypeError("out: expected a tuple (y, post, comb)")
     _checks.constants(*consts)
     if out is None:
         t, hc, d = check_pre(residual, fn, scale, base, norm_weight)
     else:
         t, hc, d = check_pre_out(residual, fn, scale, base, norm_weight, *out)
-    dev = residual.device
-    return _remember(key, _Plan(get_context(dev), hc, d, INPUT_EMBED if residual.dim() == 2 else INPUT_RESIDUAL,
-                                dev))
+    plan = _Plan(_tokens(t), hc, d, residual.device, INPUT_EMBED if residual.dim() == 2 else INPUT_RESIDUAL)
+    if plan.stream_index is not None and t > 0:
+        plan.workspace = plan.ctx.hc_pre_workspace_bytes(t, hc, d, *consts)
+    return _remember(key, plan)
 
 
 def hc_pre(residual: Tensor, fn: Tensor, scale: Tensor, base: Tensor, norm_weight: Optional[Tensor],
            out: Optional[Tuple[Tensor, Tensor, Tensor]], consts: tuple) -> Tuple[Tensor, Tensor, Tensor]:
     """(y, post, comb) of hc_pre, into out when given. consts: (sinkhorn_iters, hc_eps, rms_eps, norm_eps,
     post_mult)."""
-    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
-        raise TypeError("out: expected a tuple (y, post, comb)")
-    plan = _pre_plan(residual, fn, scale, base, norm_weight, out, consts)
-    t = _tokens(residual.shape[0])
-    hc, d = plan.hc, plan.d
+    w = norm_weight
+    key = (0, residual.shape, residual.dtype, residual.device, fn.shape, fn.dtype, fn.device, scale.shape,
+           scale.dtype, scale.device, base.shape, base.dtype, base.device,
+           None if w is None else (w.shape, w.dtype, w.device), consts, _typed(consts),
+           None if out is None else tuple((o.shape, o.dtype, o.device) for o in out))
+    plan = _plans.get(key) or _pre_plan(key, residual, fn, scale, base, w, out, consts)
+    t, hc, d, dev = plan.t, plan.hc, plan.d, plan.device
     if out is None:
-        dev = plan.device
-        y = _empty((t, d), dtype=_BF16, device=dev)
-        post = _empty((t, hc), dtype=_F32, device=dev)
-        comb = _empty((t, hc, hc), dtype=_F32, device=dev)
+        y = _empty(t, d, dtype=_BF16, device=dev)
+        post = _empty(t, hc, dtype=_F32, device=dev)
+        comb = _empty(t, hc, hc, dtype=_F32, device=dev)
     else:
         y, post, comb = out
-        if y.shape[0] != t or post.shape[0] != t or comb.shape[0] != t:
-            check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb)  # raises naming the buffer
-    tensors = (residual, fn, scale, base, norm_weight, y, post, comb)
     if not (residual.is_contiguous() and fn.is_contiguous() and scale.is_contiguous() and base.is_contiguous()
-            and (norm_weight is None or norm_weight.is_contiguous()) and y.is_contiguous()
-            and post.is_contiguous() and comb.is_contiguous()):
-        _layout_error(_PRE_NAMES, tensors)
+            and (w is None or w.is_contiguous()) and y.is_contiguous() and post.is_contiguous()
+            and comb.is_contiguous()):
+        _layout_error(_PRE_NAMES, (residual, fn, scale, base, w, y, post, comb))
     if t == 0:
         return y, post, comb
-    rp, fp, wp, yp = residual.data_ptr(), fn.data_ptr(), _ptr(norm_weight), y.data_ptr()
-    if plan.stream_index is not None and (rp | fp | wp | yp) & 15:
-        _layout_error(_PRE_NAMES, tensors)
-    ctx = plan.ctx
-    ws, ws_bytes = _workspace(plan, t, lambda n: ctx.hc_pre_workspace_bytes(n, hc, d, *consts))
-    ctx.hc_pre(t, hc, d, rp, fp, scale.data_ptr(), base.data_ptr(), wp, yp, post.data_ptr(), comb.data_ptr(),
-               _stream(plan), _ptr(ws), ws_bytes, *consts, plan.input)
+    rp, fp, wp, yp = residual.data_ptr(), fn.data_ptr(), 0 if w is None else w.data_ptr(), y.data_ptr()
+    index = plan.stream_index
+    if index is not None and (rp | fp | wp | yp) & 15:
+        _layout_error(_PRE_NAMES, (residual, fn, scale, base, w, y, post, comb))
+    ws_bytes = plan.workspace
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
+    plan.ctx.hc_pre(t, hc, d, rp, fp, scale.data_ptr(), base.data_ptr(), wp, yp, post.data_ptr(), comb.data_ptr(),
+                    None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                    *consts, plan.input)
     return y, post, comb
 
 
@@ -283,28 +256,30 @@ def hc_pre(residual: Tensor, fn: Tensor, scale: Tensor, base: Tensor, norm_weigh
 _POST_NAMES = ("x", "residual", "post", "comb", "out")
 
 
+def _post_plan(key, x, residual, post, comb, out) -> _Plan:
+    t, hc, d = check_post(x, residual, post, comb, out)
+    return _remember(key, _Plan(_tokens(t), hc, d, residual.device))
+
+
 def hc_post(x: Tensor, residual: Tensor, post: Tensor, comb: Tensor, out: Optional[Tensor]) -> Tensor:
     """new_residual of the post step, into out (may be residual itself) when given."""
-    key = ("post", _sig(x), _sig(residual), _sig(post), _sig(comb), _sig(out))
-    plan = _plans.get(key)
-    if plan is None:
-        _, hc, d = check_post(x, residual, post, comb, out)
-        plan = _remember(key, _Plan(get_context(residual.device), hc, d, INPUT_RESIDUAL, residual.device))
-    t = _tokens(residual.shape[0])
-    if x.shape[0] != t or post.shape[0] != t or comb.shape[0] != t or (out is not None and out.shape[0] != t):
-        check_post(x, residual, post, comb, out)  # raises naming the argument
+    key = (1, x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, post.shape, post.dtype,
+           post.device, comb.shape, comb.dtype, comb.device, None if out is None else (out.shape, out.dtype, out.device))
+    plan = _plans.get(key) or _post_plan(key, x, residual, post, comb, out)
+    t = plan.t
     if out is None:
-        out = _empty((t, plan.hc, plan.d), dtype=_BF16, device=plan.device)
-    tensors = (x, residual, post, comb, out)
+        out = _empty(t, plan.hc, plan.d, dtype=_BF16, device=plan.device)
     if not (x.is_contiguous() and residual.is_contiguous() and post.is_contiguous() and comb.is_contiguous()
             and out.is_contiguous()):
-        _layout_error(_POST_NAMES, tensors)
+        _layout_error(_POST_NAMES, (x, residual, post, comb, out))
     if t == 0:
         return out
     xp, rp, op = x.data_ptr(), residual.data_ptr(), out.data_ptr()
-    if plan.stream_index is not None and (xp | rp | op) & 15:
-        _layout_error(_POST_NAMES, tensors)
-    plan.ctx.hc_post(t, plan.hc, plan.d, xp, rp, post.data_ptr(), comb.data_ptr(), op, _stream(plan))
+    index = plan.stream_index
+    if index is not None and (xp | rp | op) & 15:
+        _layout_error(_POST_NAMES, (x, residual, post, comb, out))
+    plan.ctx.hc_post(t, plan.hc, plan.d, xp, rp, post.data_ptr(), comb.data_ptr(), op,
+                     None if index is None else _raw_stream(index))
     return out
 
 
@@ -314,52 +289,69 @@ _POST_PRE_NAMES = ("x", "residual", "prev_post", "prev_comb", "fn", "scale", "ba
                    "out[0] (y)", "out[1] (post)", "out[2] (comb)")
 
 
+def _post_pre_plan(key, x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, out,
+                   consts) -> _Plan:
+    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
+        raise TypeError("out: expected a tuple (y, post, comb)")
+    _checks.constants(*consts)
+    t, hc, d = check_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight)
+    dev = residual.device
+    if new_residual is not None:
+        check_new_residual(new_residual, t, hc, d, dev)
+    if out is not None:
+        check_pre_buffers(*out, t, hc, d, dev)
+    plan = _Plan(_tokens(t), hc, d, dev)
+    if plan.stream_index is not None and t > 0:
+        plan.workspace = plan.ctx.hc_pre_workspace_bytes(t, hc, d, *consts)
+    return _remember(key, plan)
+
+
 def hc_post_pre(x: Tensor, residual: Tensor, prev_post: Tensor, prev_comb: Tensor, fn: Tensor, scale: Tensor,
                 base: Tensor, norm_weight: Optional[Tensor], new_residual: Optional[Tensor],
                 out: Optional[Tuple[Tensor, Tensor, Tensor]], consts: tuple) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """(new_residual, y, post, comb) of the sublayer boundary, into the given buffers."""
-    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
-        raise TypeError("out: expected a tuple (y, post, comb)")
-    key = ("post_pre", _sig(x), _sig(residual), _sig(prev_post), _sig(prev_comb), _param_sig(fn), _param_sig(scale),
-           _param_sig(base), _param_sig(norm_weight), _consts_sig(consts), _sig(new_residual),
-           None if out is None else tuple(_sig(o) for o in out))
-    plan = _plans.get(key)
-    full = plan is None
-    if full:
-        _checks.constants(*consts)
-        _, hc, d = check_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight)
-        plan = _remember(key, _Plan(get_context(residual.device), hc, d, INPUT_RESIDUAL, residual.device))
-    t = _tokens(residual.shape[0])
-    hc, d, dev = plan.hc, plan.d, plan.device
-    if new_residual is None:
-        new_residual = _empty((t, hc, d), dtype=_BF16, device=dev)
+    w, nr = norm_weight, new_residual
+    key = (2, x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, prev_post.shape,
+           prev_post.dtype, prev_post.device, prev_comb.shape, prev_comb.dtype, prev_comb.device, fn.shape, fn.dtype,
+           fn.device, scale.shape, scale.dtype, scale.device, base.shape, base.dtype, base.device,
+           None if w is None else (w.shape, w.dtype, w.device), consts, _typed(consts),
+           None if nr is None else (nr.shape, nr.dtype, nr.device),
+           None if out is None else tuple((o.shape, o.dtype, o.device) for o in out))
+    plan = _plans.get(key) or _post_pre_plan(key, x, residual, prev_post, prev_comb, fn, scale, base, w, nr, out,
+                                             consts)
+    t, hc, d, dev = plan.t, plan.hc, plan.d, plan.device
+    if nr is None:
+        nr = _empty(t, hc, d, dtype=_BF16, device=dev)
     if out is None:
-        y = _empty((t, d), dtype=_BF16, device=dev)
-        post = _empty((t, hc), dtype=_F32, device=dev)
-        comb = _empty((t, hc, hc), dtype=_F32, device=dev)
+        y = _empty(t, d, dtype=_BF16, device=dev)
+        post = _empty(t, hc, dtype=_F32, device=dev)
+        comb = _empty(t, hc, hc, dtype=_F32, device=dev)
     else:
         y, post, comb = out
-    if full or x.shape[0] != t or prev_post.shape[0] != t or prev_comb.shape[0] != t or \
-            new_residual.shape[0] != t or y.shape[0] != t or post.shape[0] != t or comb.shape[0] != t:
-        check_post_pre_out(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, y, post,
-                           comb)
-    tensors = (x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, y, post, comb)
-    if not all(v is None or v.is_contiguous() for v in tensors):
+    tensors = (x, residual, prev_post, prev_comb, fn, scale, base, w, nr, y, post, comb)
+    if not (x.is_contiguous() and residual.is_contiguous() and prev_post.is_contiguous()
+            and prev_comb.is_contiguous() and fn.is_contiguous() and scale.is_contiguous() and base.is_contiguous()
+            and (w is None or w.is_contiguous()) and nr.is_contiguous() and y.is_contiguous()
+            and post.is_contiguous() and comb.is_contiguous()):
         _layout_error(_POST_PRE_NAMES, tensors)
     if t == 0:
-        return new_residual, y, post, comb
-    ptrs = [_ptr(v) for v in tensors]
+        return nr, y, post, comb
+    xp, rp, ppp, pcp, fp = x.data_ptr(), residual.data_ptr(), prev_post.data_ptr(), prev_comb.data_ptr(), fn.data_ptr()
+    wp, nrp, yp, pp, cp = 0 if w is None else w.data_ptr(), nr.data_ptr(), y.data_ptr(), post.data_ptr(), comb.data_ptr()
     # The step reads the previous gates while it writes the new ones.
-    if ptrs[2] == ptrs[10]:
+    if ppp == pp:
         raise ValueError("prev_post: must not be the buffer the new gates are written to (out)")
-    if ptrs[3] == ptrs[11]:
+    if pcp == cp:
         raise ValueError("prev_comb: must not be the buffer the new gates are written to (out)")
-    if plan.stream_index is not None and (ptrs[0] | ptrs[1] | ptrs[4] | ptrs[7] | ptrs[8] | ptrs[9]) & 15:
+    index = plan.stream_index
+    if index is not None and (xp | rp | fp | wp | nrp | yp) & 15:
         _layout_error(_POST_PRE_NAMES, tensors)
-    ctx = plan.ctx
-    ws, ws_bytes = _workspace(plan, t, lambda n: ctx.hc_pre_workspace_bytes(n, hc, d, *consts))
-    ctx.hc_post_pre(t, hc, d, *ptrs, _stream(plan), _ptr(ws), ws_bytes, *consts)
-    return new_residual, y, post, comb
+    ws_bytes = plan.workspace
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
+    plan.ctx.hc_post_pre(t, hc, d, xp, rp, ppp, pcp, fp, scale.data_ptr(), base.data_ptr(), wp, nrp, yp, pp, cp,
+                         None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                         *consts)
+    return nr, y, post, comb
 
 
 # ---- hc_head ------------------------------------------------------------------------------------
@@ -367,32 +359,37 @@ def hc_post_pre(x: Tensor, residual: Tensor, prev_post: Tensor, prev_comb: Tenso
 _HEAD_NAMES = ("residual", "head_fn", "head_scale", "head_base", "out")
 
 
+def _head_plan(key, residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out) -> _Plan:
+    t, hc, d = check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
+    plan = _Plan(_tokens(t), hc, d, residual.device)
+    if plan.stream_index is not None and t > 0:
+        # The one-pass head (CUDA, large T) needs scratch: from the caller's allocator, on its stream.
+        plan.workspace = plan.ctx.hc_head_workspace_bytes(t, hc, d, hc_eps, rms_eps)
+    return _remember(key, plan)
+
+
 def hc_head(residual: Tensor, head_fn: Tensor, head_scale: Tensor, head_base: Tensor, hc_eps: float, rms_eps: float,
             out: Optional[Tensor]) -> Tensor:
     """y (T, D) of the mHC head, into out when given."""
-    key = ("head", _sig(residual), _param_sig(head_fn), _param_sig(head_scale), _param_sig(head_base),
-           _consts_sig((hc_eps, rms_eps)), _sig(out))
-    plan = _plans.get(key)
-    if plan is None:
-        _, hc, d = check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
-        plan = _remember(key, _Plan(get_context(residual.device), hc, d, INPUT_RESIDUAL, residual.device))
-    t = _tokens(residual.shape[0])
+    key = (3, residual.shape, residual.dtype, residual.device, head_fn.shape, head_fn.dtype, head_fn.device,
+           head_scale.shape, head_scale.dtype, head_scale.device, head_base.shape, head_base.dtype, head_base.device,
+           hc_eps, rms_eps, type(hc_eps), type(rms_eps), None if out is None else (out.shape, out.dtype, out.device))
+    plan = _plans.get(key) or _head_plan(key, residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
+    t = plan.t
     if out is None:
-        out = _empty((t, plan.d), dtype=_BF16, device=plan.device)
-    elif out.shape[0] != t:
-        check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
-    tensors = (residual, head_fn, head_scale, head_base, out)
+        out = _empty(t, plan.d, dtype=_BF16, device=plan.device)
     if not (residual.is_contiguous() and head_fn.is_contiguous() and head_scale.is_contiguous()
             and head_base.is_contiguous() and out.is_contiguous()):
-        _layout_error(_HEAD_NAMES, tensors)
+        _layout_error(_HEAD_NAMES, (residual, head_fn, head_scale, head_base, out))
     if t == 0:
         return out
     rp, fp, op = residual.data_ptr(), head_fn.data_ptr(), out.data_ptr()
-    if plan.stream_index is not None and (rp | fp | op) & 15:
-        _layout_error(_HEAD_NAMES, tensors)
-    ctx, hc, d = plan.ctx, plan.hc, plan.d
-    # The one-pass head (CUDA, large T) needs scratch: from the caller's allocator, on its stream.
-    ws, ws_bytes = _workspace(plan, t, lambda n: ctx.hc_head_workspace_bytes(n, hc, d, hc_eps, rms_eps))
-    ctx.hc_head(t, hc, d, rp, fp, head_scale.data_ptr(), head_base.data_ptr(), op, _stream(plan), _ptr(ws), ws_bytes,
-                hc_eps, rms_eps)
+    index = plan.stream_index
+    if index is not None and (rp | fp | op) & 15:
+        _layout_error(_HEAD_NAMES, (residual, head_fn, head_scale, head_base, out))
+    ws_bytes = plan.workspace
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=plan.device) if ws_bytes else None
+    plan.ctx.hc_head(t, plan.hc, plan.d, rp, fp, head_scale.data_ptr(), head_base.data_ptr(), op,
+                     None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                     hc_eps, rms_eps)
     return out
