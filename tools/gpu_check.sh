@@ -37,7 +37,7 @@ case " $STEPS " in *" build "*)
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_BENCH=OFF \
     -DPython_EXECUTABLE="$(command -v "$PY")" >>"$OUT/build.log" 2>&1 &&
     cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-  rm -rf "$PKG" && mkdir -p "$PKG/hcwarm" && cp python/hcwarm/*.py build/python/_core*.so "$PKG/hcwarm/"
+  rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/hcwarm "$PKG/" && cp build/python/_core*.so "$PKG/hcwarm/"
   log built ;;
 esac
 case " $STEPS " in *" tests "*|*" ctest "*)

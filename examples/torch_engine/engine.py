@@ -13,11 +13,13 @@ graph per decode batch size (one shared memory pool); (c) graph replay must equa
 eager forward bit for bit; (d) a seeded mixed trace through continuous batching: eager
 chunked-prefill steps, and decode steps padded to the nearest captured batch size and
 replayed; (e) a step-latency table, compiles after ready (must be 0), --json.
-Exit code 0 when every check passes, 1 otherwise.
+Exit code 0 when every check passes, 1 otherwise. --via sglang|vllm makes the same calls through
+that engine's adapters (hcwarm.integrations: the engine's function names, arguments and shapes).
 
 Run (one H200):
     python3 examples/torch_engine/engine.py --model dsv4-flash --json engine-flash.json
     python3 examples/torch_engine/engine.py --model dsv4-pro --check-capture-error
+    python3 examples/torch_engine/engine.py --via vllm
 """
 import argparse
 import datetime
@@ -35,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import hcwarm
+from mhc_calls import VIA
 
 VOCAB = 1024
 MLP_WIDTH = 256              # stand-in sublayer width: small, so the mHC ops stay visible in step times
@@ -80,11 +83,11 @@ class MhcStack(nn.Module):
     sublayer boundary, hc_post after the last sublayer, hc_head; returns (T, D) bf16 (what the final
     RMSNorm and the LM head would take)."""
 
-    def __init__(self, hidden, hc, layers, seed, hc_kwargs):
+    def __init__(self, hidden, hc, layers, seed, calls):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)  # CPU generator: same weights on any device
         self.hc = hc
-        self.hc_kwargs = hc_kwargs
+        self.calls = calls  # how the mHC ops are called: mhc_calls.Direct, ViaSGLang or ViaVLLM
         self.register_buffer("embed", torch.randn(VOCAB, hidden, generator=gen).to(torch.bfloat16))
         self.layers = nn.ModuleList(DecoderLayer(hidden, hc, gen) for _ in range(layers))
         self.register_buffer("head_fn", torch.randn(hc, hc * hidden, generator=gen) * 0.02)
@@ -92,19 +95,13 @@ class MhcStack(nn.Module):
         self.register_buffer("head_base", torch.randn(hc, generator=gen) * 0.1)
 
     def forward(self, ids):
-        kw = self.hc_kwargs
+        calls = self.calls
         subs = [s for layer in self.layers for s in (layer.attn, layer.ffn)]
-        emb = self.embed[ids]
-        # first layer: hc_pre reads the embedding (T, D) itself; the post step after it needs the streams
-        y, post, comb = hcwarm.hc_pre(emb, *subs[0].pre_params(), **kw)
-        residual = emb.unsqueeze(1).expand(-1, self.hc, -1).contiguous()
+        residual, y, post, comb = calls.first(self.embed[ids], *subs[0].pre_params())
         for sub, nxt in zip(subs, subs[1:]):
-            # one call per boundary: this sublayer's post step, in place, then the next one's pre step
-            residual, y, post, comb = hcwarm.hc_post_pre(sub(y), residual, post, comb, *nxt.pre_params(),
-                                                         new_residual=residual, **kw)
-        residual = hcwarm.hc_post(subs[-1](y), residual, post, comb, out=residual)
-        return hcwarm.hc_head(residual, self.head_fn, self.head_scale, self.head_base, hc_eps=kw["hc_eps"],
-                              rms_eps=kw["rms_eps"])
+            residual, y, post, comb = calls.boundary(sub(y), residual, post, comb, *nxt.pre_params())
+        residual = calls.last(subs[-1](y), residual, post, comb)
+        return calls.head(residual, self.head_fn, self.head_scale, self.head_base)
 
 
 # ---------------------------------------------------------------- CUDA graphs
@@ -299,6 +296,8 @@ def parse_args():
     p.add_argument("--json", metavar="OUT", help="write the results here")
     p.add_argument("--check-capture-error", action="store_true",
                    help="first show that capturing an unwarmed hc_pre raises hcwarm.NotWarmedError")
+    p.add_argument("--via", choices=["sglang", "vllm"],
+                   help="make the model's mHC calls through that engine's adapters (hcwarm.integrations)")
     return p.parse_args()
 
 
@@ -336,7 +335,9 @@ def main():
 
     hc_kwargs = {"sinkhorn_iters": cfg["hc_sinkhorn_iters"], "hc_eps": cfg["hc_eps"],
                  "rms_eps": cfg["rms_norm_eps"], "norm_eps": cfg["rms_norm_eps"]}  # the same values prewarm used
-    model = MhcStack(hidden, hc, args.layers, args.seed, hc_kwargs).to(dev)
+    model = MhcStack(hidden, hc, args.layers, args.seed, VIA[args.via](hc, hc_kwargs)).to(dev)
+    if args.via:
+        print(f"mHC calls: through hcwarm.integrations.{args.via} (that engine's functions and shapes)")
     gen = torch.Generator(device=dev).manual_seed(args.seed)
 
     # (b) capture; a NotWarmedError here means prewarm missed a bucket (torch.cuda.graph may wrap it)
