@@ -3,8 +3,9 @@
 For every op form an engine calls (hc_pre with and without the norm weight and on the first
 layer's embedding, hc_post, hc_post_pre, hc_head), through hcwarm.* and torch.ops.hcwarm.*,
 on the model's shapes at --call-tokens tokens:
-  first   host time of the first call after prewarm(), in a fresh process per form and route
-          (and of its 100th call there), with torch.add's 1st and 100th beside it;
+  first   host time of the first call after prewarm(), in a fresh process per form and route that
+          made the model's tensors first, as an engine does (and of its 100th call there); torch.add's
+          first and 100th call in the same position, for reference;
   host    mean host time per call of --host-calls back-to-back calls (no sync inside the loop),
           with torch.add on a small CUDA tensor measured the same way;
   eager   device time per call of queued calls (the GPU held by torch.cuda._sleep while the host
@@ -141,38 +142,33 @@ def graph_device_us(call, n, dev, repeats=5):
 
 
 def first_call_child(model, chunk, tokens, form, route, dev):
-    """In a fresh process: prewarm, then the host time of calls 1..100 of one form and route."""
+    """In a fresh process, as an engine starts: the model's tensors, then prewarm(), then the host time
+    of calls 1..100 of one form and route (form "torch.add": torch.add's, for reference)."""
     dev = torch.device(dev)
     torch.cuda.set_device(dev)
-    hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev)
     i = Inputs(model, tokens, dev)
-    add = torch_add_call(dev)
-    call = make_call(form, route, i)
+    call = torch_add_call(dev) if form == "torch.add" else make_call(form, route, i)
+    hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
     torch.cuda.synchronize()
-    times, add_times = [], []
+    times = []
     for _ in range(100):
         t0 = time.perf_counter()
         call()
-        t1 = time.perf_counter()
-        add()
-        t2 = time.perf_counter()
-        times.append((t1 - t0) * 1e6)
-        add_times.append((t2 - t1) * 1e6)
+        times.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     return {"form": form, "route": route, "first_us": times[0], "call100_us": times[99],
-            "median_2_100_us": statistics.median(times[1:]), "add_first_us": add_times[0],
-            "add100_us": add_times[99], "compiles_after_ready": hcwarm.compiles_after_ready(dev),
+            "median_2_100_us": statistics.median(times[1:]), "compiles_after_ready": hcwarm.compiles_after_ready(dev),
             "first_calls_pending": getattr(hcwarm, "first_calls_pending", lambda: None)()}
 
 
 def run(args, dev):
     """The calls table: first call per form and route (fresh processes), then host, eager and graph."""
     model, chunk, tokens = args.call_model, args.call_chunk, args.call_tokens
-    report = hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev)  # fills the disk cache for the children
+    # Both norm forms, so that every form's kernel is warm; fills the disk cache for the children.
+    report = hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
     print(f"prewarm {model}: {report.keys} keys, compiled {report.compiled}, {report.seconds:.2f} s")
     first = []
-    for form in FORMS:
-        for route in ROUTES:
+    for form, route in [("torch.add", "torch")] + [(f, r) for f in FORMS for r in ROUTES]:
             cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
                    "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
                    "--device", str(dev)]
@@ -181,8 +177,7 @@ def run(args, dev):
                 raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
             first.append(json.loads(p.stdout.strip().splitlines()[-1]))
             f = first[-1]
-            print(f"first call {form:<17} {route:<9} {f['first_us']:9.1f} us, 100th {f['call100_us']:7.1f} us "
-                  f"(torch.add {f['add_first_us']:.1f} / {f['add100_us']:.1f})")
+            print(f"first call {form:<17} {route:<9} {f['first_us']:9.1f} us, 100th {f['call100_us']:7.1f} us")
     i = Inputs(model, tokens, dev)
     add_host = host_us(torch_add_call(dev), args.host_calls)
     rows = []
@@ -201,7 +196,9 @@ def run(args, dev):
 def print_table(calls):
     add = calls["torch_add_host_us"]
     firsts = {(f["form"], f["route"]): f for f in calls["first_call"]}
-    print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us; "
+    ref = firsts[("torch.add", "torch")]
+    print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us, its first call "
+          f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us; "
           f"compiles after ready {calls['compiles_after_ready']}")
     print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'host us':>8} "
           f"{'x add':>6} {'eager us':>9} {'graph us':>9}")
