@@ -23,122 +23,26 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, List, Optional, Tuple
 
-from . import _checks, _core, _numpy_ops
+from . import _core, _first_call, _ops
 from ._context import get_context, parse_device
+from ._plan import Plan, plan, request_args as _request_args, token_count_representatives  # noqa: F401
 from ._core import (CompileError, HcwarmError, InvalidArgumentError, NotWarmedError,  # noqa: F401
                     UnavailableError, WaitTimeoutError, cuda_device_present)
 
 __version__ = _core.__version__
 
-try:  # PyTorch is optional; with it, the ops are registered as torch.ops.hcwarm.*
-    import torch as _torch
-except ImportError:  # pragma: no cover - depends on the environment
-    _torch = None
+from ._ops import (HC_EPS, POST_MULT, RMS_EPS, SINKHORN_ITERS, hc_head, hc_post, hc_post_pre,  # noqa: F401
+                   hc_pre)
 
-if _torch is not None:
-    from . import _torch_ops  # noqa: F401  (registers the custom ops)
-
-has_torch = _torch is not None
+has_torch = _ops._torch is not None
 
 __all__ = [
-    "hc_pre", "hc_post", "hc_post_pre", "hc_head", "prewarm", "check_coverage", "CoverageReport", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
+    "hc_pre", "hc_post", "hc_post_pre", "hc_head", "prewarm", "first_calls_pending", "check_coverage", "CoverageReport", "compiles_after_ready", "stats", "model_config", "PrewarmReport",
+    "background_compiles_after_ready", "plan", "Plan", "token_count_representatives",
     "get_context", "HcwarmError", "InvalidArgumentError", "NotWarmedError", "CompileError", "UnavailableError",
     "WaitTimeoutError",
     "cuda_device_present", "has_torch", "__version__",
 ]
-
-# DeepSeek V4's constants (both sizes); hc_pre's keyword defaults.
-SINKHORN_ITERS = 20
-HC_EPS = 1e-6
-RMS_EPS = 1e-6
-POST_MULT = 2.0
-
-
-def _is_tensor(x: Any) -> bool:
-    return _torch is not None and isinstance(x, _torch.Tensor)
-
-
-def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_iters: int = SINKHORN_ITERS,
-           hc_eps: float = HC_EPS, rms_eps: float = RMS_EPS, norm_eps: float = RMS_EPS,
-           post_mult: float = POST_MULT):
-    """The mHC pre step: (y, post, comb) from residual (T, hc, D) bf16, fn (hc*(2+hc), hc*D) f32,
-    scale (3,) f32, base (hc*(2+hc),) f32 and, when given, the sublayer's RMSNorm weight (D,) bf16
-    fused into y. The first layer passes its token embedding (T, D) bf16 as residual: it stands for
-    hc identical streams (hc from fn's columns), read once, with the results of hc_pre on the hc
-    copies. out=(y, post, comb) writes the caller's buffers ((T, D) bf16, (T, hc) f32,
-    (T, hc, hc) f32) and returns them. Any T >= 0. Bad arguments raise TypeError / ValueError
-    naming the argument, before anything is written."""
-    if _is_tensor(residual):
-        ops = _torch.ops.hcwarm
-        if out is None:
-            return ops.hc_pre(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps,
-                              post_mult)
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise TypeError("out: expected a tuple (y, post, comb)")
-        ops.hc_pre_out(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult,
-                       out[0], out[1], out[2])
-        return tuple(out)
-    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
-    return _numpy_ops.hc_pre(residual, fn, scale, base, norm_weight, out, consts)
-
-
-def hc_post(x, residual, post, comb, *, out=None):
-    """The mHC post step: new_residual[t, j] = post[t, j] * x[t] + sum_i comb[t, i, j] * residual[t, i],
-    from x (T, D) bf16 (the sublayer's output), residual (T, hc, D) bf16, post (T, hc) f32 and comb
-    (T, hc, hc) f32. out (T, hc, D) bf16 may be residual itself (in place)."""
-    if _is_tensor(residual):
-        ops = _torch.ops.hcwarm
-        if out is None:
-            return ops.hc_post(x, residual, post, comb)
-        ops.hc_post_out(x, residual, post, comb, out)
-        return out
-    return _numpy_ops.hc_post(x, residual, post, comb, out)
-
-
-def hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight=None, *, new_residual=None,
-                out=None, sinkhorn_iters: int = SINKHORN_ITERS, hc_eps: float = HC_EPS, rms_eps: float = RMS_EPS,
-                norm_eps: float = RMS_EPS, post_mult: float = POST_MULT):
-    """The sublayer boundary, hc_post then the next hc_pre in one call: from the previous sublayer's
-    output x (T, D) bf16, the residual (T, hc, D) bf16 and the previous hc_pre's prev_post (T, hc) /
-    prev_comb (T, hc, hc) f32, new_residual = hc_post(x, residual, prev_post, prev_comb) (bf16), then
-    hc_pre(new_residual, fn, scale, base, norm_weight) with the next sublayer's parameters. Returns
-    (new_residual, y, post, comb). new_residual= writes the caller's (T, hc, D) buffer, which may be
-    residual itself (in place); out=(y, post, comb) as in hc_pre. prev_post/prev_comb must not be
-    the out buffers. The results are those of the two calls (both bf16 roundings)."""
-    if _is_tensor(residual):
-        ops = _torch.ops.hcwarm
-        consts = (sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
-        if new_residual is None and out is None:
-            return ops.hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, *consts)
-        if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 3):
-            raise TypeError("out: expected a tuple (y, post, comb)")
-        if new_residual is None:
-            new_residual = _torch.empty_like(residual, memory_format=_torch.contiguous_format)
-        if out is None:
-            out = _torch_ops.pre_outputs_like(residual)
-        ops.hc_post_pre_out(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, *consts, new_residual,
-                            out[0], out[1], out[2])
-        return (new_residual, *out)
-    consts = _checks.constants(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
-    return _numpy_ops.hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual, out,
-                                  consts)
-
-
-def hc_head(residual, head_fn, head_scale, head_base, *, out=None, hc_eps: float = HC_EPS,
-            rms_eps: float = RMS_EPS):
-    """The mHC head after the last layer: y (T, D) bf16 from residual (T, hc, D) bf16 with the model's
-    hc_head_fn (hc, hc*D) f32, hc_head_scale (1,) f32 and hc_head_base (hc,) f32 (no Sinkhorn):
-    y = sum_i (sigmoid(rms(x) * (head_fn @ x)[i] * head_scale + head_base[i]) + hc_eps) * residual[:, i].
-    y then goes through the model's final RMSNorm. out= writes the caller's (T, D) bf16 buffer."""
-    eps = (_checks.eps("hc_eps", hc_eps), _checks.eps("rms_eps", rms_eps))
-    if _is_tensor(residual):
-        ops = _torch.ops.hcwarm
-        if out is None:
-            return ops.hc_head(residual, head_fn, head_scale, head_base, *eps)
-        ops.hc_head_out(residual, head_fn, head_scale, head_base, *eps, out)
-        return out
-    return _numpy_ops.hc_head(residual, head_fn, head_scale, head_base, out, *eps)
-
 
 @dataclass
 class CoverageReport:
@@ -185,13 +89,15 @@ class PrewarmReport:
     max_num_tokens: int
     num_sms: int
     token_counts: List[int] = field(default_factory=list)
-    skipped: str = ""  # why the mHC prewarm did not run ("" when it ran)
+    skipped: str = ""  # why the mHC prewarm did not run ("" when it ran): HCWARM_MHC_PREWARM=0, a generic variant
+    defaults: List[str] = field(default_factory=list)  # "field=value": config fields left out, the default used
     compiled_keys: List[str] = field(default_factory=list)  # keys this process compiled (its shard, then any misses)
     ready_time: float = 0.0  # time.time() when the runtime was marked ready
     rank: int = 0            # in the group (0 without one)
     world_size: int = 1
     shard_keys: List[str] = field(default_factory=list)  # with a group: the keys this rank was to compile
     barrier_seconds: float = 0.0  # with a group: time spent in the barrier, waiting for the other ranks
+    first_calls: List[str] = field(default_factory=list)  # entry points prewarm called once (hcwarm.first_calls_pending)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -206,7 +112,8 @@ def _config_args(config: Any) -> Tuple[str, Optional[str]]:
 
 
 def model_config(config: Any) -> dict:
-    """The fields of a preset ("dsv4-flash", "dsv4-pro"), config.json path or config dict that hcwarm uses."""
+    """The fields of a preset ("dsv4-flash", "dsv4-pro"), config.json path or config dict that hcwarm uses,
+    and `defaults`: "field=value" for each field with a default that the config left out."""
     return _core.model_config(*_config_args(config))
 
 
@@ -220,7 +127,10 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
     divided by dp_size once when enable_dp_attention is set. fused_norm: warm calls with a norm
     weight (True, as DeepSeek V4's layers make them), without one (False), or both (None).
     context_settings (num_sms, strict_warmup, jit, jobs, variant, progress) configure the device's
-    context when this is the first call on it.
+    context when this is the first call on it. The mHC kernels are planned whatever the model's
+    attention; only HCWARM_MHC_PREWARM=0 or a generic variant skips them (the report's `skipped`).
+    Config fields left out are reported with the default used (`defaults`). plan() says what
+    this would build, without building it.
 
     group: a torch.distributed process group whose ranks prewarm together (torch is imported only
     then). Rank r of N first compiles planned keys r, r+N, r+2N, ... into the cache directory, then
@@ -229,18 +139,11 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
     compiled once in the group and no rank sits in a later collective while another compiles.
     Ranks that do not share one compile what they miss after the barrier, which is still correct.
     Every rank must call it with the same configuration."""
-    name, text = _config_args(config)
-    for arg, value in (("chunked_prefill_size", chunked_prefill_size), ("dp_size", dp_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise TypeError(f"{arg}: expected an int, got {type(value).__name__}")
-    if fused_norm not in (True, False, None):
-        raise TypeError(f"fused_norm: expected True, False or None, got {fused_norm!r}")
+    args = _request_args(config, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm)
     if cache_dir is not None:
         context_settings["cache_dir"] = os.fspath(cache_dir)
     kind, index = parse_device(device)
     ctx = get_context(f"{kind}:{index}", **context_settings)
-    args = (name, text, chunked_prefill_size, dp_size, bool(enable_dp_attention), fused_norm is not False,
-            fused_norm is not True)
     mark = ctx.event_count()
     group_fields: dict = {}
     if group is not None:
@@ -259,19 +162,36 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
             raise error
         group_fields = dict(rank=rank, world_size=world, shard_keys=shard, barrier_seconds=time.monotonic() - t0)
     d = ctx.prewarm(*args)
+    # The first call of every public op, here rather than in the first request (_first_call).
+    first_calls = _first_call.after_prewarm(ctx, kind, index, model_config(config), fused_norm)
     return PrewarmReport(device=f"{kind}:{index}", compiled_keys=ctx.compiled_keys_since(mark),
-                         ready_time=time.time(), **group_fields, **d)
+                         ready_time=time.time(), first_calls=first_calls, **group_fields, **d)
+
+
+def first_calls_pending() -> List[str]:
+    """Public entry points (hcwarm.hc_pre, torch.ops.hcwarm.hc_pre, ...) not yet called in this process:
+    empty after prewarm(), which calls each once so that no request pays a first call's one-time costs."""
+    return _first_call.pending()
 
 
 def compiles_after_ready(device: Any = None) -> int:
-    """Kernel compiles since the device's context became ready (0 when warmup covered every call)."""
+    """Kernel compiles since the device's context became ready in a call's own path: the call
+    waited for the compile (0 when warmup covered every call). The background worker's are
+    background_compiles_after_ready(); neither includes the other (docs/DESIGN.md, "Two counters")."""
     return get_context(device).compiles_after_ready()
 
 
+def background_compiles_after_ready(device: Any = None) -> int:
+    """Kernel compiles the background worker ran since the device's context became ready
+    (HCWARM_TIERED: no call waited, a generic kernel served meanwhile; 0 when warmup covered every call)."""
+    return get_context(device).background_compiles_after_ready()
+
+
 def stats(device: Any = None) -> dict:
-    """The device's JIT counters: compiled, loaded_from_disk, memory_hits, compiles_after_ready,
-    compile_seconds, failed; waited_for_compile and compile_wait_s (calls that blocked on a compile
-    and their total wait); served_by_generic (calls a generic kernel served while their
-    specialization compiled in the background, HCWARM_TIERED); background_compiled and
-    background_failed."""
+    """The device's JIT counters: compiled, loaded_from_disk, memory_hits; compiles_after_ready (in
+    calls' own path) and background_compiles_after_ready (in the background worker), each compile
+    after ready in exactly one; compile_seconds, failed; waited_for_compile and compile_wait_s
+    (calls that blocked on a compile and their total wait); served_by_generic (calls a generic
+    kernel served while their specialization compiled in the background, HCWARM_TIERED);
+    background_compiled and background_failed."""
     return get_context(device).stats()

@@ -27,6 +27,7 @@
 #include "mhc/hc_pre_op.hpp"
 #include "mhc/split_policy.hpp"
 #include "model/model_config.hpp"
+#include "model/server_args.hpp"
 #include "runtime/coverage_check.hpp"
 #include "runtime/op_context.hpp"
 
@@ -114,7 +115,28 @@ nb::dict config_dict(const model::ModelConfig& c) {
   d["num_hidden_layers"] = c.num_hidden_layers;
   d["num_nextn_predict_layers"] = c.num_nextn_predict_layers;
   d["sliding_window"] = c.sliding_window ? nb::cast(*c.sliding_window) : nb::none();
+  d["defaults"] = c.defaulted_fields;
   return d;
+}
+
+// The split buckets as (num_splits, min_tokens, max_tokens), by num_splits ascending.
+nb::list bucket_list(int64_t max_num_tokens, int64_t hc_hidden_size, int num_sms) {
+  nb::list out;
+  for (const mhc::SplitBucket& b : mhc::split_buckets(max_num_tokens, hc_hidden_size, num_sms)) {
+    out.append(nb::make_tuple(b.num_splits, b.min_tokens, b.max_tokens));
+  }
+  return out;
+}
+
+// The SM count a context created without num_sms plans with: on a CUDA device
+// (cuda_ordinal set) the device's, else HCWARM_NUM_SMS, else 132 (OpContextOptions::num_sms).
+int default_num_sms(std::optional<int> cuda_ordinal) {
+  const EnvConfig env = EnvConfig::from_environment();
+  model::ServerArgsInput in;
+  if (cuda_ordinal) {
+    if (const auto info = cuda::query_device(*cuda_ordinal, env.cuda_library)) in.device_num_sms = info->num_sms;
+  }
+  return model::ServerArgs::process(in, env.num_sms).num_sms;
 }
 
 class Context {
@@ -265,6 +287,36 @@ class Context {
     return distinct_keys(all_prewarm_specs(req)).first;
   }
 
+  // What prewarm() would plan for this request on this context, computed without
+  // building anything: the server arguments it plans with, the split buckets and
+  // their representatives, the keys (planned_keys) and the config's defaults.
+  nb::dict plan(const std::string& model, std::optional<std::string> config_json,
+                std::optional<int64_t> chunked_prefill_size, int dp_size, bool enable_dp_attention, bool fused_norm,
+                bool unfused_norm) {
+    const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
+                             unfused_norm);
+    model::ServerArgs server;
+    std::vector<std::string> keys;
+    {
+      nb::gil_scoped_release release;
+      server = ctx_->prewarm_server(req);
+      keys = distinct_keys(all_prewarm_specs(req)).first;
+    }
+    const int64_t k = req.model.hc_hidden_size();
+    nb::dict d;
+    d["model"] = req.model.name;
+    d["hidden_size"] = req.model.hidden_size;
+    d["hc_mult"] = req.model.hc_mult;
+    d["max_num_tokens"] = server.max_num_tokens();
+    d["num_sms"] = server.num_sms;
+    d["buckets"] = bucket_list(server.max_num_tokens(), k, server.num_sms);
+    d["representatives"] = mhc::representatives(server.max_num_tokens(), k, server.num_sms);
+    d["keys"] = keys;
+    d["defaults"] = req.model.defaulted_fields;
+    d["skipped"] = ctx_->prewarm_skipped();
+    return d;
+  }
+
   // A group rank's share of prewarm()'s keys: planned key i when i % world == rank,
   // built compile-only into the disk cache (nothing is loaded). Never throws for
   // a kernel that fails (prewarm() reports it), so that every rank reaches the
@@ -338,6 +390,7 @@ class Context {
     d["max_num_tokens"] = r.max_num_tokens;
     d["num_sms"] = r.num_sms;
     d["skipped"] = r.skipped;
+    d["defaults"] = r.defaults;
     return d;
   }
 
@@ -348,6 +401,7 @@ class Context {
     d["loaded_from_disk"] = s.loaded_from_disk;
     d["memory_hits"] = s.memory_hits;
     d["compiles_after_ready"] = s.compiles_after_ready;
+    d["background_compiles_after_ready"] = s.background_compiles_after_ready;
     d["compile_seconds"] = s.compile_seconds;
     d["failed"] = s.failed;
     d["waited_for_compile"] = s.waited_for_compile;
@@ -359,6 +413,7 @@ class Context {
   }
 
   int64_t compiles_after_ready() const { return ctx_->compiles_after_ready(); }
+  int64_t background_compiles_after_ready() const { return ctx_->background_compiles_after_ready(); }
   bool ready() const { return ctx_->jit().ready(); }
   void mark_ready() { ctx_->jit().mark_ready(); }
   std::string backend() const { return mhc::to_string(ctx_->backend()); }
@@ -474,6 +529,9 @@ NB_MODULE(_core, m) {
     return config_dict(resolve_config(preset_or_path, json_text));
   }, "preset_or_path"_a, "json_text"_a = nb::none());
   m.def("num_splits", &hcwarm::mhc::num_splits, "num_tokens"_a, "k"_a, "num_sms"_a);
+  m.def("split_buckets", &bucket_list, "max_num_tokens"_a, "hc_hidden_size"_a, "num_sms"_a);
+  m.def("representatives", &hcwarm::mhc::representatives, "max_num_tokens"_a, "hc_hidden_size"_a, "num_sms"_a);
+  m.def("default_num_sms", &default_num_sms, "cuda_ordinal"_a = nb::none());
   m.def("set_log_level", [](const std::string& level) { hcwarm::logger().set_level(spdlog::level::from_str(level)); },
         "level"_a);
 
@@ -493,11 +551,13 @@ NB_MODULE(_core, m) {
       .def("check_coverage", &Context::check_coverage, "fused_norm"_a = true)
       .def("prewarm", &Context::prewarm)
       .def("planned_keys", &Context::planned_keys)
+      .def("plan", &Context::plan)
       .def("prewarm_shard", &Context::prewarm_shard)
       .def("event_count", &Context::event_count)
       .def("compiled_keys_since", &Context::compiled_keys_since)
       .def("stats", &Context::stats)
       .def("compiles_after_ready", &Context::compiles_after_ready)
+      .def("background_compiles_after_ready", &Context::background_compiles_after_ready)
       .def("mark_ready", &Context::mark_ready)
       .def_prop_ro("ready", &Context::ready)
       .def_prop_ro("backend", &Context::backend)

@@ -265,8 +265,7 @@ void JitRuntime::guard_serving_compile(const KernelSpec& spec, const std::string
   if (!ready_) return;
   {
     std::lock_guard lock(stats_mu_);
-    ++stats_.compiles_after_ready;
-    if (background) ++stats_.background_after_ready;
+    ++(background ? stats_.background_compiles_after_ready : stats_.compiles_after_ready);
   }
   if (opts_.strict_warmup) {
     HCWARM_THROW(ErrorKind::Internal,

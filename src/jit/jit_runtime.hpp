@@ -99,6 +99,8 @@ struct CompileStats {
   int64_t compiled = 0;
   int64_t loaded_from_disk = 0;
   int64_t memory_hits = 0;
+  // Compiles after mark_ready() in a call's own path: the call waited for (or
+  // triggered) the compile. The background worker's are counted apart, below.
   int64_t compiles_after_ready = 0;
   double compile_seconds = 0;  // time inside the compilers
   int64_t failed = 0;          // requests that threw
@@ -110,8 +112,8 @@ struct CompileStats {
   int64_t served_by_generic = 0;    // calls served generically while their specialization was pending
   int64_t background_compiled = 0;  // compiles the background worker ran
   int64_t background_failed = 0;    // background compiles that failed (logged once per key)
-  // Of compiles_after_ready (which counts both), those in the background worker.
-  int64_t background_after_ready = 0;
+  // Compiles the background worker ran after mark_ready() (no call waited for them).
+  int64_t background_compiles_after_ready = 0;
 };
 
 // Turns a verified binary into a LoadedModule. backends/cuda supplies the CUDA one.

@@ -17,7 +17,7 @@ nlohmann::json to_json(const CompileStats& s) {
           {"served_by_generic", s.served_by_generic},
           {"background_compiled", s.background_compiled},
           {"background_failed", s.background_failed},
-          {"background_after_ready", s.background_after_ready}};
+          {"background_compiles_after_ready", s.background_compiles_after_ready}};
 }
 
 nlohmann::json to_json(const CompileEvent& e) {

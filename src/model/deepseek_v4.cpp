@@ -8,9 +8,14 @@
 
 namespace hcwarm::model {
 
-std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env) {
+std::string mhc_prewarm_skip_reason(bool fast_path, const EnvConfig& env) {
   if (!env.mhc_prewarm) return "disabled by HCWARM_MHC_PREWARM=0";
   if (!fast_path) return "hc_pre does not use the fast (JIT-specialized) path";
+  return {};
+}
+
+std::string mhc_hook_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env) {
+  if (std::string why = mhc_prewarm_skip_reason(fast_path, env); !why.empty()) return why;
   if (!config.is_hybrid_swa()) return "the model does not use hybrid sliding-window attention";
   return {};
 }
@@ -37,7 +42,7 @@ DeepseekV4ForCausalLM::DeepseekV4ForCausalLM(const ModelConfig& config, const Mo
 std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const ModelConfig& config,
                                           const mhc::HcPreOp& hc_pre, RunnerView& runner,
                                           const std::function<std::vector<int64_t>(int64_t, Device&)>& prewarm) {
-  if (const std::string why = mhc_prewarm_skip_reason(config, hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
+  if (const std::string why = mhc_hook_skip_reason(config, hc_pre.uses_fast_path(), runner.env()); !why.empty()) {
     log::info("{} mHC prewarm skipped: {}", model_name, why);
     return {};
   }

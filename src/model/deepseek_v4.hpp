@@ -26,11 +26,15 @@ struct ModelBuildOptions {
   bool fused_boundaries = true;
 };
 
-// Why the mHC prewarm would not run: the answer comes from the dispatch (is the
-// fast path the one hc_pre uses), the config (hybrid sliding-window attention)
-// and HCWARM_MHC_PREWARM. Empty when it should run.
-// fast_path: HcPreOp::uses_fast_path() of the op hc_pre runs on.
-std::string mhc_prewarm_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env);
+// Why an mHC prewarm would not run: HCWARM_MHC_PREWARM=0 (an explicit opt-out),
+// or hc_pre not on the fast path (no JIT keys to warm). Empty when it should run.
+// fast_path: HcPreOp::uses_fast_path() of the op hc_pre runs on. The library's
+// prewarm (runtime::OpContext) asks this alone: every DeepSeek V4 layer has mHC,
+// whatever its attention.
+std::string mhc_prewarm_skip_reason(bool fast_path, const EnvConfig& env);
+// The model hook's reason: upstream's three conditions, the two above and the
+// config's hybrid sliding-window attention (the model runner and `cache build` plan by it).
+std::string mhc_hook_skip_reason(const ModelConfig& config, bool fast_path, const EnvConfig& env);
 
 // The body of both models' kernel_warmup(): the conditions above, then
 // prewarm(max_num_tokens, device) with max_num_tokens from the server arguments
@@ -44,7 +48,7 @@ std::vector<int64_t> run_mhc_prewarm_hook(const std::string& model_name, const M
 // after them, the forward through the whole family, and the model-level kernel
 // warmup hook, which prewarms every mHC split bucket up to the server's
 // max_num_tokens through the first layer (every layer shares the kernels), when
-// mhc_prewarm_skip_reason() is empty.
+// mhc_hook_skip_reason() is empty.
 template <class Layer>
 class DeepseekV4LayerStack : public CausalLM, public KernelWarmupHook {
  public:

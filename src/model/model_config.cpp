@@ -2,6 +2,7 @@
 
 #include "core/limits.hpp"
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -37,7 +38,9 @@ ModelConfig dsv4_base(const char* name, int hidden, int layers) {
 // Reads config[field] as T; the error names the file, the field and what was wrong.
 class FieldReader {
  public:
-  FieldReader(const json& root, const std::string& source) : root_(root), source_(source) {}
+  // defaulted: where each fallback used is recorded as "field=value".
+  FieldReader(const json& root, const std::string& source, std::vector<std::string>& defaulted)
+      : root_(root), source_(source), defaulted_(defaulted) {}
 
   const json* find(const char* field) const {
     auto it = root_.find(field);
@@ -49,15 +52,19 @@ class FieldReader {
   int64_t integer(const char* field, std::optional<int64_t> fallback = std::nullopt) const {
     const json* v = find(field);
     if (v == nullptr) {
-      if (fallback) return *fallback;
-      fail(field, "is missing");
+      if (!fallback) fail(field, "is missing");
+      defaulted_.push_back(fmt::format("{}={}", field, *fallback));
+      return *fallback;
     }
     if (!v->is_number_integer()) fail(field, fmt::format("must be an integer, got {}", json_excerpt(*v)));
     return v->get<int64_t>();
   }
   double number(const char* field, double fallback) const {
     const json* v = find(field);
-    if (v == nullptr) return fallback;
+    if (v == nullptr) {
+      defaulted_.push_back(fmt::format("{}={}", field, fallback));
+      return fallback;
+    }
     if (!v->is_number()) fail(field, fmt::format("must be a number, got {}", json_excerpt(*v)));
     return v->get<double>();
   }
@@ -65,6 +72,7 @@ class FieldReader {
  private:
   const json& root_;
   const std::string& source_;
+  std::vector<std::string>& defaulted_;
 };
 
 int to_int(const FieldReader& r, const char* field, int64_t v) {
@@ -87,6 +95,11 @@ mhc::MhcConstants ModelConfig::mhc_constants() const {
   return k;
 }
 
+std::string defaulted_fields_note(const ModelConfig& config) {
+  if (config.defaulted_fields.empty()) return {};
+  return fmt::format("defaults used for fields the config left out: {}", fmt::join(config.defaulted_fields, ", "));
+}
+
 std::vector<std::string> preset_names() { return {"dsv4-flash", "dsv4-pro"}; }
 
 std::optional<ModelConfig> preset(const std::string& name) {
@@ -98,9 +111,9 @@ std::optional<ModelConfig> preset(const std::string& name) {
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   const json root = parse_json_bounded(json_text, source);
   HCWARM_CHECK_ARG(root.is_object(), "{}: the top level must be a JSON object", source);
-  FieldReader r(root, source);
   ModelConfig c;
   c.name = source;
+  FieldReader r(root, source, c.defaulted_fields);
 
   const json* arch = r.find("architectures");
   if (arch == nullptr) r.fail("architectures", "is missing");
@@ -142,8 +155,13 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (c.num_nextn_predict_layers < 0) {
     r.fail("num_nextn_predict_layers", fmt::format("must be >= 0, got {}", c.num_nextn_predict_layers));
   }
-  c.intermediate_size = to_int(r, "intermediate_size", r.integer("intermediate_size", 0));
-  if (r.find("sliding_window") != nullptr) {
+  // Informational only (the shipped MLP's width is chosen separately): absent is not a default worth reporting.
+  if (r.find("intermediate_size") != nullptr) {
+    c.intermediate_size = to_int(r, "intermediate_size", r.integer("intermediate_size"));
+  }
+  if (r.find("sliding_window") == nullptr) {
+    c.defaulted_fields.push_back("sliding_window=none");
+  } else {
     const int sw = to_int(r, "sliding_window", r.integer("sliding_window"));
     if (sw < 0) r.fail("sliding_window", fmt::format("must be >= 0, got {}", sw));
     if (sw > 0) c.sliding_window = sw;

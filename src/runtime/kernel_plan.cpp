@@ -7,6 +7,12 @@
 
 namespace hcwarm::runtime {
 
+std::string mhc_prewarm_skipped(const KernelPlanInput& in) {
+  const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
+  return in.model_hook_conditions ? model::mhc_hook_skip_reason(in.model, fast, in.env)
+                                  : model::mhc_prewarm_skip_reason(fast, in.env);
+}
+
 KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
   KernelRegistry r;
   const mhc::MhcDims dims = in.model.mhc_dims();
@@ -14,8 +20,7 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
   r.add(
       "mhc_pre",
       [in, dims]() -> std::vector<jit::KernelSpec> {
-        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
-        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        if (!mhc_prewarm_skipped(in).empty()) return {};
         // Every layer fuses its sublayer's RMSNorm into hc_pre.
         return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
                                          /*fused_norm=*/true, in.cuda);
@@ -25,8 +30,7 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
   r.add(
       "mhc_pre_embed",
       [in, dims]() -> std::vector<jit::KernelSpec> {
-        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
-        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        if (!mhc_prewarm_skipped(in).empty()) return {};
         return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
                                          /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Embed);
       },
@@ -36,8 +40,7 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
   r.add(
       "mhc_post_pre",
       [in, dims]() -> std::vector<jit::KernelSpec> {
-        const bool fast = mhc::HcPreOp::uses_fast_path(in.backend, in.variant);
-        if (!model::mhc_prewarm_skip_reason(in.model, fast, in.env).empty()) return {};
+        if (!mhc_prewarm_skipped(in).empty()) return {};
         return mhc::hc_pre_planned_specs(in.backend, dims, in.server.num_sms, in.server.max_num_tokens(),
                                          /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Post);
       },

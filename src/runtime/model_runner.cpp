@@ -208,8 +208,10 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   }
   device_->reset_peak();
   r.seconds = seconds_since(t0);
-  log::info("kernel warmup: {:.3f}s, {} keys ({}), mHC token counts {}", r.seconds, r.keys, jit::format_sources(r),
-               r.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.token_counts, ", ")));
+  const std::string defaults = model::defaulted_fields_note(config_.model);
+  log::info("kernel warmup: {:.3f}s, {} keys ({}), mHC token counts {}{}", r.seconds, r.keys, jit::format_sources(r),
+            r.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.token_counts, ", ")),
+            defaults.empty() ? "" : "; " + defaults);
   return r;
 }
 

@@ -126,11 +126,18 @@ model::ServerArgs OpContext::prewarm_server(const PrewarmRequest& req) const {
   return model::ServerArgs::process(in, options_.env.num_sms);
 }
 
+std::string OpContext::prewarm_skipped() const {
+  return model::mhc_prewarm_skip_reason(mhc::HcPreOp::uses_fast_path(options_.backend, options_.variant),
+                                        options_.env);
+}
+
 std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req) {
+  HCWARM_CHECK_ARG(req.fused_norm || req.unfused_norm,
+                   "prewarm: neither calls with a norm weight nor calls without one are asked for: nothing to warm");
   const model::ServerArgs server = prewarm_server(req);
   const mhc::MhcDims dims = req.model.mhc_dims();
   mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
-  const bool skipped = !model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env).empty();
+  const bool skipped = !prewarm_skipped().empty();
 
   // The model runner's plan, less the families these ops never reach (the stand-in MLP).
   KernelPlanInput plan;
@@ -140,6 +147,7 @@ std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req)
   plan.backend = options_.backend;
   plan.variant = options_.variant;
   plan.cuda = pre.cuda_options();
+  plan.model_hook_conditions = false;
   std::vector<jit::KernelSpec> specs;
   for (jit::KernelSpec& s : make_kernel_registry(plan).planned(/*include_mhc=*/true)) {
     if (s.family == "mhc_post" || (s.family == "mhc_pre" && req.fused_norm)) specs.push_back(std::move(s));
@@ -166,8 +174,13 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   PrewarmReport r;
   r.max_num_tokens = server.max_num_tokens();
   r.num_sms = num_sms_;
-  r.skipped = model::mhc_prewarm_skip_reason(req.model, pre.uses_fast_path(), options_.env);
+  r.skipped = prewarm_skipped();
+  r.defaults = req.model.defaulted_fields;
   const std::vector<jit::KernelSpec> specs = prewarm_specs(req);
+  // Ready with no hc_pre key for a model whose every layer runs hc_pre would be a silent trap.
+  HCWARM_ASSERT(!r.skipped.empty() || std::any_of(specs.begin(), specs.end(),
+                                                  [](const jit::KernelSpec& s) { return s.family == "mhc_pre"; }),
+                "prewarm of {} planned no hc_pre kernel and gave no reason", req.model.name);
   const jit::BuildReport b = jit_->build(specs);
   static_cast<jit::BuildCounts&>(r) = b;
   if (b.failed > 0) {
@@ -207,9 +220,11 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   device_->synchronize();
   jit_->mark_ready();
   r.seconds = seconds_since(t0);
-  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({}), {} token counts up to {}{}", req.model.name,
-            mhc::to_string(options_.backend), r.seconds, r.keys, jit::format_sources(r),
-               r.token_counts.size(), r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped);
+  const std::string defaults = model::defaulted_fields_note(req.model);
+  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({}), {} token counts up to {}{}{}", req.model.name,
+            mhc::to_string(options_.backend), r.seconds, r.keys, jit::format_sources(r), r.token_counts.size(),
+            r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped,
+            defaults.empty() ? "" : "; " + defaults);
   return r;
 }
 

@@ -27,7 +27,8 @@ namespace hcwarm::runtime {
 struct OpContextOptions {
   mhc::Backend backend = mhc::Backend::Cpu;  // Cpu or Cuda (Reference has no kernels to warm)
   int device_ordinal = 0;                    // Cuda: which GPU
-  // The split policy's SM count: the device's, else HCWARM_NUM_SMS, else 132.
+  // The split policy's SM count when set; else, on Cuda, the device's; on Cpu,
+  // HCWARM_NUM_SMS (env), else 132 (an H200).
   std::optional<int> num_sms;
   mhc::Variant variant = mhc::Variant::Specialized;
   EnvConfig env;
@@ -48,6 +49,7 @@ struct PrewarmReport : jit::BuildCounts {
   int num_sms = 0;
   std::vector<int64_t> token_counts;  // the representatives run through the ops
   std::string skipped;                // why the mHC prewarm did not run (empty: it ran)
+  std::vector<std::string> defaults;  // the model's defaulted_fields ("field=value")
 };
 
 class OpContext {
@@ -73,16 +75,25 @@ class OpContext {
   // configuration, builds them in parallel, runs each hc_pre split bucket and
   // hc_post once (loading every kernel into its op, reserving the ops' own
   // workspace), then marks the JIT runtime ready. Throws when a kernel fails to build.
+  // The mHC keys are planned whatever the model's attention (every DeepSeek V4
+  // layer has mHC); only HCWARM_MHC_PREWARM=0 or a non-JIT variant skips them,
+  // said in the report's `skipped`.
   PrewarmReport prewarm(const PrewarmRequest& request);
   // The specs prewarm(request) builds, in its order (for callers that split the
   // compiles between processes first, e.g. the ranks of a group).
   std::vector<jit::KernelSpec> prewarm_specs(const PrewarmRequest& request);
+  // The server arguments prewarm(request) plans with: this context's SM count and
+  // device memory (for the default chunked_prefill_size), DP attention applied once.
+  model::ServerArgs prewarm_server(const PrewarmRequest& request) const;
+  // Why prewarm() plans no mHC keys here (empty: it plans them): HCWARM_MHC_PREWARM=0,
+  // or a variant without JIT kernels. Never the model's attention.
+  std::string prewarm_skipped() const;
 
+  // Compiles after ready in a call's own path, and in the background worker (docs/DESIGN.md, "Two counters").
   int64_t compiles_after_ready() const { return jit_->stats().compiles_after_ready; }
+  int64_t background_compiles_after_ready() const { return jit_->stats().background_compiles_after_ready; }
 
  private:
-  model::ServerArgs prewarm_server(const PrewarmRequest& request) const;
-
   OpContextOptions options_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<jit::JitRuntime> jit_;

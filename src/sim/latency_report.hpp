@@ -29,7 +29,7 @@ struct ForwardRecord {
   int64_t num_tokens = 0;
   int num_splits = 0;           // the mHC split bucket of num_tokens
   double seconds = 0.0;         // measured duration
-  int64_t compiles_during = 0;  // JIT compiles after ready that ran inside this forward, in its calls
+  int64_t compiles_during = 0;  // JIT compiles after ready in this forward's calls' own path (compiles_after_ready)
   int64_t waited_for_compile = 0;  // calls inside it that blocked on a compile (own, another thread's or process's)
   double compile_wait_s = 0.0;     // their total wait
   int64_t served_by_generic = 0;   // calls served by a generic kernel while their specialization was pending
@@ -69,7 +69,7 @@ struct LatencySummary {
   double p99_ms = 0.0;
   double p999_ms = 0.0;
   double max_ms = 0.0;
-  int64_t compiles_during_forwards = 0;  // sum over records: compiles after the runtime was ready
+  int64_t compiles_during_forwards = 0;  // sum over records: foreground compiles after ready
   int64_t forwards_with_compiles = 0;
   int64_t forwards_waited_for_compile = 0;  // forwards in which some call waited for a compile
   double compile_wait_s = 0.0;              // the total of those waits
@@ -126,7 +126,7 @@ struct RunReport {
   nlohmann::json extra = nlohmann::json::object();  // caller's fields (keys compiled, cache hits, ...)
 };
 
-// {"name", "warmup_seconds", "forwards", "compiles_after_ready", "forwards_with_compiles",
+// {"name", "warmup_seconds", "forwards", "compiles_after_ready" (foreground, summed over forwards), "forwards_with_compiles",
 //  "waited_for_compile" (forwards), "compile_wait_s", "served_by_generic" (calls),
 //  "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "total_s", "slow_factor", "slow_forwards" (count),
 //  "slow_forward_details": [{"index","num_tokens","num_splits","ms","reference_ms","reference_splits","compiles",

@@ -32,8 +32,6 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
   report.name = name;
   report.warmup_seconds = warmup.ran ? warmup.seconds : 0.0;
   auto last_progress = std::chrono::steady_clock::now();
-  // Compiles in the calls' own path (the background worker's are counted apart).
-  auto foreground = [](const jit::CompileStats& s) { return s.compiles_after_ready - s.background_after_ready; };
   const ReplayResult result = scheduler.run([&](const Batch& batch) {
     const jit::CompileStats before = runner.compile_stats();
     const double seconds = runner.forward(batch.num_tokens);
@@ -44,7 +42,7 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
     rec.num_tokens = batch.num_tokens;
     rec.num_splits = runner.hc_pre().num_splits(batch.num_tokens);
     rec.seconds = seconds;
-    rec.compiles_during = foreground(after) - foreground(before);
+    rec.compiles_during = after.compiles_after_ready - before.compiles_after_ready;
     rec.waited_for_compile = after.waited_for_compile - before.waited_for_compile;
     rec.compile_wait_s = after.compile_wait_s - before.compile_wait_s;
     rec.served_by_generic = after.served_by_generic - before.served_by_generic;
@@ -68,6 +66,7 @@ RunReport replay(runtime::ModelRunner& runner, const std::vector<Request>& reque
   report.extra["tiered"] = runner.tiered();
   report.extra["background_compiled"] = end.background_compiled;
   report.extra["background_failed"] = end.background_failed;
+  report.extra["background_compiles_after_ready"] = end.background_compiles_after_ready;
   return report;
 }
 

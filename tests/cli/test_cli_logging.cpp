@@ -29,6 +29,9 @@ TEST(CliLogging, OneInfoLinePerWarmupWithCountsKeysAndSeconds) {
   EXPECT_NE(warmup[0].find("[info]"), std::string::npos) << warmup[0];
   EXPECT_NE(warmup[0].find("token counts 320, 256, 128"), std::string::npos) << warmup[0];
   EXPECT_NE(warmup[0].find("9 keys"), std::string::npos) << warmup[0];
+  // The tiny config leaves out fields with defaults: named on the same line.
+  EXPECT_NE(warmup[0].find("; defaults used for fields the config left out: hc_sinkhorn_iters=20"), std::string::npos)
+      << warmup[0];
   EXPECT_TRUE(std::regex_search(warmup[0], std::regex(R"(\d+\.\d{3}s)"))) << warmup[0];
 }
 

@@ -30,6 +30,9 @@ TEST(CliWarm, ReportsKeysAndLoadsFromDiskOnRestart) {
   EXPECT_EQ(a["keys"], 9);  // three buckets, each for residual streams, the first layer's embedding and the boundary
   EXPECT_EQ(a["compiled"], 9);
   EXPECT_EQ(a["token_counts"], nlohmann::json({320, 256, 128}));
+  // The tiny config leaves these out: each default is named, never silent.
+  EXPECT_EQ(a["defaults"], nlohmann::json({"hc_sinkhorn_iters=20", "hc_eps=1e-06", "rms_norm_eps=1e-06",
+                                           "num_nextn_predict_layers=0"}));
   const auto second = nlohmann::json::parse(run_cli(cat({"warm", "--json"}, tiny_model_args(dir))).out);
   EXPECT_EQ(second["compiled"], 0);
   EXPECT_EQ(second["loaded_from_disk"], 9);
@@ -43,8 +46,9 @@ TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
                                tiny_model_args(dir)));
     ASSERT_EQ(r.exit_code, 0) << trace << ": " << r.err;
     const auto j = nlohmann::json::parse(r.out);
-    for (const char* k : {"forwards", "compiles_after_ready", "waited_for_compile", "compile_wait_s",
-                          "served_by_generic", "slow_forwards", "warmup_seconds", "p50_ms", "p99_ms", "max_ms"}) {
+    for (const char* k : {"forwards", "compiles_after_ready", "background_compiles_after_ready", "waited_for_compile",
+                          "compile_wait_s", "served_by_generic", "slow_forwards", "warmup_seconds", "p50_ms", "p99_ms",
+                          "max_ms"}) {
       EXPECT_TRUE(j.contains(k)) << trace << " lacks " << k;
     }
     EXPECT_GT(j["forwards"].get<int>(), 40);
@@ -59,6 +63,8 @@ TEST(CliReplay, AzureCsvAndJsonlTracesReplay) {
     }
     EXPECT_GT(j["tpot_ms"]["requests"].get<int64_t>(), 0) << trace;
     EXPECT_EQ(j["compiles_after_ready"], 0) << trace;
+    EXPECT_EQ(j["background_compiles_after_ready"], 0) << trace;
+    EXPECT_FALSE(j.contains("background_after_ready")) << trace;  // the old name is gone
     EXPECT_EQ(j["waited_for_compile"], 0) << trace;
     EXPECT_NE(test::read_file(dir / "report.svg").find("<svg"), std::string::npos);
   }
@@ -79,6 +85,7 @@ TEST(CliReplay, NoPrewarmNotTieredCountsServingCompilesAndTheirWaits) {
   EXPECT_GE(met, 1);
   EXPECT_LE(met, 3);
   EXPECT_EQ(cold, kPreKeysPerBucket * met);
+  EXPECT_EQ(j["background_compiles_after_ready"], 0);  // untiered: every compile was in a call's path
   EXPECT_EQ(j["waited_for_compile"].get<int64_t>(), met);
   EXPECT_GT(j["compile_wait_s"].get<double>(), 0.0);
   EXPECT_EQ(j["served_by_generic"], 0);
@@ -98,6 +105,8 @@ TEST(CliReplay, NoPrewarmTieredNeverWaits) {
   EXPECT_EQ(j["compiles_after_ready"], 0);       // none in a call's path
   EXPECT_GT(j["served_by_generic"].get<int64_t>(), 0);  // the first calls of a bucket ran generically
   EXPECT_GE(j["background_compiled"].get<int64_t>(), 1);
+  // Every one of them after ready, counted under its own name.
+  EXPECT_EQ(j["background_compiles_after_ready"], j["background_compiled"]);
   EXPECT_EQ(j["background_failed"], 0);
 }
 
@@ -131,6 +140,8 @@ TEST(CliDemo, RunsFourStartUpsSideBySideAndWritesUnderOut) {
   // No prewarm, tiered: generic kernels serve, nothing waits.
   EXPECT_EQ(j["runs"][1]["waited_for_compile"], 0);
   EXPECT_GT(j["runs"][1]["served_by_generic"].get<int>(), 0);
+  EXPECT_EQ(j["runs"][1]["compiles_after_ready"], 0);
+  EXPECT_GT(j["runs"][1]["background_compiles_after_ready"].get<int>(), 0);
   for (int i = 2; i < 4; ++i) {
     EXPECT_EQ(j["runs"][i]["compiles_after_ready"], 0);
     EXPECT_EQ(j["runs"][i]["waited_for_compile"], 0);

@@ -9,6 +9,7 @@
 
 #include "common/test_util.hpp"
 #include "jit/background_compiler.hpp"
+#include "jit/report.hpp"
 #include "jit_test_util.hpp"
 
 namespace hcwarm::jit::test {
@@ -52,9 +53,23 @@ TEST(JitTiered, MissIsScheduledThenTheNextRequestLoadsIt) {
   EXPECT_EQ(s.background_compiled, 1);
   EXPECT_EQ(s.waited_for_compile, 0);
   EXPECT_EQ(s.compile_wait_s, 0);
-  // A compile after ready all the same (warmup missed it), done by the worker.
+  // A compile after ready all the same (warmup missed it), done by the worker: no call waited for it.
+  EXPECT_EQ(s.background_compiles_after_ready, 1);
+  EXPECT_EQ(s.compiles_after_ready, 0);
+  const auto j = to_json(s);
+  EXPECT_EQ(j["background_compiles_after_ready"], 1);
+  EXPECT_EQ(j["compiles_after_ready"], 0);
+}
+
+TEST(JitTiered, AForegroundCompileAfterReadyIsNotABackgroundOne) {
+  JitRuntime rt(options(std::nullopt));
+  ASSERT_TRUE(rt.tiered());
+  rt.mark_ready();
+  EXPECT_EQ(call_answer(*rt.get(host_spec(3))), 103);  // a blocking get() compiles in the call
+  const CompileStats s = rt.stats();
   EXPECT_EQ(s.compiles_after_ready, 1);
-  EXPECT_EQ(s.background_after_ready, 1);
+  EXPECT_EQ(s.background_compiles_after_ready, 0);
+  EXPECT_EQ(s.background_compiled, 0);
 }
 
 TEST(JitTiered, UntieredMissWaitsAndCountsItsSeconds) {
@@ -102,6 +117,7 @@ TEST(JitTiered, ABlockingRequestTakesAQueuedKeyInsteadOfWaitingBehindOthers) {
   auto o = options(std::nullopt);
   o.background_jobs = 1;
   JitRuntime rt(o);
+  rt.mark_ready();
   const TieredModule busy = rt.get_or_schedule(slow_host_spec(1));  // occupies the one worker
   const TieredModule queued = rt.get_or_schedule(host_spec(2));
   ASSERT_NE(queued.pending, nullptr);
@@ -114,6 +130,9 @@ TEST(JitTiered, ABlockingRequestTakesAQueuedKeyInsteadOfWaitingBehindOthers) {
   EXPECT_EQ(s.compiled, 2);             // each key once
   EXPECT_EQ(s.background_compiled, 1);  // the slow one
   EXPECT_EQ(s.waited_for_compile, 1);   // the get() that compiled host_spec(2)
+  // After ready, each compile counts once, where it ran: the call's path or the worker.
+  EXPECT_EQ(s.compiles_after_ready, 1);
+  EXPECT_EQ(s.background_compiles_after_ready, 1);
 }
 
 TEST(JitTiered, DiskHitIsLoadedAtOnce) {

@@ -70,6 +70,28 @@ TEST(ModelConfig, ParsesAValidFile) {
   EXPECT_EQ(nextn.hc_sinkhorn_iters, 20);
 }
 
+TEST(ModelConfig, DefaultedFieldsAreRecordedInParseOrder) {
+  EXPECT_TRUE(parse_model_config(kValid, "x.json").defaulted_fields.empty());  // every field given
+  EXPECT_TRUE(preset("dsv4-pro")->defaulted_fields.empty());
+  const auto bare = parse_model_config(
+      R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 64, "hc_mult": 4, "num_hidden_layers": 1})",
+      "bare.json");
+  EXPECT_EQ(bare.defaulted_fields,
+            (std::vector<std::string>{"hc_sinkhorn_iters=20", "hc_eps=1e-06", "rms_norm_eps=1e-06",
+                                      "num_nextn_predict_layers=0", "sliding_window=none"}));
+  EXPECT_EQ(defaulted_fields_note(bare),
+            "defaults used for fields the config left out: hc_sinkhorn_iters=20, hc_eps=1e-06, rms_norm_eps=1e-06, "
+            "num_nextn_predict_layers=0, sliding_window=none");
+  EXPECT_EQ(defaulted_fields_note(*preset("dsv4-flash")), "");
+  // A field given as null is absent; one given, even as 0, is not a default.
+  auto j = nlohmann::json::parse(kValid);
+  j["hc_eps"] = nullptr;
+  j["sliding_window"] = 0;
+  j.erase("num_nextn_predict_layers");
+  EXPECT_EQ(parse_model_config(j.dump(), "x.json").defaulted_fields,
+            (std::vector<std::string>{"hc_eps=1e-06", "num_nextn_predict_layers=0"}));
+}
+
 TEST(ModelConfig, InvalidFilesNameFileAndField) {
   expect_field_error("{ not json", "not valid JSON");
   expect_field_error("[1, 2]", "JSON object");

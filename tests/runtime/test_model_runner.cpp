@@ -202,6 +202,10 @@ TEST(ModelRunner, TieredWithoutPrewarmNoForwardWaitsForACompile) {
   EXPECT_EQ(st.compiled, kKeys);
   EXPECT_EQ(st.background_failed, 0);
   EXPECT_EQ(report.extra["background_compiled"], kKeys);
+  // Every compile ran in the worker: none in a call's own path.
+  EXPECT_EQ(runner.background_compiles_after_ready(), kKeys);
+  EXPECT_EQ(report.extra["background_compiles_after_ready"], kKeys);
+  EXPECT_EQ(runner.compiles_after_ready(), 0);
   // The next call of each bucket swaps in its specialization; from then on no generic call.
   for (const int64_t t : {320, 256, 128}) runner.forward(t);
   for (int64_t t = 1; t <= runner.max_num_tokens(); ++t) {

@@ -56,6 +56,85 @@ TEST(OpContext, PrewarmLoadsEveryBucketOfTheRangeAndMarksReady) {
   EXPECT_EQ(ctx.compiles_after_ready(), 0);
 }
 
+// Every DeepSeek V4 layer runs hc_pre whatever its attention: a config without
+// sliding_window gets the same keys, and its defaults are reported.
+TEST(OpContext, PrewarmPlansTheMhcKeysWithoutSlidingWindowAndReportsDefaults) {
+  TempDir dir;
+  runtime::OpContext ctx(cpu_options(dir));
+  auto req = request(600);
+  req.model = model::parse_model_config(
+      R"({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 1024, "hc_mult": 4, "num_hidden_layers": 1})",
+      "no-swa");
+  ASSERT_FALSE(req.model.is_hybrid_swa());
+  const auto r = ctx.prewarm(req);
+  EXPECT_TRUE(r.skipped.empty()) << r.skipped;
+  EXPECT_EQ(r.keys, 21);
+  EXPECT_EQ(r.token_counts, (std::vector<int64_t>{600, 512, 320, 256, 192, 128, 64}));
+  EXPECT_EQ(r.defaults, req.model.defaulted_fields);
+  EXPECT_EQ(r.defaults.back(), "sliding_window=none");
+  const auto swa = ctx.prewarm(request(600)).defaults;  // small_model() gives sliding_window
+  EXPECT_EQ(swa, (std::vector<std::string>(r.defaults.begin(), r.defaults.end() - 1)));
+}
+
+TEST(OpContext, PrewarmOptOutIsReportedAsSkipped) {
+  TempDir dir;
+  auto o = cpu_options(dir);
+  o.env = EnvConfig::from_map({{"HCWARM_MHC_PREWARM", "0"}});
+  runtime::OpContext ctx(o);
+  const auto r = ctx.prewarm(request(600));
+  EXPECT_NE(r.skipped.find("HCWARM_MHC_PREWARM=0"), std::string::npos) << r.skipped;
+  EXPECT_EQ(ctx.prewarm_skipped(), r.skipped);
+  EXPECT_TRUE(r.token_counts.empty());
+  EXPECT_EQ(r.keys, 0);
+}
+
+TEST(OpContext, PrewarmWithNeitherNormKindIsRefused) {
+  TempDir dir;
+  runtime::OpContext ctx(cpu_options(dir));
+  auto req = request(600);
+  req.fused_norm = false;
+  try {
+    ctx.prewarm(req);
+    FAIL() << "a prewarm of nothing marked the runtime ready";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.what();
+  }
+  EXPECT_FALSE(ctx.jit().ready());
+}
+
+// One hc_pre call without a norm weight (which the plan leaves out) after prewarm.
+void run_unplanned_call(runtime::OpContext& ctx) {
+  const auto m = small_model();
+  auto& op = ctx.hc_pre(m.mhc_dims(), m.mhc_constants());
+  const int64_t T = 3;
+  const mhc::MhcDims d = m.mhc_dims();
+  std::vector<bf16> residual(T * d.k()), y(T * d.hidden);
+  std::vector<float> fn(d.mix() * d.k()), scale(3), base(d.mix()), post(T * d.hc_mult), comb(T * 16);
+  const mhc::HcPreArgs a{T, residual.data(), fn.data(), scale.data(), base.data(), nullptr, y.data(), post.data(),
+                         comb.data()};
+  op.run(a);
+}
+
+TEST(OpContext, CompilesAfterReadyAreCountedWhereTheyRan) {
+  TempDir dir;
+  {
+    runtime::OpContext ctx(cpu_options(dir));  // tiered: the background worker compiles the miss
+    ctx.prewarm(request(64));
+    run_unplanned_call(ctx);
+    ctx.jit().drain_background();
+    EXPECT_EQ(ctx.background_compiles_after_ready(), 1);
+    EXPECT_EQ(ctx.compiles_after_ready(), 0);
+  }
+  TempDir fresh;
+  auto o = cpu_options(fresh);
+  o.jit.tiered = false;  // the call compiles its miss itself
+  runtime::OpContext ctx(o);
+  ctx.prewarm(request(64));
+  run_unplanned_call(ctx);
+  EXPECT_EQ(ctx.compiles_after_ready(), 1);
+  EXPECT_EQ(ctx.background_compiles_after_ready(), 0);
+}
+
 TEST(OpContext, DataParallelAttentionDividesTheRangeOnce) {
   TempDir dir;
   runtime::OpContext ctx(cpu_options(dir));
