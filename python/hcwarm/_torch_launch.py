@@ -7,8 +7,7 @@ is checked in full the first time it is seen, with errors naming the argument;
 later calls with that signature check only what the signature does not fix:
 contiguity and, on CUDA, 16-byte alignment. What the full check established (the
 op context, dims, input kind, scratch bytes) is kept per signature, so a steady
-call costs a dictionary lookup, the output allocations and one crossing into C++ (scratch is
-reused per stream outside graph capture).
+call costs a dictionary lookup, the output allocations and one crossing into C++.
 A model's layers share their shapes, so an eager forward checks each op in full
 once per token count, not once per layer.
 """
@@ -40,22 +39,6 @@ def _raw_stream_fn():
 
 
 _raw_stream = _raw_stream_fn()
-_current_device = getattr(torch._C, "_cuda_getDevice", None)
-_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
-
-# Scratch reused by the calls of one stream, which run in order: outside graph capture a call
-# then allocates only its outputs. Inside a capture (or on another device's stream, whose capture
-# state is not at hand) scratch comes fresh from the allocator, in the graph's own pool.
-_scratch: Dict[Tuple[int, int], Tensor] = {}
-
-
-def _workspace(nbytes: int, index: int, stream: int, dev: torch.device) -> Tensor:
-    if _current_device is not None and _current_device() == index and not _capturing():
-        ws = _scratch.get((index, stream))
-        if ws is None or ws.numel() < nbytes:
-            ws = _scratch[(index, stream)] = _empty(nbytes, dtype=torch.uint8, device=dev)
-        return ws
-    return _empty(nbytes, dtype=torch.uint8, device=dev)
 
 
 class _Plan:
@@ -260,11 +243,11 @@ def hc_pre(residual: Tensor, fn: Tensor, scale: Tensor, base: Tensor, norm_weigh
     index = plan.stream_index
     if index is not None and (rp | fp | wp | yp) & 15:
         _layout_error(_PRE_NAMES, (residual, fn, scale, base, w, y, post, comb))
-    stream = None if index is None else _raw_stream(index)
     ws_bytes = plan.workspace
-    wsp = _workspace(ws_bytes, index, stream, dev).data_ptr() if ws_bytes else 0
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
     plan.ctx.hc_pre(t, hc, d, rp, fp, scale.data_ptr(), base.data_ptr(), wp, yp, post.data_ptr(), comb.data_ptr(),
-                    stream, wsp, ws_bytes, *consts, plan.input)
+                    None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                    *consts, plan.input)
     return y, post, comb
 
 
@@ -363,11 +346,11 @@ def hc_post_pre(x: Tensor, residual: Tensor, prev_post: Tensor, prev_comb: Tenso
     index = plan.stream_index
     if index is not None and (xp | rp | fp | wp | nrp | yp) & 15:
         _layout_error(_POST_PRE_NAMES, tensors)
-    stream = None if index is None else _raw_stream(index)
     ws_bytes = plan.workspace
-    wsp = _workspace(ws_bytes, index, stream, dev).data_ptr() if ws_bytes else 0
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=dev) if ws_bytes else None
     plan.ctx.hc_post_pre(t, hc, d, xp, rp, ppp, pcp, fp, scale.data_ptr(), base.data_ptr(), wp, nrp, yp, pp, cp,
-                         stream, wsp, ws_bytes, *consts)
+                         None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                         *consts)
     return nr, y, post, comb
 
 
@@ -404,9 +387,9 @@ def hc_head(residual: Tensor, head_fn: Tensor, head_scale: Tensor, head_base: Te
     index = plan.stream_index
     if index is not None and (rp | fp | op) & 15:
         _layout_error(_HEAD_NAMES, (residual, head_fn, head_scale, head_base, out))
-    stream = None if index is None else _raw_stream(index)
     ws_bytes = plan.workspace
-    wsp = _workspace(ws_bytes, index, stream, plan.device).data_ptr() if ws_bytes else 0
-    plan.ctx.hc_head(t, plan.hc, plan.d, rp, fp, head_scale.data_ptr(), head_base.data_ptr(), op, stream, wsp,
-                     ws_bytes, hc_eps, rms_eps)
+    ws = _empty(ws_bytes, dtype=torch.uint8, device=plan.device) if ws_bytes else None
+    plan.ctx.hc_head(t, plan.hc, plan.d, rp, fp, head_scale.data_ptr(), head_base.data_ptr(), op,
+                     None if index is None else _raw_stream(index), 0 if ws is None else ws.data_ptr(), ws_bytes,
+                     hc_eps, rms_eps)
     return out

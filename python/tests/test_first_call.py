@@ -23,11 +23,12 @@ CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 256, "hc_mu
 SCRIPT = textwrap.dedent("""
     import json, sys
     import hcwarm
-    cfg, fused_norm = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    cfg, fused_norm, device = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
     before = hcwarm.first_calls_pending()
-    report = hcwarm.prewarm(cfg, chunked_prefill_size=256, device="cpu", num_sms=8, fused_norm=fused_norm)
+    settings = dict(num_sms=8) if device == "cpu" else {}
+    report = hcwarm.prewarm(cfg, chunked_prefill_size=256, device=device, fused_norm=fused_norm, **settings)
     print(json.dumps({"before": before, "after": hcwarm.first_calls_pending(), "first_calls": report.first_calls,
-                      "compiles_after_ready": hcwarm.compiles_after_ready("cpu"),
+                      "compiles_after_ready": hcwarm.compiles_after_ready(device),
                       "public": [n for n in hcwarm.__all__ if n.startswith("hc_")],
                       "operators": hcwarm._torch_ops.OPS if hcwarm.has_torch else []}))
 """)
@@ -38,9 +39,9 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("first-call-cache")  # shared: the second process loads what the first compiled
 
 
-def run_fresh(cache, fused_norm):
+def run_fresh(cache, fused_norm, device="cpu", config=CONFIG):
     env = dict(os.environ, HCWARM_CACHE_DIR=str(cache), HCWARM_LOG_LEVEL="error")
-    p = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(CONFIG), json.dumps(fused_norm)], env=env,
+    p = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(config), json.dumps(fused_norm), device], env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -54,6 +55,14 @@ def test_prewarm_leaves_no_entry_point_pending(cache, fused_norm):
     assert r["after"] == []
     assert expected <= set(r["first_calls"])
     assert r["compiles_after_ready"] == 0  # the warm calls ran only kernels prewarm loaded
+
+
+@pytest.mark.gpu
+def test_prewarm_on_cuda_leaves_no_entry_point_pending(cache):
+    r = run_fresh(cache, True, device="cuda:0", config="dsv4-flash")
+    assert r["operators"], "with PyTorch every operator is registered"
+    assert set(r["operators"]) <= set(r["before"]) and r["after"] == []
+    assert r["compiles_after_ready"] == 0
 
 
 def test_every_public_op_and_operator_is_registered():
