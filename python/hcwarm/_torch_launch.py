@@ -86,6 +86,13 @@ def check_tensor(name: str, x: Any, dtype: torch.dtype, device: torch.device) ->
         raise ValueError(f"{name}: hcwarm runs on CUDA and CPU tensors, not {device.type}")
 
 
+def check_tensors(dev: torch.device, *named: Tuple[str, Any, torch.dtype]) -> None:
+    """check_tensor for each (name, tensor, dtype); a None tensor is an absent optional one."""
+    for name, x, dtype in named:
+        if x is not None:
+            check_tensor(name, x, dtype, dev)
+
+
 def _residual_device(residual: Any) -> torch.device:
     if not isinstance(residual, Tensor):
         raise TypeError(f"residual: expected a torch.Tensor, got {type(residual).__name__}")
@@ -93,20 +100,13 @@ def _residual_device(residual: Any) -> torch.device:
 
 
 def check_pre(residual, fn, scale, base, norm_weight) -> Tuple[int, int, int]:
-    dev = _residual_device(residual)
-    check_tensor("residual", residual, _BF16, dev)
-    check_tensor("fn", fn, _F32, dev)
-    check_tensor("scale", scale, _F32, dev)
-    check_tensor("base", base, _F32, dev)
-    if norm_weight is not None:
-        check_tensor("norm_weight", norm_weight, _BF16, dev)
+    check_tensors(_residual_device(residual), ("residual", residual, _BF16), ("fn", fn, _F32),
+                  ("scale", scale, _F32), ("base", base, _F32), ("norm_weight", norm_weight, _BF16))
     return _checks.pre_shapes(residual, fn, scale, base, norm_weight)
 
 
 def check_pre_buffers(y, post, comb, t: int, hc: int, d: int, dev: torch.device) -> None:
-    check_tensor("out[0] (y)", y, _BF16, dev)
-    check_tensor("out[1] (post)", post, _F32, dev)
-    check_tensor("out[2] (comb)", comb, _F32, dev)
+    check_tensors(dev, ("out[0] (y)", y, _BF16), ("out[1] (post)", post, _F32), ("out[2] (comb)", comb, _F32))
     _checks.pre_out_shapes((y, post, comb), t, hc, d)
 
 
@@ -123,28 +123,18 @@ def check_pre_out(residual, fn, scale, base, norm_weight, y, post, comb) -> Tupl
 
 def check_post(x, residual, post, comb, out) -> Tuple[int, int, int]:
     dev = _residual_device(residual)
-    check_tensor("x", x, _BF16, dev)
-    check_tensor("residual", residual, _BF16, dev)
-    check_tensor("post", post, _F32, dev)
-    check_tensor("comb", comb, _F32, dev)
+    check_tensors(dev, ("x", x, _BF16), ("residual", residual, _BF16), ("post", post, _F32), ("comb", comb, _F32),
+                  ("out", out, _BF16))
     t, hc, d = _checks.post_shapes(x, residual, post, comb)
     if out is not None:
-        check_tensor("out", out, _BF16, dev)
         _checks.expect_shape("out", out, (t, hc, d))
     return t, hc, d
 
 
 def check_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight) -> Tuple[int, int, int]:
-    dev = _residual_device(residual)
-    check_tensor("x", x, _BF16, dev)
-    check_tensor("residual", residual, _BF16, dev)
-    check_tensor("prev_post", prev_post, _F32, dev)
-    check_tensor("prev_comb", prev_comb, _F32, dev)
-    check_tensor("fn", fn, _F32, dev)
-    check_tensor("scale", scale, _F32, dev)
-    check_tensor("base", base, _F32, dev)
-    if norm_weight is not None:
-        check_tensor("norm_weight", norm_weight, _BF16, dev)
+    check_tensors(_residual_device(residual), ("x", x, _BF16), ("residual", residual, _BF16),
+                  ("prev_post", prev_post, _F32), ("prev_comb", prev_comb, _F32), ("fn", fn, _F32),
+                  ("scale", scale, _F32), ("base", base, _F32), ("norm_weight", norm_weight, _BF16))
     return _checks.post_pre_shapes(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight)
 
 
@@ -159,14 +149,10 @@ def check_post_pre_out(x, residual, prev_post, prev_comb, fn, scale, base, norm_
 def check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out) -> Tuple[int, int, int]:
     _checks.eps("hc_eps", hc_eps)
     _checks.eps("rms_eps", rms_eps)
-    dev = _residual_device(residual)
-    check_tensor("residual", residual, _BF16, dev)
-    check_tensor("head_fn", head_fn, _F32, dev)
-    check_tensor("head_scale", head_scale, _F32, dev)
-    check_tensor("head_base", head_base, _F32, dev)
+    check_tensors(_residual_device(residual), ("residual", residual, _BF16), ("head_fn", head_fn, _F32),
+                  ("head_scale", head_scale, _F32), ("head_base", head_base, _F32), ("out", out, _BF16))
     t, hc, d = _checks.head_shapes(residual, head_fn, head_scale, head_base)
     if out is not None:
-        check_tensor("out", out, _BF16, dev)
         _checks.expect_shape("out", out, (t, d))
     return t, hc, d
 
