@@ -7,7 +7,7 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
-# Other steps: check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
+# Other steps: calls (bench_ops.py --part calls: each op's first, host, eager and graph cost), check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
 # head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
 # COLD_REPEAT=5), multigpu (scripts/multi_gpu_check.py, RANKS=2).
@@ -121,7 +121,12 @@ case " $STEPS " in *" buckets "*)
 esac
 case " $STEPS " in *" bench "*|*" benchpy "*)
   log "python bench"
-  timeout 240 "$PY" bench/python/bench_ops.py --json "$OUT/bench_py.json" >"$OUT/bench_py.txt" 2>&1
+  timeout 240 "$PY" bench/python/bench_ops.py --part kernels --json "$OUT/bench_py.json" >"$OUT/bench_py.txt" 2>&1
   echo "bench py rc=$?"; grep -v "^\[" "$OUT/bench_py.txt" | tail -26 ;;
+esac
+case " $STEPS " in *" bench "*|*" calls "*)
+  log "python per-call cost"
+  timeout 300 "$PY" bench/python/bench_ops.py --part calls --json "$OUT/bench_calls.json" >"$OUT/bench_calls.txt" 2>&1
+  echo "bench calls rc=$?"; grep -v "^\[" "$OUT/bench_calls.txt" | tail -16 ;;
 esac
 log done
