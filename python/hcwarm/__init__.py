@@ -98,6 +98,7 @@ class PrewarmReport:
     shard_keys: List[str] = field(default_factory=list)  # with a group: the keys this rank was to compile
     barrier_seconds: float = 0.0  # with a group: time spent in the barrier, waiting for the other ranks
     first_calls: List[str] = field(default_factory=list)  # entry points prewarm called once (hcwarm.first_calls_pending)
+    peak_bytes: int = 0  # peak memory above the context's own during the prewarm: host RSS on CPU, device memory on CUDA
 
     def as_dict(self) -> dict:
         return asdict(self)

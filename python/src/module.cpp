@@ -391,6 +391,7 @@ class Context {
     d["num_sms"] = r.num_sms;
     d["skipped"] = r.skipped;
     d["defaults"] = r.defaults;
+    d["peak_bytes"] = r.peak_bytes;
     return d;
   }
 
@@ -503,8 +504,8 @@ NB_MODULE(_core, m) {
   nb::object timeout_bases = nb::make_tuple(nb::handle(g_error), nb::handle(PyExc_TimeoutError));
   g_timeout = PyErr_NewExceptionWithDoc(
       "hcwarm.WaitTimeoutError",
-      "Waited past HCWARM_LOCK_TIMEOUT_S for another process's kernel lock, or past HCWARM_COMPILE_TIMEOUT_S for "
-      "the host compiler.",
+      "Waited past HCWARM_LOCK_TIMEOUT_S for another process's kernel lock or host compile slots, or past "
+      "HCWARM_COMPILE_TIMEOUT_S for the host compiler.",
       timeout_bases.ptr(), nullptr);
   m.attr("HcwarmError") = nb::handle(g_error);
   m.attr("WaitTimeoutError") = nb::handle(g_timeout);

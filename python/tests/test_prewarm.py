@@ -164,3 +164,10 @@ def test_an_architecture_other_than_deepseek_v4_is_refused():
     config = dict(REQUIRED, architectures=["LlamaForCausalLM"])
     with pytest.raises(hcwarm.InvalidArgumentError, match="architectures.*LlamaForCausalLM"):
         hcwarm.prewarm(config, device="cpu")
+
+
+def test_prewarm_reports_its_peak_memory(tmp_path):
+    # Each bucket runs on one token: the peak above the context's own stays far below the 256 MB bound.
+    small = dict(CONFIG, hidden_size=256)
+    r = run(tmp_path, "plain", [], tmp_path / "cache", config=small)["report"]
+    assert isinstance(r["peak_bytes"], int) and 0 <= r["peak_bytes"] < 256 << 20, r

@@ -25,6 +25,7 @@
 #include "cli/json_output.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_pre_op.hpp"
 
@@ -385,11 +386,18 @@ void register_bench(CLI::App& app, CliContext& ctx) {
       "op", "Time hc_pre (and with --op the fused boundary, the head, the embedding input): us per call eager and under "
             "CUDA-graph replay, fraction of copy bandwidth, specialized vs generic");
   op->footer(kBenchOpFooter);
-  op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")->delimiter(',')->capture_default_str();
-  auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")->delimiter(',')->capture_default_str();
+  // Sizes within limits.hpp's bounds, refused at parsing (exit 2) rather than failing an allocation.
+  op->add_option("--hidden", o->hidden, "hidden sizes (comma separated)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, limits::kMaxHiddenSize))
+      ->capture_default_str();
+  auto* tokens = op->add_option("--tokens", o->tokens, "token counts (comma separated)")
+                     ->delimiter(',')
+                     ->check(CLI::Range(int64_t{1}, limits::kMaxTokens))
+                     ->capture_default_str();
   op->add_option("--buckets", o->buckets,
                  "time every split bucket of token counts [1, N] once (its largest T) instead of --tokens")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->check(CLI::Range(int64_t{1}, limits::kMaxTokens))
       ->excludes(tokens);
   op->add_option("--backend", o->backend, "cpu | cuda (default: cuda when a GPU is present, else cpu)");
   op->add_option("--op", o->op,

@@ -23,6 +23,7 @@ namespace {
 struct ExportOptions {
   CachePlanOptions plan;
   std::string out;
+  std::string sign;  // PEM Ed25519 private key file, or empty: unsigned
   bool all = false;
   bool json = false;
 };
@@ -54,6 +55,9 @@ void run_export(CliContext& ctx, const ExportOptions& o, bool model_given) {
   const jit::DiskCache cache(existing_cache_dir(ctx, o.plan.model.cache_dir),
                              ctx.env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
   if (auto why = cache.not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}; nothing exported", *why);
+  // The key is read before any entry, so that a bad key costs nothing.
+  std::optional<jit::Ed25519Key> key;
+  if (!o.sign.empty()) key = jit::Ed25519Key::load_private(o.sign);
 
   jit::Bundle bundle;
   std::vector<std::vector<std::byte>> storage;
@@ -84,7 +88,8 @@ void run_export(CliContext& ctx, const ExportOptions& o, bool model_given) {
                    problems.size(), keys.size(), cache.root().string(), list);
     }
   }
-  const std::string bytes = jit::write_bundle(bundle);
+  std::string bytes = jit::write_bundle(bundle);
+  if (key) bytes += key->signature_line(bytes.substr(bytes.size() - 65, 64));  // the checksum line's hex
   write_output_file(o.out, bytes);
 
   if (o.json) {
@@ -93,6 +98,7 @@ void run_export(CliContext& ctx, const ExportOptions& o, bool model_given) {
                      {"entries", bundle.entries.size()},
                      {"bytes", bytes.size()},
                      {"scope", o.all ? "all" : "model"},
+                     {"signed_by", key ? nlohmann::json(key->id()) : nlohmann::json(nullptr)},
                      {"skipped", nlohmann::json::array()}};
     if (!o.all) j["planned_keys"] = planned;
     for (const auto& p : problems) {
@@ -101,8 +107,9 @@ void run_export(CliContext& ctx, const ExportOptions& o, bool model_given) {
     print_json(std::cout, j);
     return;
   }
-  std::cout << fmt::format("exported {} entries ({}) from {} to {}\n", bundle.entries.size(),
-                           human_bytes(bytes.size()), cache.root().string(), o.out);
+  std::cout << fmt::format("exported {} entries ({}) from {} to {}{}\n", bundle.entries.size(),
+                           human_bytes(bytes.size()), cache.root().string(), o.out,
+                           key ? fmt::format(", signed by key {}", key->id().substr(0, 16)) : std::string());
   for (const auto& p : problems) {
     std::cout << fmt::format("  skipped {} (key {}): {}\n", p.description.empty() ? "?" : p.description, p.key,
                              p.reason);
@@ -120,10 +127,13 @@ void register_cache_export(CLI::App* cache, CliContext& ctx) {
       "dsv4-pro.hcwb after `cache build` with the same options; then `cache import dsv4-pro.hcwb` on each server.\n"
       "With --model every planned key must be in the cache and valid (else exit 1, nothing written); --all takes\n"
       "every valid entry of this hcwarm version and names the bad ones it leaves out. The bundle carries each\n"
-      "entry's manifest (size and SHA-256 of every file) and a SHA-256 of the whole.");
+      "entry's manifest (size and SHA-256 of every file) and a SHA-256 of the whole. --sign KEY adds an Ed25519\n"
+      "signature over that SHA-256, which `cache import --trusted-key` requires: a bundle is native code, and\n"
+      "the checksum says only that it is whole, not who made it.");
   add_cache_plan_options(cmd, o->plan);
   add_cache_dir_option(cmd, o->plan.model.cache_dir);
   cmd->add_option("--out", o->out, "Bundle file to write (whole or not at all)")->required();
+  cmd->add_option("--sign", o->sign, "PEM Ed25519 private key file: sign the bundle (cache import --trusted-key)");
   cmd->add_flag("--all", o->all, "Every valid entry of this hcwarm version instead of one configuration's keys");
   add_json_flag(cmd, o->json);
   cmd->callback([&ctx, o, cmd] {
@@ -134,6 +144,7 @@ void register_cache_export(CLI::App* cache, CliContext& ctx) {
     }
     HCWARM_CHECK_ARG(!o->all || plan_options.empty(), "cache export: --all takes every entry, so {} means nothing "
                      "with it; give one or the other", fmt::join(plan_options, ", "));
+    HCWARM_CHECK_ARG(cmd->count("--sign") == 0 || !o->sign.empty(), "cache export: --sign needs a key file");
     run_export(ctx, *o, cmd->count("--model") > 0);
   });
 }

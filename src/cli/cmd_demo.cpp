@@ -85,7 +85,7 @@ void run_demo(const CliContext& ctx, const DemoOptions& o) {
   const fs::path out(o.out);
   std::error_code ec;
   fs::create_directories(out, ec);
-  HCWARM_CHECK_ARG(fs::is_directory(out), "--out {}: cannot create directory: {}", o.out, ec.message());
+  HCWARM_CHECK_ARG(!ec && fs::is_directory(out, ec), "--out {}: cannot create directory: {}", o.out, ec.message());
   const fs::path chart = out / "demo.svg", data = out / "demo.json";
 
   DemoCacheRoot root(o.keep_cache);

@@ -13,6 +13,7 @@
 #include "cli/op_backends.hpp"
 #include "core/file_io.hpp"
 #include "core/npy.hpp"
+#include "core/output_set.hpp"
 #include "mhc/reference.hpp"
 #include "mhc/split_policy.hpp"
 
@@ -38,22 +39,22 @@ HostTensor<float> to_f32(const HostTensor<bf16>& t) {
   return out;
 }
 
-// Writes every file under a temporary name first and renames them only when
-// all were written: a failure leaves no partial output.
+// All the files or none of them, even when a rename fails midway (core/output_set.hpp).
 void write_outputs_atomically(const fs::path& dir, const std::vector<std::pair<std::string, HostTensor<float>>>& files) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   HCWARM_CHECK_ARG(!ec && fs::is_directory(dir), "--out {}: cannot create directory: {}", dir.string(), ec.message());
-  std::vector<StagedFile> staged;  // each removes its temporary unless committed
-  for (const auto& [name, tensor] : files) staged.emplace_back(dir / name, encode_npy_f32(tensor));
-  for (auto& f : staged) f.commit();
+  OutputSet out(dir);
+  for (const auto& [name, tensor] : files) out.add(name, encode_npy_f32(tensor));
+  out.publish();
 }
 
 // The input files of one call, each checked as it is read; messages name the file.
 class OpInputs {
  public:
   explicit OpInputs(const std::string& dir) : dir_(dir) {
-    HCWARM_CHECK_ARG(fs::is_directory(dir_), "--in {}: not a directory", dir);
+    std::error_code ec;  // a name too long, say: not a directory either
+    HCWARM_CHECK_ARG(fs::is_directory(dir_, ec), "--in {}: not a directory{}", dir, ec ? ": " + ec.message() : "");
   }
   fs::path path(const char* name) const { return dir_ / name; }
   HostTensor<float> f32(const char* name) const { return read_npy_f32(path(name)); }

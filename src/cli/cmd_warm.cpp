@@ -35,6 +35,8 @@ void run_warm(CliContext& ctx, const WarmOptions& o) {
     nlohmann::json j = sim::warmup_json(w);
     j.update(run_config_json(cfg.model.name, cfg.backend, runner.server_args(), cfg.jit.cache_dir));
     j["defaults"] = cfg.model.defaulted_fields;  // config fields left out, "field=value"
+    // Above the runtime's own memory: host RSS on the CPU backend, device memory on CUDA.
+    j["prewarm_peak_bytes"] = w.peak_bytes;
     if (cov) {
       j["check"] = {{"ok", cov->ok()}, {"calls", cov->calls}, {"token_counts", cov->token_counts},
                     {"missing", cov->missing}};
@@ -47,12 +49,14 @@ void run_warm(CliContext& ctx, const WarmOptions& o) {
       "  keys {}: {} compiled, {} loaded from disk, {} already in memory\n"
       "  framework warmup {:.3f}s (families: {}), model hook {:.3f}s\n"
       "  mHC token counts prewarmed: {}\n"
+      "  peak memory above the runtime's own: {:.1f} MiB ({})\n"
       "  config defaults used: {}\n"
       "  cache: {}\n",
       cfg.model.name, mhc::to_string(cfg.backend), runner.server_args().num_sms, runner.server_args().max_num_tokens(),
       w.seconds, w.keys, w.compiled, w.loaded_from_disk, w.memory_hits, w.framework_seconds,
       fmt::join(w.families, ", "), w.model_hook_seconds,
       w.token_counts.empty() ? std::string("none") : fmt::format("{}", fmt::join(w.token_counts, ", ")),
+      static_cast<double>(w.peak_bytes) / (1 << 20), cfg.backend == mhc::Backend::Cuda ? "device" : "host RSS",
       cfg.model.defaulted_fields.empty() ? std::string("none")
                                          : fmt::format("{}", fmt::join(cfg.model.defaulted_fields, ", ")),
       cfg.jit.cache_dir ? cfg.jit.cache_dir->string() : std::string("memory only"));

@@ -8,11 +8,15 @@ namespace hcwarm::cli {
 std::vector<EnvSetting> env_settings(const EnvConfig& env) {
   auto b = [](bool v) { return std::string(v ? "1" : "0"); };
   auto given = [&](const char* name) { return std::find(env.given.begin(), env.given.end(), name) != env.given.end(); };
+  std::string trusted_keys;
+  for (const auto& k : env.bundle_trusted_keys) trusted_keys += (trusted_keys.empty() ? "" : ":") + k.string();
   std::vector<EnvSetting> s{
       {"HCWARM_CACHE_DIR", env.cache_dir ? env.cache_dir->string() : "", false,
        env.cache_dir ? "" : "empty: the disk cache is disabled"},
       {"HCWARM_CACHE_MAX_MB", std::to_string(env.cache_max_bytes >> 20), false, ""},
       {"HCWARM_CACHE_TRUST", env.cache_trust_shared ? "shared" : "owner", false, ""},
+      {"HCWARM_BUNDLE_TRUSTED_KEYS", trusted_keys, false,
+       env.bundle_trusted_keys.empty() ? "none: `cache import` takes unsigned bundles" : ""},
       {"HCWARM_STRICT_WARMUP", b(env.strict_warmup), false, ""},
       {"HCWARM_MHC_PREWARM", b(env.mhc_prewarm), false, ""},
       {"HCWARM_MHC_ONE_PASS", b(env.mhc_one_pass), false, ""},

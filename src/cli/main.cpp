@@ -8,7 +8,10 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/strict_options.hpp"
+#include "core/bounded_text.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/logging.hpp"
 
 namespace {
@@ -41,6 +44,8 @@ int main(int argc, char** argv) {
     hcwarm::init_logging(ctx.env);
     spdlog::set_default_logger(hcwarm::shared_logger());  // the CLI's own messages share the library's stream
     hcwarm::cli::register_all(app, ctx);
+    hcwarm::cli::strict_integer_options(app);
+    app.failure_message(hcwarm::cli::bounded_failure_message);
     // After the subcommands: CLI11 copies a parent's footer into each subcommand
     // created after it, and these examples belong to the top-level help only.
     app.footer(kExamples);
@@ -56,9 +61,17 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const hcwarm::Error& e) {
     std::fflush(stdout);
-    std::cerr << "hcwarm: error: " << e.message() << "\n";
-    if (!e.log().empty()) std::cerr << "---- log ----\n" << e.log() << "\n-------------\n";
+    // Bounded both: a message may quote input, a log is a compiler's output.
+    namespace limits = hcwarm::limits;
+    std::cerr << "hcwarm: error: " << hcwarm::clip_middle(e.message(), limits::kMaxMessageHead, limits::kMaxMessageTail)
+              << "\n";
+    if (!e.log().empty()) {
+      std::cerr << "---- log ----\n"
+                << hcwarm::clip_middle(e.log(), limits::kMaxEchoedLogHead, limits::kMaxEchoedLogTail)
+                << "\n-------------\n";
+    }
     spdlog::debug("raised at {}:{}", e.file(), e.line());
+    // 2 for bad input only (a file, an option, a field); builds, timeouts, I/O: 1.
     return e.kind() == hcwarm::ErrorKind::InvalidArgument ? 2 : 1;
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);
@@ -67,7 +80,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Every expected failure is an hcwarm::Error; anything else is a bug, said as one.
     std::fflush(stdout);
-    std::cerr << "hcwarm: error: unexpected internal failure (a bug in hcwarm, please report it): " << e.what()
+    std::cerr << "hcwarm: error: unexpected internal failure (a bug in hcwarm, please report it): "
+              << hcwarm::clip_middle(e.what(), hcwarm::limits::kMaxMessageHead, hcwarm::limits::kMaxMessageTail)
               << "\n";
     return 1;
   }

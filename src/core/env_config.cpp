@@ -56,6 +56,16 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
                      quoted_excerpt(*v));
     c.cache_trust_shared = *v == "shared";
   }
+  if (const auto* v = get("HCWARM_BUNDLE_TRUSTED_KEYS"); v != nullptr && !v->empty()) {
+    for (size_t at = 0;;) {
+      const size_t end = std::min(v->find(':', at), v->size());
+      HCWARM_CHECK_ARG(end > at, "HCWARM_BUNDLE_TRUSTED_KEYS={} has an empty path (the list is separated by ':')",
+                       quoted_excerpt(*v));
+      c.bundle_trusted_keys.emplace_back(v->substr(at, end - at));
+      if (end == v->size()) break;
+      at = end + 1;
+    }
+  }
   if (const auto* v = get("HCWARM_STRICT_WARMUP")) c.strict_warmup = parse_bool("HCWARM_STRICT_WARMUP", *v);
   if (const auto* v = get("HCWARM_MHC_PREWARM")) c.mhc_prewarm = parse_bool("HCWARM_MHC_PREWARM", *v);
   if (const auto* v = get("HCWARM_MHC_ONE_PASS")) c.mhc_one_pass = parse_bool("HCWARM_MHC_ONE_PASS", *v);

@@ -19,6 +19,10 @@ struct EnvConfig {
   // HCWARM_CACHE_TRUST=shared: also load from a cache directory another user owns,
   // as long as no group/other can write it (a shipped read-only bundle). Default: owner.
   bool cache_trust_shared = false;
+  // HCWARM_BUNDLE_TRUSTED_KEYS: PEM Ed25519 public-key files, separated by ':'.
+  // When any is set, `cache import` takes only bundles signed by one of them
+  // (as with --trusted-key). Read by the import, not here.
+  std::vector<std::filesystem::path> bundle_trusted_keys;
   // HCWARM_STRICT_WARMUP=1: a compile after the runtime is ready is an error, not a warning.
   bool strict_warmup = false;
   // HCWARM_MHC_PREWARM=0: the model's mHC prewarm hook does nothing.

@@ -109,21 +109,4 @@ void write_output_file(const fs::path& path, std::string_view bytes) {
   rename_into_place(write_temporary(path, bytes), path);
 }
 
-StagedFile::StagedFile(const fs::path& final_path, std::string_view bytes)
-    : final_(final_path), tmp_(write_temporary(final_path, bytes)) {}
-
-StagedFile::StagedFile(StagedFile&& o) noexcept : final_(std::move(o.final_)), tmp_(std::move(o.tmp_)) {
-  o.tmp_.clear();
-}
-
-StagedFile::~StagedFile() {
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
-}
-
-void StagedFile::commit() {
-  const fs::path tmp = std::move(tmp_);
-  tmp_.clear();
-  rename_into_place(tmp, final_);
-}
-
 }  // namespace hcwarm

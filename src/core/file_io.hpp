@@ -28,22 +28,6 @@ bool input_present(const std::filesystem::path& path);
 // A symlink at `path` is replaced, never written through. On failure the temporary
 // is removed and `path` is untouched; throws Io naming `path`.
 void write_output_file(const std::filesystem::path& path, std::string_view bytes);
-
-// A temporary made by write_output_file's first half, for writing several outputs
-// that must all land together: stage() each, then commit() them (renames).
-class StagedFile {
- public:
-  StagedFile(const std::filesystem::path& final_path, std::string_view bytes);
-  ~StagedFile();  // removes the temporary unless committed
-  StagedFile(StagedFile&& o) noexcept;
-  StagedFile(const StagedFile&) = delete;
-  StagedFile& operator=(const StagedFile&) = delete;
-  StagedFile& operator=(StagedFile&&) = delete;
-  void commit();  // rename into place; throws Io
-  const std::filesystem::path& final_path() const { return final_; }
-
- private:
-  std::filesystem::path final_, tmp_;
-};
+// (Several outputs that must land together: core/output_set.hpp.)
 
 }  // namespace hcwarm

@@ -2,7 +2,9 @@
 // Upper bounds on every size that comes from input or options, each with its
 // reason. Past one, parsing fails with ErrorKind::InvalidArgument naming the
 // field and the bound (CLI exit 2), instead of looping, hanging or allocating
-// without end. README.md ("Limits") lists them.
+// without end. Then what hcwarm keeps of a child process's output and prints in
+// a message, so that neither grows with its input. README.md ("Limits") lists them.
+#include <cstddef>
 #include <cstdint>
 
 namespace hcwarm::limits {
@@ -23,12 +25,40 @@ inline constexpr int64_t kMaxMlpWidth = 65536;
 // Requests in a trace or a synthetic workload: a replay simulates each of them.
 inline constexpr int64_t kMaxRequests = int64_t{1} << 22;
 // Prompt or output tokens of one request in a trace: a million-token context, 4x over.
+// The synthetic workload's token fields too (max_output_tokens, max_prompt_tokens,
+// prompt_median, output_mean, output_tail_min): past it a replay would simulate one
+// request for longer than any server runs it.
 inline constexpr int64_t kMaxRequestTokens = int64_t{1} << 22;
+// The synthetic workload's slowest arrival rate (requests per second): one a
+// fortnight; far slower ones push arrival times of a long trace to infinity.
+inline constexpr double kMinArrivalRatePerS = 1e-6;
+
+// What a child process (the host compiler) writes is kept up to this much of its
+// start and of its end; the middle is dropped and counted. The first errors and
+// the final summary are what a reader needs; a chatty compiler cannot grow memory.
+inline constexpr size_t kMaxProcessOutputHead = size_t{64} << 10;
+inline constexpr size_t kMaxProcessOutputTail = size_t{64} << 10;
+// A compiler log echoed to the user or put into a message: much less, since a
+// failing build echoes one per key (the whole capture stays in Error::log()).
+inline constexpr size_t kMaxEchoedLogHead = size_t{4} << 10;
+inline constexpr size_t kMaxEchoedLogTail = size_t{4} << 10;
+// An error message the CLI prints: long enough for a path at PATH_MAX and the start
+// of an echoed log, short enough that a 100 KB option value is not printed back whole.
+inline constexpr size_t kMaxMessageHead = size_t{8} << 10;
+inline constexpr size_t kMaxMessageTail = size_t{2} << 10;
+// A command-line parse error: the option's name at the start and the reason at
+// the end, with at most a few hundred bytes of the value between them.
+inline constexpr size_t kMaxParseMessageHead = 320;
+inline constexpr size_t kMaxParseMessageTail = 160;
 
 // A kernel bundle (`hcwarm cache import`) is read whole: the default cache cap
 // (HCWARM_CACHE_MAX_MB, 4096 MiB), so that a bundle of a whole cache fits.
 inline constexpr uint64_t kMaxBundleBytes = uint64_t{4} << 30;
 // Entries in one bundle: each is a cache directory; DeepSeek V4 Pro plans a few dozen.
 inline constexpr uint64_t kMaxBundleEntries = 65536;
+// A PEM key file (`cache export --sign`, `--trusted-key`): an Ed25519 key is under 200 bytes.
+inline constexpr uint64_t kMaxKeyFileBytes = uint64_t{64} << 10;
+// A bundle's checksum is verified reading this much at a time, before it is read whole.
+inline constexpr size_t kBundleHashChunkBytes = size_t{1} << 20;
 
 }  // namespace hcwarm::limits

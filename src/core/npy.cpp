@@ -1,5 +1,6 @@
 #include "core/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +111,14 @@ HostTensor<float> decode_npy_f32(std::string_view bytes, const std::string& name
                    header_len, kMaxHeaderBytes);
   HCWARM_CHECK_ARG(bytes.size() >= offset + header_len, "{}: truncated .npy header", name);
   const std::string header(bytes.substr(offset, header_len));
+  // A Python literal and its padding: NumPy's reader rejects a NUL or control byte,
+  // and one would end the text early for anything reading it as a C string.
+  const auto bad = std::find_if(header.begin(), header.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\n' && c != '\r' && c != '\t') || u == 0x7f;
+  });
+  HCWARM_CHECK_ARG(bad == header.end(), "{}: .npy header holds control byte 0x{:02x} at offset {}", name,
+                   static_cast<unsigned char>(*bad), offset + static_cast<size_t>(bad - header.begin()));
 
   std::string descr = dict_value(header, "descr", name);
   descr = descr.substr(1, descr.size() - 2);

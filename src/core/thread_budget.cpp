@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -42,11 +43,16 @@ ThreadBudget::Lease ThreadBudget::acquire(int at_least, int at_most) {
   HCWARM_ASSERT(at_least >= 1 && at_least <= capacity_ && at_most >= at_least,
                 "cannot take {}..{} of a thread budget of {}", at_least, at_most, capacity_);
   auto poll = kGatePollMin;
+  std::optional<std::chrono::steady_clock::time_point> gate_wait_since;
   for (;;) {
     cv_.wait(lock, [&] { return capacity_ - used_ >= at_least; });
     const Taken t = take(lock, std::min(at_most, capacity_ - used_), at_least);
     if (t.slots > 0) return Lease(this, t.slots, t.gated);
+    const std::shared_ptr<SlotGate> gate = gate_;
     lock.unlock();  // the gate is full: another process holds the host's slots
+    const auto now = std::chrono::steady_clock::now();
+    if (!gate_wait_since) gate_wait_since = now;
+    if (gate) gate->waiting(std::chrono::duration<double>(now - *gate_wait_since).count());
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, kGatePollMax);
     lock.lock();

@@ -18,6 +18,10 @@ class SlotGate {
   virtual int try_take(int n) = 0;
   // Gives back n of the slots taken (at most what is held).
   virtual void give_back(int n) = 0;
+  // Told, while a taker waits because try_take found nothing free, how long it has
+  // waited so far (0 at a wait's first look): may log what it waits for, and
+  // throws to end the wait.
+  virtual void waiting(double seconds) { (void)seconds; }
 };
 
 class ThreadBudget {
@@ -46,7 +50,8 @@ class ThreadBudget {
   };
 
   // Waits until at least `at_least` slots are free (1 <= at_least <= capacity),
-  // here and in the gate, then takes up to `at_most` of them.
+  // here and in the gate, then takes up to `at_most` of them. A wait on the gate
+  // ends as the gate's waiting() says (HostCompileSlots: ErrorKind::Timeout).
   Lease acquire(int at_least, int at_most);
   // All n slots now, or none (count() == 0); never waits.
   Lease try_acquire(int n);

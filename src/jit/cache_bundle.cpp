@@ -114,6 +114,30 @@ void check_manifest(const Manifest& m, const HeaderEntry& h, const std::string& 
 
 }  // namespace
 
+BundleTrailer parse_bundle_trailer(std::string_view tail, uint64_t total_bytes, const std::string& source) {
+  HCWARM_CHECK_ARG(total_bytes > kTrailerBytes && tail.size() > kTrailerBytes,
+                   "{}: truncated: no checksum line", source);
+  BundleTrailer t;
+  // The last line is the signature when it says so; else it must be the checksum.
+  const size_t prev_nl = tail.rfind('\n', tail.size() - 2);
+  const std::string_view last = prev_nl == std::string_view::npos ? tail : tail.substr(prev_nl + 1);
+  size_t trailer_bytes = kTrailerBytes;
+  if (last.substr(0, 8) == "ed25519 ") {
+    t.signature = parse_signature_line(last, source);
+    trailer_bytes += last.size();
+    HCWARM_CHECK_ARG(tail.size() >= trailer_bytes && total_bytes > trailer_bytes,
+                     "{}: truncated: no checksum line before the signature", source);
+  }
+  const std::string_view sum = tail.substr(tail.size() - trailer_bytes, kTrailerBytes);
+  HCWARM_CHECK_ARG(sum.substr(0, kTrailerTag.size()) == kTrailerTag && sum.back() == '\n' &&
+                       is_sha256_hex(sum.substr(kTrailerTag.size(), 64)),
+                   "{}: truncated or damaged: the {} line is not \"sha256 <64 hex>\"", source,
+                   t.signature ? "line before the signature" : "last");
+  t.sha256 = std::string(sum.substr(kTrailerTag.size(), 64));
+  t.body_bytes = total_bytes - trailer_bytes;
+  return t;
+}
+
 std::string write_bundle(const Bundle& bundle, const BundleLimits& limits) {
   HCWARM_CHECK_ARG(bundle.entries.size() <= limits.max_entries, "a bundle holds at most {} entries, not {}",
                    limits.max_entries, bundle.entries.size());
@@ -139,7 +163,7 @@ std::string write_bundle(const Bundle& bundle, const BundleLimits& limits) {
   header["payload_bytes"] = payload;
   const std::string htext = header.dump();
   const std::string head = fmt::format("{} {}\n{}\n{}\n", kMagic, kBundleFormat, htext.size(), htext);
-  const uint64_t total = head.size() + payload + kTrailerBytes;
+  const uint64_t total = head.size() + payload + kTrailerBytes + kBundleSignatureLineBytes;
   HCWARM_CHECK_ARG(total <= limits.max_bytes, "the bundle would be {} bytes, over the limit of {} bytes", total,
                    limits.max_bytes);
   std::string out;
@@ -161,13 +185,10 @@ Bundle parse_bundle(std::string_view bytes, const std::string& source, const Bun
                    bytes.size(), limits.max_bytes);
   HCWARM_CHECK_ARG(bytes.substr(0, kMagic.size()) == kMagic, "{}: not an hcwarm kernel bundle", source);
   // The checksum first: a truncated or altered bundle fails here, whatever part was hit.
-  HCWARM_CHECK_ARG(bytes.size() > kTrailerBytes, "{}: truncated: no checksum line", source);
-  const std::string_view body = bytes.substr(0, bytes.size() - kTrailerBytes);
-  const std::string_view trailer = bytes.substr(body.size());
-  HCWARM_CHECK_ARG(trailer.substr(0, kTrailerTag.size()) == kTrailerTag && trailer.back() == '\n' &&
-                       is_sha256_hex(trailer.substr(kTrailerTag.size(), 64)),
-                   "{}: truncated or damaged: the last line is not \"sha256 <64 hex>\"", source);
-  HCWARM_CHECK_ARG(sha256_hex(body) == trailer.substr(kTrailerTag.size(), 64),
+  const BundleTrailer trailer = parse_bundle_trailer(
+      bytes.substr(bytes.size() - std::min<size_t>(bytes.size(), kBundleTrailerMaxBytes)), bytes.size(), source);
+  const std::string_view body = bytes.substr(0, trailer.body_bytes);
+  HCWARM_CHECK_ARG(sha256_hex(body) == trailer.sha256,
                    "{}: checksum mismatch: the bundle was altered or damaged after it was written", source);
 
   Reader rd(body, source);
@@ -182,6 +203,7 @@ Bundle parse_bundle(std::string_view bytes, const std::string& source, const Bun
                    source);
 
   Bundle b;
+  b.sha256 = trailer.sha256;
   try {
     HCWARM_CHECK_ARG(h.is_object(), "{}: the header is not a JSON object", source);
     const auto& format = h.at("format");

@@ -12,6 +12,13 @@
 //   <payload>                         per entry, in header order: its manifest.json (manifest_bytes),
 //                                     then each file its manifest lists, in order, of the listed size
 //   sha256 <64 hex>\n                 SHA-256 of every byte before this line
+//   [ed25519 <64 hex> <128 hex>\n]     signed bundles only: jit/bundle_signature.hpp
+//
+// The signature line comes after the checksum, outside what the checksum covers,
+// so that an unsigned bundle's bytes are unchanged. A reader from before
+// signatures refuses a signed bundle as damaged (its last line is not the
+// checksum), never imports it half-checked. The checksum is verified streaming,
+// in bounded memory, before the bundle is read whole (jit/bundle_file.hpp).
 //
 // A bundle is taken whole or not at all: parse_bundle() checks the size bound,
 // the trailer checksum, the header, each manifest (key, namespace, version,
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "core/limits.hpp"
+#include "jit/bundle_signature.hpp"
 #include "jit/disk_cache.hpp"
 
 namespace hcwarm::jit {
@@ -45,6 +53,7 @@ struct BundleEntry {
 struct Bundle {
   std::string hcwarm_version;
   std::string created;
+  std::string sha256;  // the trailer's checksum (parse_bundle: verified)
   std::vector<BundleEntry> entries;
 };
 
@@ -54,7 +63,22 @@ struct BundleLimits {
   uint64_t max_entries = limits::kMaxBundleEntries;
 };
 
-// The bundle's bytes. Throws InvalidArgument when the result would be over
+// The lines after the payload: the checksum, then a signature when signed.
+struct BundleTrailer {
+  uint64_t body_bytes = 0;  // the bytes the checksum covers
+  std::string sha256;       // 64 hex, as the trailer states it (not yet compared)
+  std::optional<BundleSignature> signature;
+};
+// The most of a bundle's end that parse_bundle_trailer needs.
+inline constexpr size_t kBundleTrailerMaxBytes = 72 + kBundleSignatureLineBytes;
+
+// The trailer, from `tail`: the last min(total_bytes, kBundleTrailerMaxBytes) bytes
+// of a bundle of total_bytes. InvalidArgument "<source>: ..." when the last lines
+// are not a checksum line, optionally followed by a well-formed signature line.
+BundleTrailer parse_bundle_trailer(std::string_view tail, uint64_t total_bytes, const std::string& source);
+
+// The bundle's bytes (unsigned; `cache export --sign` appends the signature line).
+// The size bound leaves room for a signature line. Throws InvalidArgument when the result would be over
 // limits.max_bytes or hold over limits.max_entries entries (so every bundle
 // written can be imported), or when two entries share a namespace and key.
 std::string write_bundle(const Bundle& bundle, const BundleLimits& limits = {});

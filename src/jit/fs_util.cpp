@@ -39,8 +39,6 @@ int open_lock_file(const fs::path& p) {
   return fd;
 }
 
-constexpr double kLogWaitAfterSeconds = 5;
-
 // The lock file's text says who holds it (for a waiter's message only: flock decides).
 void write_holder(int fd) {
   char host[256] = "?";
@@ -60,6 +58,12 @@ std::string read_holder(int fd) {
 }
 
 }  // namespace
+
+std::string lock_holder(const fs::path& lock_file) {
+  // O_NOFOLLOW | O_NONBLOCK: a name planted in the cache is neither followed nor waited on.
+  const UniqueFd fd(::open(lock_file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  return read_holder(fd.get());
+}
 
 std::optional<std::string> distrust(const fs::path& p, const struct stat& st, bool any_owner) {
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {

@@ -41,6 +41,13 @@ bool remove_tree(const std::filesystem::path& p) noexcept;
 // Sum of the sizes of the regular files under p (recursive); 0 when absent.
 uint64_t tree_bytes(const std::filesystem::path& p) noexcept;
 
+// A wait for a lock longer than this is logged once, naming what it waits for.
+inline constexpr double kLogWaitAfterSeconds = 5;
+
+// Who holds lock_file, as its holder wrote it ("pid P on HOST since TIME"), or
+// "another process (unknown pid)" when it says nothing readable. For messages only.
+std::string lock_holder(const std::filesystem::path& lock_file);
+
 // An exclusive flock(2) on a lock file that is created when missing and never
 // unlinked (unlinking would let two holders lock two different inodes). The
 // holder writes "pid P on HOST since TIME" into it, so a waiter can name it.

@@ -3,15 +3,41 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
 namespace hcwarm::jit {
 
-HostCompileSlots::HostCompileSlots(std::filesystem::path dir, int count)
-    : dir_(std::move(dir)), count_(count), next_(static_cast<int>(::getpid() % std::max(1, count))),
-      mine_(static_cast<size_t>(std::max(0, count)), false) {
+HostCompileSlots::HostCompileSlots(std::filesystem::path dir, int count, double timeout_s)
+    : dir_(std::move(dir)), count_(count), timeout_s_(timeout_s),
+      next_(static_cast<int>(::getpid() % std::max(1, count))), mine_(static_cast<size_t>(std::max(0, count)), false) {
   HCWARM_CHECK_ARG(count >= 1, "host compile slots: count must be >= 1, got {}", count);
+}
+
+std::string HostCompileSlots::holders() const {
+  std::vector<std::string> seen;
+  for (int i = 0; i < count_; ++i) {
+    std::string h = fsu::lock_holder(dir_ / slot_file_name(i));
+    if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(std::move(h));
+  }
+  std::string out;
+  for (const auto& h : seen) out += (out.empty() ? "" : "; ") + h;
+  return out;
+}
+
+void HostCompileSlots::waiting(double seconds) {
+  if (timeout_s_ > 0 && seconds >= timeout_s_) {
+    HCWARM_THROW(ErrorKind::Timeout,
+                 "gave up after {:.0f} s waiting for a host compile slot in {}: all {} are held, by {}; "
+                 "HCWARM_LOCK_TIMEOUT_S sets the limit",
+                 seconds, dir_.string(), count_, holders());
+  }
+  if (seconds == 0) wait_logged_ = false;  // a new wait: log it again once it lasts
+  if (seconds >= fsu::kLogWaitAfterSeconds && !wait_logged_.exchange(true)) {
+    log::info("jit: waiting for a host compile slot in {}: all {} are held, by {}", dir_.string(), count_, holders());
+  }
 }
 
 std::string HostCompileSlots::slot_file_name(int i) { return fmt::format("compile-slot-{}.lock", i); }

@@ -9,8 +9,10 @@
 #include <set>
 #include <thread>
 
+#include "core/bounded_text.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/thread_pool.hpp"
 #include "jit/header_deps.hpp"
 #include "jit/host_compile_slots.hpp"
@@ -243,7 +245,8 @@ bool JitRuntime::disk_ready_for(CompilerSlot& cs) {
       // The version directory exists and is trusted now (prepare checked it).
       std::call_once(host_slots_attached_, [&] {
         if (budget_->gated()) return;  // a shared budget another runtime gated first
-        budget_->attach_gate(std::make_shared<HostCompileSlots>(disk_->version_dir(), opts_.host_compile_slots),
+        budget_->attach_gate(std::make_shared<HostCompileSlots>(disk_->version_dir(), opts_.host_compile_slots,
+                                                                opts_.lock_timeout_s),
                              opts_.host_compile_slots);
         log::debug("jit: compile threads share {} host slots in {}", opts_.host_compile_slots,
                    disk_->version_dir().string());
@@ -317,6 +320,10 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
   bool guarded = false;
   if (disk_ready_for(cs)) {
     std::optional<std::vector<std::byte>> compiled;
+    // Whether an Io error now comes from a write under the key's lock (staging,
+    // publish, quarantine): that leaves the entries readable, where a failed lookup
+    // or an untrusted lock file (a planted link) does not.
+    bool writing = false;
     try {
       auto lk = disk_->lookup(cs.ns, r.key, artifact);
       if (lk.status == DiskCache::Lookup::Status::Ok) {
@@ -339,6 +346,7 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
         }
         hook("locked");
         lk = disk_->lookup(cs.ns, r.key, artifact);
+        writing = true;
         if (lk.status == DiskCache::Lookup::Status::Ok) {
           *src = ArtifactSource::Disk;
           return std::move(lk.artifact);
@@ -374,7 +382,13 @@ std::vector<std::byte> JitRuntime::produce(const KernelSpec& spec, const Resolve
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Io) throw;
-      disable_disk(e.message());
+      // A failed write (ENOSPC, EROFS, staging gone) degrades the cache to loads only:
+      // the valid entries stay served, and this and later compiles stay in memory.
+      if (writing) {
+        disable_disk_writes(e.message());
+      } else {
+        disable_disk(e.message());
+      }
       if (compiled) {
         *src = ArtifactSource::Compiled;
         return std::move(*compiled);
@@ -776,7 +790,9 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
       record_failure();
       const auto* he = dynamic_cast<const Error*>(&e);
       std::string msg = he ? he->message() : e.what();
-      if (he && !he->log().empty()) msg += "\n" + he->log();
+      if (he && !he->log().empty()) {
+        msg += "\n" + clip_middle(he->log(), limits::kMaxEchoedLogHead, limits::kMaxEchoedLogTail);
+      }
       log::error("jit build: {} (key {}) failed: {}", it.spec->describe(), it.r.key, msg);
       std::lock_guard lock(rep_mu);
       ++rep.failed;

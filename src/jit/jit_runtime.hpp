@@ -63,7 +63,7 @@ struct JitOptions {
   // specialization compiles in the background (not with strict_warmup or !allow_compile).
   bool tiered = true;
   int background_jobs = 1;  // background compile threads, at most the build job budget
-  double lock_timeout_s = 600;                     // HCWARM_LOCK_TIMEOUT_S: wait for another process's key lock
+  double lock_timeout_s = 600;                     // HCWARM_LOCK_TIMEOUT_S: wait for a key lock or a host compile slot
   double compile_timeout_s = 600;                  // HCWARM_COMPILE_TIMEOUT_S: one host-compiler run
   std::string host_cxx = "c++";                    // HCWARM_CXX
   std::string nvrtc_library;                       // "" = search (see NvrtcCompiler)
@@ -250,7 +250,7 @@ class JitRuntime final : public ModuleProvider {
   std::unique_ptr<DiskCache> disk_;
   std::atomic<bool> disk_enabled_{false};
   std::once_flag disk_warned_;
-  std::atomic<bool> disk_writable_{true};  // false: loads only (the prepare probe failed)
+  std::atomic<bool> disk_writable_{true};  // false: loads only (the prepare probe or a later write failed)
   std::once_flag disk_ro_warned_;
   std::once_flag host_slots_attached_;
 

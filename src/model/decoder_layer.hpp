@@ -2,8 +2,8 @@
 // DeepseekV4DecoderLayer: two sublayers (attention, FFN), each wrapped in an mHC
 // step: hc_pre mixes the hc residual streams into the sublayer's input (with the
 // sublayer's RMSNorm fused), hc_post spreads the sublayer's output back.
-// The prewarm methods mirror the upstream engine's warmup: one dummy
-// hc_pre per representative token count and path, memory released in between.
+// The prewarm methods mirror the upstream engine's warmup: one dummy hc_pre
+// per representative token count's bucket and path, on one token.
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -36,9 +36,9 @@ class DeepseekV4DecoderLayer {
                          std::unique_ptr<Sublayer> attn, std::unique_ptr<Sublayer> ffn, LayerOps ops);
 
   // For each count and for the attn and ffn paths: hc_pre with that path's
-  // parameters and norm on a zeroed residual of the real shape, then synchronize.
-  // One residual and output set of the largest count serves every count, so the
-  // memory peak is that of the largest count and nothing is allocated per count.
+  // parameters and norm, launched with the kernels of the count's split bucket on
+  // one zeroed token, then synchronize; then the op's workspace grown for the
+  // largest count. The memory peak is one token's, whatever the counts.
   void prewarm_mhc_token_counts(std::span<const int64_t> token_counts, Device& device);
 
   // The representatives the dispatch names for [1, max_num_tokens], prewarmed;
@@ -57,8 +57,9 @@ class DeepseekV4DecoderLayer {
   const DecoderLayerWeights& weights() const { return weights_; }
 
  private:
+  // splits > 0: the kernels of that split count whatever num_tokens (the prewarm's one-token launches).
   void run_hc_pre(const bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const bf16* norm, bf16* y,
-                  float* post, float* comb);
+                  float* post, float* comb, int splits = 0);
   void run_path(bf16* residual, int64_t num_tokens, const MhcPathWeights& path, const DeviceBuffer& norm,
                 Sublayer& sublayer, void* scratch);
 

@@ -141,6 +141,11 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, con
   out.data_offset = 8 + n;
   const uint64_t data_size = size - 8 - n;
 
+  // The JSON parser takes a NUL for the end of its input: what follows one would go unread.
+  if (const void* nul = std::memchr(hdr, 0, n)) {
+    HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header holds a NUL byte at byte {} of its {}", file,
+                 static_cast<const char*>(nul) - hdr, n);
+  }
   if (const auto at = json_too_deep_at(std::string_view(hdr, n))) {
     HCWARM_THROW(ErrorKind::InvalidArgument, "{}: header JSON is nested deeper than {} levels (at byte {})", file,
                  kMaxJsonDepth, *at);
@@ -202,16 +207,27 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, con
     out.tensors.emplace(name, std::move(info));
   }
 
-  // Tensors must not share bytes.
+  // The tensors tile the data section exactly, as the format's reference reader
+  // demands: no shared bytes, no gap, no byte after the last. A header length
+  // that is off (one byte short included) shifts the section and fails here.
   std::vector<const SafetensorsTensorInfo*> by_offset;
   for (const auto& [name, info] : out.tensors) {
     if (info.end > info.begin) by_offset.push_back(&info);
   }
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    HCWARM_CHECK_ARG(by_offset[i]->begin >= by_offset[i - 1]->end, "{}: tensors '{}' and '{}' overlap", file,
+  uint64_t covered = 0;
+  for (size_t i = 0; i < by_offset.size(); ++i) {
+    HCWARM_CHECK_ARG(by_offset[i]->begin >= covered, "{}: tensors '{}' and '{}' overlap", file,
                      excerpt(by_offset[i - 1]->name), excerpt(by_offset[i]->name));
+    HCWARM_CHECK_ARG(by_offset[i]->begin == covered,
+                     "{}: bytes [{}, {}) of the data section belong to no tensor (before '{}')", file, covered,
+                     by_offset[i]->begin, excerpt(by_offset[i]->name));
+    covered = by_offset[i]->end;
   }
+  HCWARM_CHECK_ARG(covered == data_size,
+                   "{}: header length {} does not match the file: its tensors end at byte {} of the data section, "
+                   "which holds {} bytes",
+                   file, n, covered, data_size);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "core/thread_pool.hpp"
 #include "model/nextn.hpp"
 #include "model/standin/swiglu_mlp.hpp"
+#include "runtime/peak_memory.hpp"
 
 namespace hcwarm::runtime {
 namespace {
@@ -161,6 +162,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   r.families = registry_.families();
   const auto t0 = std::chrono::steady_clock::now();
   device_->reset_peak();
+  PeakMemoryProbe probe(*device_);
   const size_t base_bytes = device_->memory_stats().current_bytes;
 
   if (jit_) {
@@ -181,8 +183,11 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
     const int moved = std::min(early_compiled, r.loaded_from_disk);
     r.compiled += moved;
     r.loaded_from_disk -= moved;
-    HCWARM_CHECK_ARG(b.failed == 0, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
-                     b.errors.empty() ? std::string() : b.errors.front());
+    if (b.failed > 0) {
+      // A build failure is not bad input: the first failure's kind (Compile, Timeout, Io, ...).
+      HCWARM_THROW(b.first_error_kind, "warmup: {} of {} kernels failed to build: {}", b.failed, b.keys,
+                   b.errors.empty() ? std::string() : b.errors.front());
+    }
     load_into_ops(specs);
   }
   r.framework_seconds = seconds_since(t0);
@@ -199,6 +204,7 @@ WarmupReport ModelRunner::kernel_warmup(bool prewarm) {
   r.model_hook_seconds = seconds_since(t1);
   const MemoryStats mem = device_->memory_stats();
   r.peak_device_bytes = mem.peak_bytes > base_bytes ? mem.peak_bytes - base_bytes : 0;
+  r.peak_bytes = probe.finish();
 
   // Serving starts clean: warmup's events and counters and the memory peak are
   // reset, then the runtime is ready and any later compile is flagged.

@@ -54,8 +54,11 @@ struct WarmupReport : jit::BuildCounts {
   double seconds = 0.0;               // the whole kernel_warmup()
   double framework_seconds = 0.0;     // the parallel build of registered families
   double model_hook_seconds = 0.0;    // the model's own hook
-  std::vector<int64_t> token_counts;  // what the model hook prewarmed
+  std::vector<int64_t> token_counts;  // the buckets the model hook prewarmed, each by its largest count
   size_t peak_device_bytes = 0;       // above the model's own memory, during warmup
+  // Above the runtime's own at warmup's start (peak_memory.hpp): host RSS on the
+  // CPU backend, device memory on CUDA.
+  size_t peak_bytes = 0;
   std::vector<std::string> families;
 };
 

@@ -13,6 +13,7 @@
 #include "mhc/hc_post_pre.hpp"
 #include "model/deepseek_v4.hpp"
 #include "runtime/kernel_plan.hpp"
+#include "runtime/peak_memory.hpp"
 
 namespace hcwarm::runtime {
 namespace {
@@ -166,6 +167,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   std::optional<cuda::ScopedContext> scoped;
   if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_.get())) scoped.emplace(*cd);
   jit_->mark_warming();
+  PeakMemoryProbe probe(*device_);
   const model::ServerArgs server = prewarm_server(req);
   const mhc::MhcDims dims = req.model.mhc_dims();
   mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
@@ -218,12 +220,13 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   post.load();
   run_post_once(post, *device_, dims);
   device_->synchronize();
+  r.peak_bytes = probe.finish();
   jit_->mark_ready();
   r.seconds = seconds_since(t0);
   const std::string defaults = model::defaulted_fields_note(req.model);
-  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({}), {} token counts up to {}{}{}", req.model.name,
+  log::info("prewarm ({}, {}): {:.3f}s, {} keys ({}), {} token counts up to {}, peak {} MiB{}{}", req.model.name,
             mhc::to_string(options_.backend), r.seconds, r.keys, jit::format_sources(r), r.token_counts.size(),
-            r.max_num_tokens, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped,
+            r.max_num_tokens, r.peak_bytes >> 20, r.skipped.empty() ? "" : "; mHC prewarm skipped: " + r.skipped,
             defaults.empty() ? "" : "; " + defaults);
   return r;
 }

@@ -50,6 +50,9 @@ struct PrewarmReport : jit::BuildCounts {
   std::vector<int64_t> token_counts;  // the representatives run through the ops
   std::string skipped;                // why the mHC prewarm did not run (empty: it ran)
   std::vector<std::string> defaults;  // the model's defaulted_fields ("field=value")
+  // Peak memory above the context's own at the prewarm's start (peak_memory.hpp):
+  // host RSS on the CPU backend, device memory on CUDA.
+  size_t peak_bytes = 0;
 };
 
 class OpContext {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "core/limits.hpp"
 #include "sim/trace.hpp"
 
@@ -51,24 +52,28 @@ void SyntheticTraceConfig::validate() const {
   HCWARM_CHECK_ARG(max_prompt_tokens <= limits::kMaxRequestTokens,
                    "synthetic trace: max_prompt_tokens must be <= {}, got {}", limits::kMaxRequestTokens,
                    max_prompt_tokens);
-  HCWARM_CHECK_ARG(arrival_rate_per_s > 0 && std::isfinite(arrival_rate_per_s),
-                   "synthetic trace: arrival_rate_per_s must be > 0, got {}", arrival_rate_per_s);
+  HCWARM_CHECK_ARG(arrival_rate_per_s >= limits::kMinArrivalRatePerS && std::isfinite(arrival_rate_per_s),
+                   "synthetic trace: arrival_rate_per_s must be >= {}, got {}", limits::kMinArrivalRatePerS,
+                   arrival_rate_per_s);
   HCWARM_CHECK_ARG(min_prompt_tokens >= 1 && max_prompt_tokens >= min_prompt_tokens,
                    "synthetic trace: need 1 <= min_prompt_tokens <= max_prompt_tokens, got {} and {}",
                    min_prompt_tokens, max_prompt_tokens);
-  HCWARM_CHECK_ARG(prompt_median > 0 && std::isfinite(prompt_median),
-                   "synthetic trace: prompt_median must be > 0, got {}", prompt_median);
+  HCWARM_CHECK_ARG(prompt_median > 0 && prompt_median <= static_cast<double>(limits::kMaxRequestTokens),
+                   "synthetic trace: prompt_median must be in (0, {}], got {}", limits::kMaxRequestTokens,
+                   prompt_median);
   HCWARM_CHECK_ARG(prompt_sigma >= 0 && std::isfinite(prompt_sigma),
                    "synthetic trace: prompt_sigma must be >= 0, got {}", prompt_sigma);
-  HCWARM_CHECK_ARG(output_mean >= 1 && std::isfinite(output_mean),
-                   "synthetic trace: output_mean must be >= 1, got {}", output_mean);
+  HCWARM_CHECK_ARG(output_mean >= 1 && output_mean <= static_cast<double>(limits::kMaxRequestTokens),
+                   "synthetic trace: output_mean must be in [1, {}], got {}", limits::kMaxRequestTokens, output_mean);
   HCWARM_CHECK_ARG(output_tail_fraction >= 0 && output_tail_fraction <= 1,
                    "synthetic trace: output_tail_fraction must be in [0, 1], got {}", output_tail_fraction);
-  HCWARM_CHECK_ARG(output_tail_min >= 1 && std::isfinite(output_tail_min),
-                   "synthetic trace: output_tail_min must be >= 1, got {}", output_tail_min);
+  HCWARM_CHECK_ARG(output_tail_min >= 1 && output_tail_min <= static_cast<double>(limits::kMaxRequestTokens),
+                   "synthetic trace: output_tail_min must be in [1, {}], got {}", limits::kMaxRequestTokens,
+                   output_tail_min);
   HCWARM_CHECK_ARG(output_tail_alpha > 0 && std::isfinite(output_tail_alpha),
                    "synthetic trace: output_tail_alpha must be > 0, got {}", output_tail_alpha);
-  HCWARM_CHECK_ARG(max_output_tokens >= 1, "synthetic trace: max_output_tokens must be >= 1, got {}",
+  HCWARM_CHECK_ARG(max_output_tokens >= 1 && max_output_tokens <= limits::kMaxRequestTokens,
+                   "synthetic trace: max_output_tokens must be in [1, {}], got {}", limits::kMaxRequestTokens,
                    max_output_tokens);
 }
 
@@ -94,15 +99,17 @@ SyntheticTraceConfig SyntheticTraceConfig::from_json(const nlohmann::json& j, co
     // References, not a structured binding: clang before 16 cannot capture bindings in a lambda.
     const std::string& key = item.key();
     const nlohmann::json& v = item.value();
-    HCWARM_CHECK_ARG(v.is_number(), "{}: synthetic trace key '{}' must be a number, got {}", source, key, v.dump());
+    HCWARM_CHECK_ARG(v.is_number(), "{}: synthetic trace key '{}' must be a number, got {}", source, excerpt(key),
+                     json_excerpt(v));
     const bool integral = v.is_number_integer();
     auto as_int = [&]() -> int64_t {
-      HCWARM_CHECK_ARG(integral, "{}: synthetic trace key '{}' must be an integer, got {}", source, key, v.dump());
+      HCWARM_CHECK_ARG(integral, "{}: synthetic trace key '{}' must be an integer, got {}", source, excerpt(key),
+                       json_excerpt(v));
       return v.get<int64_t>();
     };
     if (key == "seed") {
       HCWARM_CHECK_ARG(v.is_number_unsigned() || (integral && v.get<int64_t>() >= 0),
-                       "{}: synthetic trace seed must be a non-negative integer, got {}", source, v.dump());
+                       "{}: synthetic trace seed must be a non-negative integer, got {}", source, json_excerpt(v));
       c.seed = v.get<uint64_t>();
     } else if (key == "num_requests") c.num_requests = as_int();
     else if (key == "arrival_rate_per_s") c.arrival_rate_per_s = v.get<double>();
@@ -115,7 +122,7 @@ SyntheticTraceConfig SyntheticTraceConfig::from_json(const nlohmann::json& j, co
     else if (key == "output_tail_min") c.output_tail_min = v.get<double>();
     else if (key == "output_tail_alpha") c.output_tail_alpha = v.get<double>();
     else if (key == "max_output_tokens") c.max_output_tokens = as_int();
-    else HCWARM_THROW(ErrorKind::InvalidArgument, "{}: unknown synthetic trace key '{}'", source, key);
+    else HCWARM_THROW(ErrorKind::InvalidArgument, "{}: unknown synthetic trace key '{}'", source, excerpt(key));
   }
   c.validate();
   return c;

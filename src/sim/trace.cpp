@@ -360,9 +360,9 @@ std::vector<Request> read_trace(const std::filesystem::path& path, const TraceRe
                                    : parse_azure_csv(text, path.string(), opts);
 }
 
-std::vector<Request> load_trace(const std::string& spec, const TraceReadOptions& opts) {
-  if (spec != "synthetic" && !spec.starts_with("synthetic:")) return read_trace(spec, opts);
-
+SyntheticTraceConfig synthetic_trace_config(const std::string& spec) {
+  HCWARM_CHECK_ARG(spec == "synthetic" || spec.starts_with("synthetic:"), "trace '{}' is not a synthetic one",
+                   excerpt(spec));
   // Overrides on the demo config; short aliases for the common ones.
   const std::map<std::string, std::string> aliases = {
       {"n", "num_requests"}, {"rate", "arrival_rate_per_s"}, {"seed", "seed"}};
@@ -374,20 +374,26 @@ std::vector<Request> load_trace(const std::string& spec, const TraceReadOptions&
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    HCWARM_CHECK_ARG(eq != std::string_view::npos, "trace '{}': '{}' is not KEY=VALUE", spec, item);
+    HCWARM_CHECK_ARG(eq != std::string_view::npos, "trace '{}': '{}' is not KEY=VALUE", excerpt(spec), excerpt(item));
     std::string key(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
     if (auto a = aliases.find(key); a != aliases.end()) key = a->second;
-    HCWARM_CHECK_ARG(j.contains(key), "trace '{}': unknown key '{}'", spec, key);
+    HCWARM_CHECK_ARG(j.contains(key), "trace '{}': unknown key '{}'", excerpt(spec), excerpt(key));
     if (const auto i = parse_int(value)) {
       j[key] = *i;
     } else if (const auto d = parse_double(value)) {
       j[key] = *d;
     } else {
-      HCWARM_THROW(ErrorKind::InvalidArgument, "trace '{}': value of '{}' is not a number: '{}'", spec, key, value);
+      HCWARM_THROW(ErrorKind::InvalidArgument, "trace '{}': value of '{}' is not a number: '{}'", excerpt(spec), key,
+                   excerpt(value));
     }
   }
-  std::vector<Request> reqs = synthetic_trace(SyntheticTraceConfig::from_json(j, spec));
+  return SyntheticTraceConfig::from_json(j, "trace '" + excerpt(spec) + "'");
+}
+
+std::vector<Request> load_trace(const std::string& spec, const TraceReadOptions& opts) {
+  if (spec != "synthetic" && !spec.starts_with("synthetic:")) return read_trace(spec, opts);
+  std::vector<Request> reqs = synthetic_trace(synthetic_trace_config(spec));
   sort_and_truncate(reqs, opts);
   return reqs;
 }

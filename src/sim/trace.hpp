@@ -83,6 +83,9 @@ SyntheticTraceConfig builtin_demo_trace_config();
 // mt19937_64 through explicit transforms, not the std:: distributions.
 std::vector<Request> synthetic_trace(const SyntheticTraceConfig& config);
 
+// The config of "synthetic" or "synthetic:KEY=V,..." (as load_trace reads it), checked.
+SyntheticTraceConfig synthetic_trace_config(const std::string& spec);
+
 // A trace by name: "synthetic" (the built-in demo config), "synthetic:KEY=V,..."
 // (demo config with overrides: n, seed, rate, prompt_median, output_mean, ...),
 // or a file path read with read_trace.

@@ -1,6 +1,7 @@
 #pragma once
 // Model files and argument lists the CLI tests share.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ inline std::vector<std::string> tiny_model_args(const TempDir& dir, bool with_ca
                              "320", "--backend", "cpu", "--mlp-width", "8"};
   if (with_cache_dir) a.insert(a.end(), {"--cache-dir", (dir / "cache").string()});
   return a;
+}
+
+// Every file (its bytes) and directory ("dir") under p, by relative path: a snapshot to compare.
+inline std::map<std::string, std::string> tree_snapshot(const std::filesystem::path& p) {
+  std::map<std::string, std::string> out;
+  if (!std::filesystem::exists(p)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
+    out[e.path().lexically_relative(p).string()] = e.is_regular_file() ? read_file(e.path()) : "dir";
+  }
+  return out;
 }
 
 inline std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {

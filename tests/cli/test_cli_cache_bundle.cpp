@@ -17,14 +17,7 @@ using test::read_file;
 using test::run_cli;
 using test::TempDir;
 
-std::map<std::string, std::string> snapshot(const fs::path& p) {
-  std::map<std::string, std::string> out;
-  if (!fs::exists(p)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(p)) {
-    out[e.path().lexically_relative(p).string()] = e.is_regular_file() ? read_file(e.path()) : "dir";
-  }
-  return out;
-}
+std::map<std::string, std::string> snapshot(const fs::path& p) { return test::tree_snapshot(p); }
 
 size_t count(const std::string& s, const std::string& needle) {
   size_t n = 0;

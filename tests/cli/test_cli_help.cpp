@@ -61,11 +61,11 @@ TEST(CliHelp, OneMlpWidthDefaultShownEverywhere) {
 
 TEST(CliHelp, BenchOpShowsItsDefaults) {
   const std::string h = help_of({"bench", "op"});
-  for (const char* d : {"--hidden INT=[4096,7168]", "--variant TEXT=both",
+  for (const char* d : {"--hidden INT:INT in [1 - 65536]=[4096,7168]", "--variant TEXT=both",
                         "--min-seconds FLOAT=0.2", "--graph-replays INT=20"}) {
     EXPECT_NE(h.find(d), std::string::npos) << d << ":\n" << h;
   }
-  EXPECT_NE(h.find("--tokens INT=[1,8,64"), std::string::npos) << h;
+  EXPECT_NE(h.find("--tokens INT:INT in [1 - 1048576]=[1,8,64"), std::string::npos) << h;  // the bound, then the default
   EXPECT_NE(h.find("default: cuda when a GPU is present, else cpu"), std::string::npos) << h;
 }
 

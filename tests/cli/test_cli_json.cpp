@@ -35,7 +35,10 @@ TEST(CliJson, EveryJsonOutputCarriesSchemaVersion) {
   const auto model = tiny_model_args(dir);
   expect_versioned_run("plan", {"plan", "--json"});
   expect_versioned_run("cache build", cat({"cache", "build", "--json"}, model));
-  expect_versioned_run("warm", cat({"warm", "--json"}, model));
+  const auto warm = expect_versioned_run("warm", cat({"warm", "--json"}, model));
+  // The prewarm's peak memory above the runtime's own (host RSS here), bounded for a tiny model.
+  ASSERT_TRUE(warm.contains("prewarm_peak_bytes")) << warm.dump();
+  EXPECT_LT(warm["prewarm_peak_bytes"].get<uint64_t>(), uint64_t{256} << 20);
 
   const std::string cache = (dir / "cache").string();
   const auto ls = expect_versioned_run("cache ls", {"cache", "ls", "--json", "--cache-dir", cache});

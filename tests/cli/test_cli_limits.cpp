@@ -78,5 +78,43 @@ TEST(Limits, RunnerOptionsAreBounded) {
   EXPECT_NE(width.err.find("--mlp-width"), std::string::npos) << width.err;
 }
 
+TEST(Limits, SyntheticTraceSizesAreBounded) {
+  // Past these a replay would simulate one request without end (max_output_tokens=2^63).
+  const std::string over = std::to_string(limits::kMaxRequestTokens + 1);
+  for (const char* field : {"max_output_tokens", "max_prompt_tokens", "prompt_median", "output_mean", "output_tail_min"}) {
+    expect_refused([&] { sim::load_trace(std::string("synthetic:") + field + "=" + over); }, field,
+                   limits::kMaxRequestTokens);
+  }
+  const auto r = run_cli({"replay", "--model", "dsv4-flash", "--backend", "reference", "--layers", "1", "--trace",
+                          "synthetic:max_output_tokens=9223372036854775807"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("max_output_tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(limits::kMaxRequestTokens)), std::string::npos) << r.err;
+  // A long spec is quoted, not printed back whole.
+  try {
+    sim::load_trace("synthetic:" + std::string(100000, 'k') + "=1");
+    FAIL() << "an unknown key was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(e.message().find("unknown key"), std::string::npos) << e.message().substr(0, 300);
+    EXPECT_LT(e.message().size(), 1000u);
+  }
+}
+
+TEST(Limits, BenchOpSizesAreBounded) {
+  const std::string bound = std::to_string(limits::kMaxTokens);
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--tokens", "2000000000"}, {"--tokens", "1,8," + std::to_string(limits::kMaxTokens + 1)},
+           {"--buckets", std::to_string(limits::kMaxTokens + 1)}, {"--tokens", "0"}}) {
+    const auto r = run_cli({"bench", "op", option, value, "--backend", "cpu"});
+    EXPECT_EQ(r.exit_code, 2) << option << " " << value << ": " << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(bound), std::string::npos) << r.err;
+  }
+  const auto h = run_cli({"bench", "op", "--hidden", std::to_string(limits::kMaxHiddenSize + 1), "--backend", "cpu"});
+  EXPECT_EQ(h.exit_code, 2) << h.err;
+  EXPECT_NE(h.err.find(std::to_string(limits::kMaxHiddenSize)), std::string::npos) << h.err;
+}
+
 }  // namespace
 }  // namespace hcwarm::test

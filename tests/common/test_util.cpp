@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +61,13 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::vector<std::string> dir_names(const std::filesystem::path& p) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(p)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<char*> c_array(std::vector<std::string>& strings) {
   std::vector<char*> out;
   for (auto& s : strings) out.push_back(s.data());
@@ -98,8 +106,10 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw std::runtime_error("posix_spawn of hcwarm failed");
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
   CliResult r;
+  r.max_rss_kb = ru.ru_maxrss;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_file(out_path);
   r.err = read_file(err_path);

@@ -44,6 +44,7 @@ struct CliResult {
   int exit_code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
+  long max_rss_kb = 0;  // the child's peak resident set (wait4's rusage)
 };
 // Runs the built `hcwarm` with args (no shell); env entries "K=V" are added to the environment.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
@@ -54,6 +55,8 @@ std::vector<char*> c_array(std::vector<std::string>& strings);
 std::string read_file(const std::filesystem::path& p);
 // Creates missing parent directories.
 void write_file(const std::filesystem::path& p, const std::string& content);
+// The names in directory p, sorted.
+std::vector<std::string> dir_names(const std::filesystem::path& p);
 
 // Captures what hcwarm logs (its own logger, core/logging.hpp) while alive, at info level and above.
 class LogCapture {

@@ -74,19 +74,5 @@ TEST(FileIo, FailedOutputLeavesNothingBehind) {
   EXPECT_THROW(write_output_file(d / "no-such-dir" / "x", "{}"), Error);
 }
 
-TEST(FileIo, StagedFilesLandOnlyWhenCommitted) {
-  TempDir d;
-  {
-    StagedFile a(d / "a", "1");
-    StagedFile b(d / "b", "2");
-    b.commit();
-  }  // a is dropped uncommitted
-  EXPECT_FALSE(fs::exists(d / "a"));
-  EXPECT_EQ(read_file(d / "b"), "2");
-  int files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(d.path())) ++files;
-  EXPECT_EQ(files, 1);
-}
-
 }  // namespace
 }  // namespace hcwarm::test

@@ -113,6 +113,27 @@ TEST(Npy, DecodesBytesInMemoryNamingTheSource) {
   }
 }
 
+TEST(Npy, RejectsNulAndControlBytesInTheHeader) {
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  const std::string payload(4, '\0');
+  EXPECT_NO_THROW(decode_npy_f32(npy_bytes(dict, payload), "ok.npy"));
+  for (const char c : {'\0', '\x01', '\x1b', '\x7f'}) {
+    std::string bytes = npy_bytes(dict, payload);
+    const size_t pad = bytes.find("}") + 2;  // a padding space inside the header
+    bytes[pad] = c;
+    try {
+      decode_npy_f32(bytes, "ctl.npy");
+      FAIL() << "accepted a header with byte " << static_cast<int>(c);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(e.message().find(fmt::format("ctl.npy: .npy header holds control byte 0x{:02x} at offset {}",
+                                             static_cast<unsigned char>(c), pad)),
+                std::string::npos)
+          << e.message();
+    }
+  }
+}
+
 TEST(Npy, ErrorMessagesQuoteAtMost200CharactersOfTheHeader) {
   const std::string long_descr = "'" + std::string(20000, 'x') + "'";
   std::string bytes = npy_bytes("{'descr': " + long_descr + ", 'fortran_order': False, 'shape': (1,), }", "");

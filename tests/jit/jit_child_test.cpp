@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "jit/host_compile_slots.hpp"
 #include "jit_test_util.hpp"
 
 namespace hcwarm::jit::test {
@@ -154,17 +155,30 @@ int child_enospc() {
     for (int v : {1, 2}) {
       if (call_answer(*rt.get(host_spec(v))) != 100 + v) return 20;
     }
-    if (logs.count(spdlog::level::warn, "not usable") != 1) return 21;
+    // The failed publish turns the cache read-only: still loaded from, never dropped.
+    if (logs.count(spdlog::level::warn, "read-only") != 1) return 21;
     if (logs.count(spdlog::level::warn, "No space left") != 1) return 22;
-    if (rt.disk_cache() != nullptr) return 23;
+    if (rt.disk_cache() == nullptr || rt.disk_writable()) return 23;
   }
   {
     JitRuntime rt(options(dir));  // full from the start: the prepare probe fails
     if (call_answer(*rt.get(host_spec(3))) != 103) return 24;
     // The probe fails: nothing more can be stored, but loads would still be served.
-    if (logs.count(spdlog::level::warn, "read-only") != 1) return 25;
+    if (logs.count(spdlog::level::warn, "read-only") != 2) return 25;
     if (rt.disk_writable()) return 26;
   }
+  return 0;
+}
+
+// holdslots: takes every host compile slot of HCWARM_JIT_SLOTS_DIR (HCWARM_JIT_SLOTS
+// of them), says so by creating HCWARM_JIT_READY, and keeps them (the parent stops
+// it with SIGSTOP, as Ctrl-Z would, and kills it at the end).
+int child_holdslots() {
+  const int count = std::stoi(env_or("HCWARM_JIT_SLOTS"));
+  HostCompileSlots slots(env_or("HCWARM_JIT_SLOTS_DIR"), count);
+  if (slots.try_take(count) != count) return 30;
+  append_line(env_or("HCWARM_JIT_READY"), "held");
+  std::this_thread::sleep_for(std::chrono::seconds(60));
   return 0;
 }
 
@@ -180,6 +194,7 @@ TEST(JitChild, Main) {
     else if (mode == "readonly") rc = child_readonly();
     else if (mode == "rofs") rc = child_rofs();
     else if (mode == "enospc") rc = child_enospc();
+    else if (mode == "holdslots") rc = child_holdslots();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "child %s: %s\n", mode.c_str(), e.what());
     rc = 98;

@@ -282,6 +282,35 @@ TEST_F(JitDisk, FullCacheDirMeansMemoryOnlyWithOneWarning) {
   EXPECT_EQ(rc, 0) << read_file(log);
 }
 
+// A write that fails mid-run (here staging/ replaced by a file, so that mkdtemp
+// fails with ENOTDIR as it would with ENOSPC) turns the cache read-only with one
+// warning naming the cause: the valid entries are still loaded, new kernels stay in memory.
+TEST_F(JitDisk, WriteFailureKeepsServingValidEntriesWithOneWarning) {
+  populate({1, 2});
+  const fs::path staging = entry_of(1).parent_path().parent_path() / "staging";
+  ASSERT_TRUE(fs::is_directory(staging));
+  LogCapture logs;
+  auto opts = options(cache());
+  opts.test_hook = [&](std::string_view stage) {
+    if (stage != "publish-begin" || !fs::is_directory(staging)) return;
+    fs::remove_all(staging);
+    write_file(staging, "not a directory");
+  };
+  JitRuntime rt(std::move(opts));
+  EXPECT_EQ(call_answer(*rt.get(host_spec(3))), 103);  // compiled; its publish fails
+  EXPECT_FALSE(rt.disk_writable());
+  ASSERT_NE(rt.disk_cache(), nullptr);
+  for (int v : {1, 2}) EXPECT_EQ(call_answer(*rt.get(host_spec(v))), 100 + v);
+  EXPECT_EQ(rt.stats().loaded_from_disk, 2);
+  EXPECT_EQ(call_answer(*rt.get(host_spec(4))), 104);  // in memory, no second attempt at the disk
+  EXPECT_EQ(rt.stats().compiled, 2);
+  EXPECT_EQ(logs.count(spdlog::level::warn, "read-only"), 1);
+  EXPECT_EQ(logs.count(spdlog::level::warn, "staging"), 1);
+  EXPECT_EQ(logs.count(spdlog::level::warn, "not usable"), 0);
+  EXPECT_TRUE(entry_of(3).empty());
+  EXPECT_TRUE(entry_of(4).empty());
+}
+
 // A well-formed manifest's JSON with one field set to `value` (JSON text).
 std::string manifest_with(const std::string& field, const std::string& value) {
   Manifest m;

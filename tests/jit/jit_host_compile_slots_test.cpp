@@ -2,14 +2,21 @@
 // take for their compile threads. Two instances on one directory contend as two
 // processes do (flock locks belong to the open file), so together they never
 // hold more than the count; a budget gated by them bounds its threads the same way.
+// A wait for a slot ends after the lock timeout, naming the holder's pid.
 #include "jit/host_compile_slots.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/fs_util.hpp"
+#include "jit_test_util.hpp"
 
 namespace hcwarm::jit {
 namespace {
@@ -53,6 +60,91 @@ TEST(HostCompileSlots, SlotFilesThatCannotBeOpenedBoundNothing) {
   EXPECT_EQ(s.try_take(3), 3);
   EXPECT_EQ(s.held(), 0);
   s.give_back(3);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(HostCompileSlots, AWaitForAHeldSlotEndsNamingTheHolder) {
+  test::TempDir dir;
+  HostCompileSlots holder(dir.path(), 2);  // "another process": flock is per open file
+  ASSERT_EQ(holder.try_take(2), 2);
+  ThreadBudget waiter(1);
+  waiter.attach_gate(std::make_shared<HostCompileSlots>(dir.path(), 2, 0.3), 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    waiter.acquire(1, 1);
+    FAIL() << "took a slot that another holder has";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Timeout);
+    EXPECT_NE(e.message().find(fmt::format("pid {} on", ::getpid())), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(dir.path().string()), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("HCWARM_LOCK_TIMEOUT_S"), std::string::npos) << e.message();
+  }
+  EXPECT_GE(seconds_since(t0), 0.3);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(waiter.in_use(), 0);  // the failed wait holds nothing
+  holder.give_back(1);
+  EXPECT_EQ(waiter.acquire(1, 1).count(), 1);  // a freed slot is taken at once
+}
+
+TEST(HostCompileSlots, AWaitIsLoggedOnceAfterAFewSeconds) {
+  test::TempDir dir;
+  HostCompileSlots holder(dir.path(), 1);
+  ASSERT_EQ(holder.try_take(1), 1);
+  HostCompileSlots waiter(dir.path(), 1, 600);
+  test::LogCapture logs;
+  waiter.waiting(1.0);  // too early to log
+  EXPECT_EQ(logs.count(spdlog::level::info, "host compile slot"), 0);
+  waiter.waiting(fsu::kLogWaitAfterSeconds);
+  waiter.waiting(fsu::kLogWaitAfterSeconds + 1);
+  const auto infos = logs.messages(spdlog::level::info);
+  ASSERT_EQ(logs.count(spdlog::level::info, "host compile slot"), 1);
+  for (const auto& m : infos) {
+    if (m.find("host compile slot") == std::string::npos) continue;
+    EXPECT_NE(m.find(dir.path().string()), std::string::npos) << m;
+    EXPECT_NE(m.find(fmt::format("pid {}", ::getpid())), std::string::npos) << m;
+  }
+  waiter.waiting(0);  // a new wait
+  waiter.waiting(fsu::kLogWaitAfterSeconds);
+  EXPECT_EQ(logs.count(spdlog::level::info, "host compile slot"), 2);
+  EXPECT_THROW(waiter.waiting(600), Error);
+}
+
+TEST(HostCompileSlots, AStoppedHolderFailsAWarmWithinTheTimeoutNamingItsPid) {
+  // A process stopped (SIGSTOP, as by Ctrl-Z) while it holds every slot of the cache.
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const fs::path slots_dir = DiskCache(cache).version_dir();
+  fsu::make_dirs(slots_dir);
+  constexpr int kSlots = 2;
+  const fs::path ready = dir.path() / "ready";
+  const pid_t child = jit::test::spawn_child(
+      "holdslots",
+      {{"HCWARM_JIT_SLOTS_DIR", slots_dir.string()}, {"HCWARM_JIT_SLOTS", std::to_string(kSlots)},
+       {"HCWARM_JIT_READY", ready.string()}},
+      dir.path() / "child.log");
+  for (int i = 0; i < 1000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(ready)) << test::read_file(dir.path() / "child.log");
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+
+  auto o = jit::test::options(cache);
+  o.host_compile_slots = kSlots;
+  o.lock_timeout_s = 0.5;
+  JitRuntime rt(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    const std::vector<KernelSpec> specs{jit::test::host_spec(1)};
+    rt.build(specs);
+    ADD_FAILURE() << "built while a stopped process held every slot";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Timeout) << e.what();
+    EXPECT_NE(e.message().find(fmt::format("pid {} on", child)), std::string::npos) << e.message();
+  }
+  EXPECT_LT(seconds_since(t0), 5.0);
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(jit::test::wait_child(child), 128 + SIGKILL);
 }
 
 TEST(HostCompileSlots, RefusesACountBelowOne) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <span>
 
 #include "common/test_util.hpp"
 #include "core/error.hpp"
@@ -157,6 +158,42 @@ TEST(SafetensorsTest, TruncatedData) {
   const std::string msg = open_error(dir, "cut.safetensors", full.substr(0, full.size() - 5));
   EXPECT_NE(msg.find("truncated: tensor 'b' ends at byte 2064"), std::string::npos) << msg;
   EXPECT_NE(msg.find("holds only 2059 bytes"), std::string::npos) << msg;
+}
+
+TEST(SafetensorsTest, AHeaderLengthThatDoesNotMatchTheFileIsRefused) {
+  // The writer pads its header with spaces, so a length one byte short still parses
+  // as JSON; the data section it implies is one byte off and must not be read.
+  TempDir dir;
+  std::string good;
+  uint64_t n = 0;
+  for (std::string name = "b"; name.size() < 8; name += "b") {  // a second name that leaves padding
+    SafetensorsWriter w;
+    w.add("a", iota_f32({4}));
+    w.add(name, iota_f32({2, 3}));
+    good = w.serialize();
+    std::memcpy(&n, good.data(), 8);
+    if (good[8 + n - 1] == ' ') break;
+  }
+  ASSERT_EQ(good[8 + n - 1], ' ') << "the writer's header ends in padding";
+  ASSERT_NO_THROW(parse_safetensors_header(std::as_bytes(std::span(good.data(), good.size())), "good"));
+  {
+    // One byte long: the header takes in the data's first byte (a NUL here).
+    std::string b = good;
+    const uint64_t longer = n + 1;
+    std::memcpy(b.data(), &longer, 8);
+    EXPECT_NE(open_error(dir, "long-by-one", b).find("header holds a NUL byte"), std::string::npos);
+  }
+  {
+    std::string b = good;
+    const uint64_t shorter = n - 1;
+    std::memcpy(b.data(), &shorter, 8);
+    EXPECT_NE(open_error(dir, "short-by-one", b).find("header length " + std::to_string(shorter) + " does not match"),
+              std::string::npos);
+  }
+  EXPECT_NE(open_error(dir, "trailing", good + "x").find("does not match the file"), std::string::npos);
+  EXPECT_NE(open_error(dir, "gap", raw_file(R"({"t": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})", 4))
+                .find("bytes [0, 2) of the data section belong to no tensor"),
+            std::string::npos);
 }
 
 TEST(SafetensorsTest, MissingFileAndWriterMisuse) {
