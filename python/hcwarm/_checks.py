@@ -4,7 +4,8 @@ Every check names the argument and says what was expected, and runs before
 anything is written. Shapes follow the mHC math: residual (T, hc, D) (or the
 first layer's embedding (T, D)), fn (hc*(2+hc), hc*D), scale (3,), base
 (hc*(2+hc),), norm_weight (D,); the head's head_fn (hc, hc*D), head_scale (1,),
-head_base (hc,).
+head_base (hc,). T is at most MAX_TOKENS, epsilons are positive and finite, and a
+zero-stride (broadcast) view is refused rather than expanded into a copy.
 """
 from __future__ import annotations
 
@@ -12,6 +13,24 @@ from typing import Any, Sequence, Tuple
 
 # Tokens in one call: the library's bound on a forward (limits::kMaxTokens in src/core/limits.hpp).
 MAX_TOKENS = 1 << 20
+
+
+def tokens(t: int) -> int:
+    """T within the per-call bound; checked on shapes, before anything is copied or allocated."""
+    if t > MAX_TOKENS:
+        raise ValueError(f"residual: {t} tokens exceed hcwarm's bound of {MAX_TOKENS} per call")
+    return t
+
+
+def broadcast(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view repeats memory: a zero stride on a dimension longer than 1 (np.broadcast_to, expand)."""
+    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+def broadcast_error(name: str, shape: Sequence[int], fix: str) -> ValueError:
+    # Copying it to contiguous memory would be silent and can be gigabytes (one row seen as 2^20 tokens).
+    return ValueError(f"{name}: a zero-stride (broadcast) view of shape {tuple(shape)}, which hcwarm does not expand "
+                      f"into a copy; {fix}")
 
 
 def shape_of(name: str, x: Any) -> Tuple[int, ...]:
@@ -34,7 +53,7 @@ def pre_dims(residual: Any) -> Tuple[int, int, int]:
     t, hc, d = shape
     if hc < 1 or d < 1:
         raise ValueError(f"residual: hc and D must be positive, got shape {shape}")
-    return t, hc, d
+    return tokens(t), hc, d
 
 
 def embed_dims(residual: Any, fn: Any) -> Tuple[int, int, int]:
@@ -47,7 +66,7 @@ def embed_dims(residual: Any, fn: Any) -> Tuple[int, int, int]:
     if len(fn_shape) != 2 or hc < 1 or fn_shape[1] != hc * d or fn_shape[0] != hc * (2 + hc):
         raise ValueError(f"residual: a 2-D residual is the first layer's embedding (T, D) = {(t, d)}, which needs "
                          f"fn of shape (hc*(2+hc), hc*{d}) for some hc, got fn {fn_shape}; streams are (T, hc, D)")
-    return t, hc, d
+    return tokens(t), hc, d
 
 
 def is_embed(residual: Any) -> bool:
@@ -106,12 +125,20 @@ def head_shapes(residual: Any, head_fn: Any, head_scale: Any, head_base: Any) ->
     return t, hc, d
 
 
-def eps(name: str, v: Any) -> float:
+def _finite(name: str, v: Any, what: str = "finite") -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"{name}: expected a float, got {type(v).__name__}")
     if not (v == v and abs(v) != float("inf")):
-        raise ValueError(f"{name}: expected a finite float, got {v}")
+        raise ValueError(f"{name}: expected a {what} float, got {v}")
     return float(v)
+
+
+def eps(name: str, v: Any) -> float:
+    """An epsilon (hc_eps, rms_eps, norm_eps): > 0 and finite (0 or less can give NaN, silently)."""
+    f = _finite(name, v, "positive finite")
+    if not f > 0:
+        raise ValueError(f"{name}: expected a positive finite float, got {v}")
+    return f
 
 
 def constants(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> tuple:
@@ -119,11 +146,5 @@ def constants(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, pos
         raise TypeError(f"sinkhorn_iters: expected an int, got {type(sinkhorn_iters).__name__}")
     if not 1 <= sinkhorn_iters <= 1000:
         raise ValueError(f"sinkhorn_iters: expected 1..1000, got {sinkhorn_iters}")
-    out = [sinkhorn_iters]
-    for name, v in (("hc_eps", hc_eps), ("rms_eps", rms_eps), ("norm_eps", norm_eps), ("post_mult", post_mult)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{name}: expected a float, got {type(v).__name__}")
-        if not (v == v and abs(v) != float("inf")):
-            raise ValueError(f"{name}: expected a finite float, got {v}")
-        out.append(float(v))
-    return tuple(out)
+    return (sinkhorn_iters, eps("hc_eps", hc_eps), eps("rms_eps", rms_eps), eps("norm_eps", norm_eps),
+            _finite("post_mult", post_mult))

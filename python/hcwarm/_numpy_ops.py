@@ -20,13 +20,22 @@ INPUT_RESIDUAL = 0
 INPUT_EMBED = 1
 
 
+def contiguous(name: str, a: np.ndarray) -> np.ndarray:
+    """a, or a C-contiguous copy of a strided view; a zero-stride (broadcast) view is refused, not expanded."""
+    if a.flags.c_contiguous:
+        return a
+    if _checks.broadcast(a.shape, a.strides):
+        raise _checks.broadcast_error(name, a.shape, "pass a contiguous array, e.g. x.copy()")
+    return np.ascontiguousarray(a)
+
+
 def to_bf16_bits(name: str, a: np.ndarray) -> np.ndarray:
     """uint16 bf16 bit patterns of a float32 (or bfloat16) array, C-contiguous."""
     if a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
-        return np.ascontiguousarray(a).view(np.uint16)
+        return contiguous(name, a).view(np.uint16)
     if a.dtype != np.float32:
         raise TypeError(f"{name}: expected float32 values (rounded to bf16) or bfloat16, got {a.dtype}")
-    bits = np.ascontiguousarray(a).view(np.uint32)
+    bits = contiguous(name, a).view(np.uint32)
     nan = np.isnan(a)
     rounded = (bits + (np.uint32(0x7FFF) + ((bits >> 16) & 1))) >> 16
     out = rounded.astype(np.uint16)
@@ -44,7 +53,7 @@ def f32(name: str, a: Any) -> np.ndarray:
         raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
     if a.dtype != np.float32:
         raise TypeError(f"{name}: expected float32, got {a.dtype}")
-    return np.ascontiguousarray(a)
+    return contiguous(name, a)
 
 
 def array(name: str, a: Any) -> np.ndarray:

@@ -48,8 +48,9 @@ def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_it
     fused into y. The first layer passes its token embedding (T, D) bf16 as residual: it stands for
     hc identical streams (hc from fn's columns), read once, with the results of hc_pre on the hc
     copies. out=(y, post, comb) writes the caller's buffers ((T, D) bf16, (T, hc) f32,
-    (T, hc, hc) f32) and returns them. Any T >= 0. Bad arguments raise TypeError / ValueError
-    naming the argument, before anything is written."""
+    (T, hc, hc) f32) and returns them. 0 <= T <= 2^20 (the bound per call). hc_eps, rms_eps and
+    norm_eps are positive and finite, post_mult finite. Bad arguments, zero-stride (broadcast) views
+    among them, raise TypeError / ValueError naming the argument, before anything is written."""
     if _direct(residual):
         _HC_PRE.pending = False
         return _torch_launch.hc_pre(residual, fn, scale, base, norm_weight, out,

@@ -163,6 +163,8 @@ def _layout_error(names: Tuple[str, ...], tensors: Tuple[Optional[Tensor], ...])
     """Raises naming the first tensor that is not contiguous or (on CUDA) not 16-byte aligned."""
     for name, x in zip(names, tensors):
         if x is not None and not x.is_contiguous():
+            if _checks.broadcast(x.shape, x.stride()):
+                raise _checks.broadcast_error(name, x.shape, "call .contiguous() first (a copy of that size)")
             raise ValueError(f"{name}: expected a contiguous tensor (strides {tuple(x.stride())} for shape "
                              f"{tuple(x.shape)}); call .contiguous() first")
     for name, x in zip(names, tensors):
@@ -170,12 +172,6 @@ def _layout_error(names: Tuple[str, ...], tensors: Tuple[Optional[Tensor], ...])
         if x is not None and x.is_cuda and x.numel() > 0 and x.data_ptr() % 16 != 0:
             raise ValueError(f"{name}: data pointer {x.data_ptr():#x} is not 16-byte aligned (the CUDA kernels "
                              "move 16 bytes at a time); a fresh tensor or .clone() is aligned")
-
-
-def _tokens(t: int) -> int:
-    if t > _checks.MAX_TOKENS:
-        raise ValueError(f"residual: {t} tokens exceed hcwarm's bound of {_checks.MAX_TOKENS} per call")
-    return t
 
 
 def _typed(consts: tuple) -> tuple:
@@ -196,7 +192,7 @@ def _pre_plan(key, residual, fn, scale, base, norm_weight, out, consts) -> _Plan
         t, hc, d = check_pre(residual, fn, scale, base, norm_weight)
     else:
         t, hc, d = check_pre_out(residual, fn, scale, base, norm_weight, *out)
-    plan = _Plan(_tokens(t), hc, d, residual.device, INPUT_EMBED if residual.dim() == 2 else INPUT_RESIDUAL)
+    plan = _Plan(t, hc, d, residual.device, INPUT_EMBED if residual.dim() == 2 else INPUT_RESIDUAL)
     if plan.stream_index is not None and t > 0:
         plan.workspace = plan.ctx.hc_pre_workspace_bytes(t, hc, d, *consts)
     return _remember(key, plan)
@@ -244,7 +240,7 @@ _POST_NAMES = ("x", "residual", "post", "comb", "out")
 
 def _post_plan(key, x, residual, post, comb, out) -> _Plan:
     t, hc, d = check_post(x, residual, post, comb, out)
-    return _remember(key, _Plan(_tokens(t), hc, d, residual.device))
+    return _remember(key, _Plan(t, hc, d, residual.device))
 
 
 def hc_post(x: Tensor, residual: Tensor, post: Tensor, comb: Tensor, out: Optional[Tensor]) -> Tensor:
@@ -286,7 +282,7 @@ def _post_pre_plan(key, x, residual, prev_post, prev_comb, fn, scale, base, norm
         check_new_residual(new_residual, t, hc, d, dev)
     if out is not None:
         check_pre_buffers(*out, t, hc, d, dev)
-    plan = _Plan(_tokens(t), hc, d, dev)
+    plan = _Plan(t, hc, d, dev)
     if plan.stream_index is not None and t > 0:
         plan.workspace = plan.ctx.hc_pre_workspace_bytes(t, hc, d, *consts)
     return _remember(key, plan)
@@ -347,7 +343,7 @@ _HEAD_NAMES = ("residual", "head_fn", "head_scale", "head_base", "out")
 
 def _head_plan(key, residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out) -> _Plan:
     t, hc, d = check_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
-    plan = _Plan(_tokens(t), hc, d, residual.device)
+    plan = _Plan(t, hc, d, residual.device)
     if plan.stream_index is not None and t > 0:
         # The one-pass head (CUDA, large T) needs scratch: from the caller's allocator, on its stream.
         plan.workspace = plan.ctx.hc_head_workspace_bytes(t, hc, d, hc_eps, rms_eps)

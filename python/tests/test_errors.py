@@ -50,7 +50,8 @@ def test_hc_pre_bad_out_is_named_and_untouched():
 
 @pytest.mark.parametrize("kw,exc", [
     ({"sinkhorn_iters": 0}, ValueError), ({"sinkhorn_iters": 2.5}, TypeError), ({"hc_eps": float("nan")}, ValueError),
-    ({"rms_eps": "1e-6"}, TypeError), ({"post_mult": float("inf")}, ValueError),
+    ({"rms_eps": "1e-6"}, TypeError), ({"post_mult": float("inf")}, ValueError), ({"rms_eps": -1e30}, ValueError),
+    ({"hc_eps": -1}, ValueError), ({"norm_eps": 0.0}, ValueError),
 ])
 def test_hc_pre_bad_constant_is_named(kw, exc):
     with pytest.raises(exc, match=next(iter(kw))):
