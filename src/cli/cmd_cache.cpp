@@ -40,7 +40,7 @@ nlohmann::json entry_json(const jit::CacheEntry& e) {
 }
 
 void run_ls(const CliContext& ctx, const CacheOptions& o) {
-  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir));
+  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir), jit::CacheTrust::from_env(ctx.env));
   const auto entries = cache.list();
   uint64_t total = 0;
   for (const auto& e : entries) total += e.bytes;
@@ -66,8 +66,18 @@ void run_ls(const CliContext& ctx, const CacheOptions& o) {
   }
 }
 
+// What maintenance could not do: named on stderr (the first few), exit 1.
+void report_failures(CliContext& ctx, const std::vector<std::string>& failed, std::string_view verb) {
+  if (failed.empty()) return;
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < failed.size() && i < kShown; ++i) std::cerr << "error: " << failed[i] << "\n";
+  if (failed.size() > kShown) std::cerr << fmt::format("error: ... and {} more\n", failed.size() - kShown);
+  std::cerr << fmt::format("error: {} of what was asked could not be {}\n", failed.size(), verb);
+  ctx.exit_code = 1;
+}
+
 void run_verify(CliContext& ctx, const CacheOptions& o) {
-  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir));
+  const jit::DiskCache cache(existing_cache_dir(ctx, o.cache_dir), jit::CacheTrust::from_env(ctx.env));
   const auto r = cache.verify(o.quarantine);
   if (o.json) {
     nlohmann::json j;
@@ -75,6 +85,7 @@ void run_verify(CliContext& ctx, const CacheOptions& o) {
     j["checked"] = r.checked;
     j["ok"] = r.bad.empty();
     j["quarantined"] = r.quarantined;
+    j["failed"] = r.failed;
     j["bad"] = nlohmann::json::array();
     for (const auto& b : r.bad) {
       auto e = entry_json(b.entry);
@@ -91,13 +102,17 @@ void run_verify(CliContext& ctx, const CacheOptions& o) {
                                           : (r.bad.empty() ? "" : " (each is rebuilt on next use; --quarantine moves them aside now)"));
   }
   if (!r.bad.empty()) ctx.exit_code = 1;
+  report_failures(ctx, r.failed, "moved aside");
 }
 
-void print_prune(const CacheOptions& o, const jit::DiskCache& cache, const jit::PruneResult& r, const char* verb) {
+void print_prune(CliContext& ctx, const CacheOptions& o, const jit::DiskCache& cache, const jit::PruneResult& r,
+                 const char* verb) {
+  report_failures(ctx, r.failed, verb);
   if (o.json) {
     nlohmann::json j{{"cache_dir", cache.root().string()}, {"removed", r.removed},
                      {"busy", r.busy},                     {"removed_other", r.removed_other},
-                     {"bytes_before", r.bytes_before},     {"bytes_after", r.bytes_after}};
+                     {"bytes_before", r.bytes_before},     {"bytes_after", r.bytes_after},
+                     {"failed", r.failed}};
     print_json(std::cout, j);
     return;
   }
@@ -138,17 +153,17 @@ void register_cache(CLI::App& app, CliContext& ctx) {
   c_prune->add_option("--max-size", prune->max_size,
                       "Size to prune to: bytes or 512M, 4G (default: HCWARM_CACHE_MAX_MB, else 4096 MiB)");
   c_prune->callback([&ctx, prune] {
-    const jit::DiskCache cache(existing_cache_dir(ctx, prune->cache_dir));
+    const jit::DiskCache cache(existing_cache_dir(ctx, prune->cache_dir), jit::CacheTrust::from_env(ctx.env));
     const uint64_t max = prune->max_size.empty() ? ctx.env.cache_max_bytes : parse_size(prune->max_size);
-    print_prune(*prune, cache, cache.prune(max), "pruned");
+    print_prune(ctx, *prune, cache, cache.prune(max), "pruned");
   });
 
   auto clear = std::make_shared<CacheOptions>();
   CLI::App* c_clear = cache->add_subcommand("clear", "Remove every entry not in use (lock files stay)");
   add_common(c_clear, *clear);
   c_clear->callback([&ctx, clear] {
-    const jit::DiskCache cache(existing_cache_dir(ctx, clear->cache_dir));
-    print_prune(*clear, cache, cache.clear(), "removed");
+    const jit::DiskCache cache(existing_cache_dir(ctx, clear->cache_dir), jit::CacheTrust::from_env(ctx.env));
+    print_prune(ctx, *clear, cache, cache.clear(), "removed");
   });
 }
 

@@ -21,22 +21,6 @@ namespace hcwarm::cli {
 namespace {
 namespace fs = std::filesystem;
 
-// Why the runtime would not load from the namespace's directories (the root,
-// v<version>/, the namespace, entries/), checked as DiskCache::prepare does but
-// creating nothing; nullopt when they are trusted or absent.
-std::optional<std::string> untrusted_dirs(const jit::DiskCache& cache, const std::string& ns, bool any_owner) {
-  const fs::path nsd = cache.namespace_dir(ns);
-  const std::pair<fs::path, bool> dirs[] = {
-      {cache.root(), true}, {cache.version_dir(), false}, {nsd, false}, {nsd / "entries", false}};
-  for (const auto& [dir, follow] : dirs) {
-    struct stat st {};
-    if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0) return std::nullopt;
-    if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
-    if (auto why = jit::fsu::distrust(dir, st, any_owner)) return why;
-  }
-  return std::nullopt;
-}
-
 struct CheckOptions {
   CachePlanOptions plan;
   bool json = false;
@@ -45,7 +29,7 @@ struct CheckOptions {
 void run_check(CliContext& ctx, const CheckOptions& o) {
   const CachePlan plan = make_cache_plan(ctx, o.plan);
   const jit::DiskCache cache(existing_cache_dir(ctx, o.plan.model.cache_dir),
-                             ctx.env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
+                             jit::CacheTrust::from_env(ctx.env));
   if (auto why = cache.not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}", *why);
   jit::JitOptions jo = jit_options(ctx, {});
   jo.cache_dir.reset();  // keys only
@@ -58,10 +42,9 @@ void run_check(CliContext& ctx, const CheckOptions& o) {
     std::string reason;
   };
   std::vector<Finding> findings;
-  const bool any_owner = ctx.env.cache_trust_shared;
   std::map<std::string, std::optional<std::string>> distrusted;  // per namespace
   for (const PlannedKey& k : keys) {
-    if (!distrusted.count(k.ns)) distrusted[k.ns] = untrusted_dirs(cache, k.ns, any_owner);
+    if (!distrusted.count(k.ns)) distrusted[k.ns] = cache.untrusted(k.ns);
     if (const auto& why = distrusted[k.ns]) {
       findings.push_back({&k, "bad", *why + " (the runtime does not load from it)"});
       continue;

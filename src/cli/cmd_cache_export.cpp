@@ -53,7 +53,7 @@ void run_export(CliContext& ctx, const ExportOptions& o, bool model_given) {
   HCWARM_CHECK_ARG(o.all || model_given, "cache export: say which entries: --model ... (the keys a configuration "
                                          "plans) or --all (every entry of hcwarm {})", HCWARM_VERSION);
   const jit::DiskCache cache(existing_cache_dir(ctx, o.plan.model.cache_dir),
-                             ctx.env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
+                             jit::CacheTrust::from_env(ctx.env));
   if (auto why = cache.not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}; nothing exported", *why);
   // The key is read before any entry, so that a bad key costs nothing.
   std::optional<jit::Ed25519Key> key;

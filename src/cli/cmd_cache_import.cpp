@@ -54,7 +54,7 @@ void run_import(const CliContext& ctx, const ImportOptions& o) {
   std::error_code ec;
   const std::filesystem::path root = std::filesystem::absolute(*dir, ec);
   const jit::DiskCache cache(ec ? *dir : root,
-                             ctx.env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
+                             jit::CacheTrust::from_env(ctx.env));
   const jit::ImportResult r = jit::import_bundle(cache, bundle, ctx.env.lock_timeout_s);
 
   if (o.json) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "jit/cache_trust.hpp"
+
 namespace hcwarm::cli {
 
 std::vector<EnvSetting> env_settings(const EnvConfig& env) {
@@ -14,7 +16,7 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_CACHE_DIR", env.cache_dir ? env.cache_dir->string() : "", false,
        env.cache_dir ? "" : "empty: the disk cache is disabled"},
       {"HCWARM_CACHE_MAX_MB", std::to_string(env.cache_max_bytes >> 20), false, ""},
-      {"HCWARM_CACHE_TRUST", env.cache_trust_shared ? "shared" : "owner", false, ""},
+      {"HCWARM_CACHE_TRUST", jit::CacheTrust::from_env(env).describe(), false, ""},
       {"HCWARM_BUNDLE_TRUSTED_KEYS", trusted_keys, false,
        env.bundle_trusted_keys.empty() ? "none: `cache import` takes unsigned bundles" : ""},
       {"HCWARM_STRICT_WARMUP", b(env.strict_warmup), false, ""},

@@ -125,6 +125,10 @@ CacheFacts probe_cache(const std::optional<fs::path>& dir, const EnvConfig& env,
   c.exists = fs::exists(*dir, ec);
   if (!c.exists) {
     const fs::path up = existing_ancestor(*dir);
+    if (auto why = jit::DiskCache(*dir, jit::CacheTrust::from_env(env)).untrusted()) {
+      c.reason = "does not exist yet, and would not be used: " + *why;
+      return c;
+    }
     c.usable = true;
     c.writable = ::access(up.c_str(), W_OK | X_OK) == 0;
     c.reason = c.writable ? "does not exist yet; created on first use"
@@ -136,12 +140,12 @@ CacheFacts probe_cache(const std::optional<fs::path>& dir, const EnvConfig& env,
     c.reason = "not a directory";
     return c;
   }
-  const jit::DiskCache cache(*dir, env.cache_trust_shared ? jit::CacheTrust::Shared : jit::CacheTrust::Owner);
+  const jit::DiskCache cache(*dir, jit::CacheTrust::from_env(env));
   if (auto why = cache.not_a_cache()) {
     c.reason = *why;
     return c;
   }
-  if (auto why = jit::fsu::distrust(*dir, st, env.cache_trust_shared)) {
+  if (auto why = cache.untrusted()) {
     c.reason = *why + "; kernels are not loaded from it";
     return c;
   }
@@ -154,7 +158,13 @@ CacheFacts probe_cache(const std::optional<fs::path>& dir, const EnvConfig& env,
     c.writable = true;
   }
   std::map<std::pair<std::string, std::string>, CacheNamespace> by_ns;
-  for (const auto& e : cache.list()) {
+  std::vector<jit::CacheEntry> entries;
+  try {
+    entries = cache.list();
+  } catch (const Error& e) {  // a layout maintenance refuses (a symlinked namespace): say so, list nothing
+    c.reason = e.message();
+  }
+  for (const auto& e : entries) {
     CacheNamespace& n = by_ns[{e.version, e.ns}];
     if (n.entries++ == 0) {
       n.version = e.version;

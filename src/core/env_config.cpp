@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include <pwd.h>
+
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 
@@ -26,6 +28,20 @@ bool parse_bool(const std::string& name, const std::string& value) {
   if (value == "1" || value == "true" || value == "on" || value == "yes") return true;
   if (value == "0" || value == "false" || value == "off" || value == "no") return false;
   HCWARM_THROW(ErrorKind::InvalidArgument, "{}={} is not a boolean (use 1 or 0)", name, quoted_excerpt(value));
+}
+
+// A user name or a decimal uid, as the password database knows it.
+uint32_t user_id(const std::string& var, const std::string& name) {
+  HCWARM_CHECK_ARG(!name.empty(), "{}=shared: names no user (shared:USER, a user name or uid)", var);
+  if (std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    return static_cast<uint32_t>(parse_int(var + "=shared:", name, 0, UINT32_MAX - 1));
+  }
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  const int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  HCWARM_CHECK_ARG(rc == 0 && found != nullptr, "{}=shared:{} names no user on this host", var, quoted_excerpt(name));
+  return static_cast<uint32_t>(found->pw_uid);
 }
 
 }  // namespace
@@ -52,9 +68,15 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
     c.cache_max_bytes = static_cast<uint64_t>(parse_int("HCWARM_CACHE_MAX_MB", *v, 1, int64_t{1} << 40)) << 20;
   }
   if (const auto* v = get("HCWARM_CACHE_TRUST")) {
-    HCWARM_CHECK_ARG(*v == "owner" || *v == "shared", "HCWARM_CACHE_TRUST={} is not one of owner, shared",
-                     quoted_excerpt(*v));
-    c.cache_trust_shared = *v == "shared";
+    if (v->starts_with("shared:")) {
+      c.cache_trust_owner = v->substr(7);
+      c.cache_trust_owner_uid = user_id("HCWARM_CACHE_TRUST", c.cache_trust_owner);
+      c.cache_trust_shared = true;
+    } else {
+      HCWARM_CHECK_ARG(*v == "owner" || *v == "shared",
+                       "HCWARM_CACHE_TRUST={} is not one of owner, shared:USER, shared", quoted_excerpt(*v));
+      c.cache_trust_shared = *v == "shared";
+    }
   }
   if (const auto* v = get("HCWARM_BUNDLE_TRUSTED_KEYS"); v != nullptr && !v->empty()) {
     for (size_t at = 0;;) {

@@ -16,9 +16,13 @@ struct EnvConfig {
   std::optional<std::filesystem::path> cache_dir;
   // HCWARM_CACHE_MAX_MB: size cap of the disk cache, least-recently-used entries pruned past it.
   uint64_t cache_max_bytes = 4ull << 30;
-  // HCWARM_CACHE_TRUST=shared: also load from a cache directory another user owns,
-  // as long as no group/other can write it (a shipped read-only bundle). Default: owner.
+  // HCWARM_CACHE_TRUST: whose cache directories code is loaded from, as long as no
+  // group/other can write them. owner (default): this user's. shared:NAME (a user
+  // name or uid, resolved here): also NAME's, e.g. a read-only cache root ships.
+  // shared: anyone's, i.e. whoever created the path first.
   bool cache_trust_shared = false;
+  std::optional<uint32_t> cache_trust_owner_uid;  // shared:NAME
+  std::string cache_trust_owner;                  // NAME as given, for messages
   // HCWARM_BUNDLE_TRUSTED_KEYS: PEM Ed25519 public-key files, separated by ':'.
   // When any is set, `cache import` takes only bundles signed by one of them
   // (as with --trusted-key). Read by the import, not here.

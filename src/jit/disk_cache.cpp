@@ -12,10 +12,12 @@
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <set>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "jit/dir_fd.hpp"
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
@@ -42,13 +44,13 @@ bool simple_name(const std::string& n) {
 }
 
 
-// Verifies the entry in dir. Returns the reason it is bad, or nullopt; on success
-// fills manifest and, when `want` names one of its files, that file's bytes.
-std::optional<std::string> verify_dir(const fs::path& dir, std::string_view version, std::string_view ns,
+// Verifies the entry open as dir. Returns the reason it is bad, or nullopt; on
+// success fills manifest and, when `want` names one of its files, that file's bytes.
+std::optional<std::string> verify_dir(const fsu::DirFd& dir, std::string_view version, std::string_view ns,
                                       std::string_view key, std::string_view want, Manifest* manifest_out,
                                       std::vector<std::byte>* want_bytes) {
   try {
-    const auto mtext = fsu::read_file(dir / kManifest);
+    const auto mtext = dir.read(kManifest);
     if (!mtext) return std::string("manifest.json is missing");
     Manifest m;
     try {
@@ -64,7 +66,7 @@ std::optional<std::string> verify_dir(const fs::path& dir, std::string_view vers
     bool found_want = want.empty();
     for (const auto& f : m.files) {
       if (!simple_name(f.name) || !listed.insert(f.name).second) return fmt::format("bad file name {} in manifest", quoted_excerpt(f.name));
-      const auto bytes = fsu::read_file(dir / f.name);
+      const auto bytes = dir.read(f.name);
       if (!bytes) return fmt::format("{} is missing", f.name);
       if (bytes->size() != f.size) {
         return fmt::format("{} has {} bytes, the manifest says {} ({})", f.name, bytes->size(), f.size,
@@ -77,41 +79,14 @@ std::optional<std::string> verify_dir(const fs::path& dir, std::string_view vers
       }
     }
     if (!found_want) return fmt::format("the entry has no {}", want);
-    std::error_code ec;
-    for (const auto& de : fs::directory_iterator(dir, ec)) {
-      const std::string n = de.path().filename().string();
-      if (n != kManifest && !listed.count(n)) return fmt::format("unexpected file {} in the entry", n);
+    for (const auto& n : dir.names()) {
+      if (n != kManifest && !listed.count(n)) return fmt::format("unexpected file {} in the entry", quoted_excerpt(n));
     }
-    if (ec) return fmt::format("cannot list the entry: {}", ec.message());
     if (manifest_out) *manifest_out = std::move(m);
     return std::nullopt;
   } catch (const Error& e) {
     return e.message();
   }
-}
-
-// The real directories under p (symlinks are not followed: maintenance never
-// works on a tree outside the cache).
-std::vector<fs::path> subdirs(const fs::path& p) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    std::error_code ec2;
-    if (it->symlink_status(ec2).type() == fs::file_type::directory) out.push_back(it->path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// Every name under p, whatever its type.
-std::vector<fs::path> children(const fs::path& p) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    out.push_back(it->path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // "v" followed by a dotted version: the top-level directories hcwarm creates.
@@ -120,29 +95,16 @@ bool version_dir_name(const std::string& n) {
   return std::all_of(n.begin() + 1, n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
 }
 
-bool has_tag(const fs::path& root) {
+bool has_tag(const fsu::DirFd& root) {
   try {
-    const auto t = fsu::read_file(root / kTagName);
+    const auto t = root.read(kTagName);
     return t && as_text(*t).substr(0, kTagSignature.size()) == kTagSignature;
   } catch (const Error&) {
     return false;
   }
 }
 
-// All namespace dirs: (version, ns, path).
-struct NsDir {
-  std::string version, ns;
-  fs::path dir;
-};
-std::vector<NsDir> namespaces(const fs::path& root) {
-  std::vector<NsDir> out;
-  for (const auto& vdir : subdirs(root)) {
-    const std::string vn = vdir.filename().string();
-    if (!version_dir_name(vn)) continue;
-    for (const auto& nsdir : subdirs(vdir)) out.push_back({vn.substr(1), nsdir.filename().string(), nsdir});
-  }
-  return out;
-}
+bool is_dir(const std::optional<struct stat>& st) { return st && S_ISDIR(st->st_mode); }
 
 }  // namespace
 
@@ -202,25 +164,8 @@ Manifest Manifest::parse(std::string_view text) {
 
 // ---------------------------------------------------------------- DiskCache: layout
 
-DiskCache::DiskCache(fs::path root, CacheTrust trust) : root_(std::move(root)), trust_(trust) {}
-
-std::optional<std::string> DiskCache::not_a_cache() const {
-  std::error_code ec;
-  if (!fs::exists(root_, ec) || has_tag(root_)) return std::nullopt;
-  // Untagged: an hcwarm cache holds nothing but its version directories.
-  for (const auto& c : children(root_)) {
-    const std::string n = c.filename().string();
-    if (n.starts_with(std::string(".") + kTagName + ".")) continue;  // another process writing the tag
-    std::error_code ec2;
-    if (!(version_dir_name(n) && fs::symlink_status(c, ec2).type() == fs::file_type::directory)) {
-      // Another process may have tagged the root since the first look (the tag is then listed).
-      if (has_tag(root_)) return std::nullopt;
-      return fmt::format("{} is not an hcwarm cache directory: it holds {} and no {}; use a directory of its own",
-                         root_.string(), quoted_excerpt(n), kTagName);
-    }
-  }
-  return std::nullopt;
-}
+DiskCache::DiskCache(fs::path root, CacheTrust trust) : root_(std::move(root)), trust_(std::move(trust)) {}
+DiskCache::~DiskCache() = default;
 
 fs::path DiskCache::version_dir() const { return root_ / ("v" HCWARM_VERSION); }
 fs::path DiskCache::namespace_dir(std::string_view ns) const { return version_dir() / std::string(ns); }
@@ -228,136 +173,283 @@ fs::path DiskCache::entry_dir(std::string_view ns, std::string_view key) const {
   return namespace_dir(ns) / "entries" / std::string(key);
 }
 
+void DiskCache::require_trusted(const fsu::DirFd& dir) const {
+  if (auto why = trust_.distrust(dir.path(), dir.st())) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+}
+
+std::optional<fsu::DirFd> DiskCache::open_root() const {
+  auto root = fsu::DirFd::open(root_, /*follow=*/true);  // the root itself may be a symlink the user chose
+  if (!root) return root;
+  require_trusted(*root);
+  if (auto why = trust_.insecure_ancestor(root->fd(), root_)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+  return root;
+}
+
+std::optional<fsu::DirFd> DiskCache::trusted_child(const fsu::DirFd& parent, std::string_view name) const {
+  auto c = parent.child(name);  // a symlink or non-directory throws Io naming it
+  if (c) require_trusted(*c);
+  return c;
+}
+
+std::optional<std::string> DiskCache::not_a_cache_at(const fsu::DirFd& root) const {
+  if (has_tag(root)) return std::nullopt;
+  // Untagged: an hcwarm cache holds nothing but its version directories.
+  for (const auto& n : root.names()) {
+    if (n.starts_with(std::string(".") + kTagName + ".")) continue;  // another process writing the tag
+    if (!(version_dir_name(n) && is_dir(root.stat_child(n)))) {
+      // Another process may have tagged the root since the first look (the tag is then listed).
+      if (has_tag(root)) return std::nullopt;
+      return fmt::format("{} is not an hcwarm cache directory: it holds {} and no {}; use a directory of its own",
+                         root_.string(), quoted_excerpt(n), kTagName);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> DiskCache::not_a_cache() const {
+  try {
+    const auto root = fsu::DirFd::open(root_, true);
+    return root ? not_a_cache_at(*root) : std::nullopt;
+  } catch (const Error& e) {
+    return e.message();
+  }
+}
+
+std::optional<fsu::DirFd> DiskCache::layout_child(const fsu::DirFd& parent, std::string_view name, Walk walk) const {
+  if (walk == Walk::Trusted) return trusted_child(parent, name);
+  const auto st = parent.stat_child(name);
+  if (!st) return std::nullopt;
+  if (S_ISLNK(st->st_mode)) {
+    HCWARM_THROW(ErrorKind::Io, "{} is a symlink; refusing to work in a cache whose layout has links",
+                 (parent / name).string());
+  }
+  if (!S_ISDIR(st->st_mode)) return std::nullopt;  // read-only listing: nothing to list there
+  return parent.child(name);
+}
+
+std::shared_ptr<const NamespaceDirs> DiskCache::walk_namespace(const fsu::DirFd& root, const std::string& vname,
+                                                               std::string_view ns, Walk walk) const {
+  auto v = layout_child(root, vname, walk);
+  if (!v) return nullptr;
+  auto d = layout_child(*v, ns, walk);
+  if (!d) return nullptr;
+  auto entries = layout_child(*d, "entries", walk);
+  if (!entries) return nullptr;
+  auto out = std::make_shared<NamespaceDirs>(NamespaceDirs{std::move(*d), std::move(*entries), {}, {}, {}});
+  out->locks = layout_child(out->ns, "locks", walk);
+  out->staging = layout_child(out->ns, "staging", walk);
+  out->quarantine = layout_child(out->ns, "quarantine", walk);
+  return out;
+}
+
+std::shared_ptr<const NamespaceDirs> DiskCache::dirs(std::string_view ns) const {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = open_.find(ns); it != open_.end()) return it->second;
+  }
+  const auto root = open_root();
+  return root ? walk_namespace(*root, "v" HCWARM_VERSION, ns, Walk::Trusted) : nullptr;
+}
+
+const NamespaceDirs& DiskCache::prepared(std::string_view ns) const {
+  std::lock_guard lock(mu_);
+  auto it = open_.find(ns);
+  HCWARM_ASSERT(it != open_.end(), "the cache namespace {} is used before prepare()", ns);
+  return *it->second;
+}
+
+const fsu::DirFd& DiskCache::writable_dir(const std::optional<fsu::DirFd>& d, std::string_view what) const {
+  if (!d) HCWARM_THROW(ErrorKind::Io, "{} has no {} directory (a read-only cache)", root_.string(), what);
+  return *d;
+}
+
+std::optional<std::string> DiskCache::untrusted(std::string_view ns) const {
+  try {
+    const auto root = open_root();
+    if (!root) {
+      // Not there yet: would the directory it is created in keep it safe?
+      std::error_code ec;
+      fs::path up = fs::absolute(root_, ec);
+      std::optional<fsu::DirFd> parent;
+      while (!parent && up.has_parent_path() && up.parent_path() != up) {
+        up = up.parent_path();
+        try {
+          parent = fsu::DirFd::open(up, true);
+        } catch (const Error&) {
+          return std::nullopt;  // not creatable at all: no trust question
+        }
+      }
+      return parent ? trust_.insecure_parent(parent->fd(), root_) : std::nullopt;
+    }
+    if (root && !ns.empty()) walk_namespace(*root, "v" HCWARM_VERSION, ns, Walk::Trusted);
+    return std::nullopt;
+  } catch (const Error& e) {
+    return e.message();
+  }
+}
+
 // ---------------------------------------------------------------- runtime side
 
 std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
   static constexpr const char* kSubdirs[] = {"entries", "locks", "staging", "quarantine"};
-  const fs::path d = namespace_dir(ns);
-  // Code is loaded from here: check what exists before creating anything in it.
-  bool foreign = false;
-  auto check = [&](const fs::path& p, bool follow) {
-    struct stat st {};
-    if ((follow ? ::stat(p.c_str(), &st) : ::lstat(p.c_str(), &st)) != 0) {
-      if (errno == ENOENT) return;
-      HCWARM_THROW(ErrorKind::Io, "cannot stat {}: {}", p.string(), errno_string(errno));
-    }
-    if (!S_ISDIR(st.st_mode)) HCWARM_THROW(ErrorKind::Io, "{} is not a directory", p.string());
-    if (auto why = fsu::distrust(p, st, trust_ == CacheTrust::Shared)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
-    foreign = foreign || st.st_uid != ::geteuid();
-  };
-  check(root_, true);  // the root itself may be a symlink the user chose
-  if (auto why = not_a_cache()) HCWARM_THROW(ErrorKind::Io, "{}", *why);
-  check(version_dir(), false);
-  check(d, false);
-  for (const char* sub : kSubdirs) check(d / sub, false);
-
+  // Code is loaded from here: check what exists before creating anything in it,
+  // then work only through the descriptors checked.
+  auto root = open_root();
+  if (!root) {
+    fsu::make_dirs(root_);
+    root = open_root();
+    if (!root) HCWARM_THROW(ErrorKind::Io, "{} disappeared while it was created", root_.string());
+  }
+  if (auto why = not_a_cache_at(*root)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+  const bool foreign = root->st().st_uid != ::geteuid();
   std::optional<std::string> read_only;
   if (foreign) {
     read_only = fmt::format("{} belongs to another user", root_.string());
   } else {
     try {
-      for (const char* sub : kSubdirs) fsu::make_dirs(d / sub);
-      if (!has_tag(root_)) write_tag();
+      auto v = trusted_child(*root, "v" HCWARM_VERSION);
+      if (!v) v = root->make_child("v" HCWARM_VERSION);
+      auto d = trusted_child(*v, ns);
+      if (!d) d = v->make_child(ns);
+      for (const char* sub : kSubdirs) {
+        if (!trusted_child(*d, sub)) d->make_child(sub);
+      }
+      if (!has_tag(*root)) write_tag(*root);
     } catch (const Error& e) {
+      // A trust failure is not a read-only cache: nothing is loaded from it.
+      if (untrusted(ns)) throw;
       read_only = e.message();
     }
   }
-  if (read_only) {
-    struct stat st {};
-    if (::lstat((d / "entries").c_str(), &st) != 0) throw Error(ErrorKind::Io, *read_only, __FILE__, __LINE__);
-    return read_only;  // nothing to write, but there may be entries to load
+  auto nd = walk_namespace(*root, "v" HCWARM_VERSION, ns, Walk::Trusted);
+  if (!nd) HCWARM_THROW(ErrorKind::Io, "{}", read_only ? *read_only : fmt::format("{} has no entries directory", namespace_dir(ns).string()));
+  if (!read_only) {
+    // Proves the directory is writable now rather than at the first publish.
+    // (no fsync: only the permission / space check matters here).
+    const fsu::DirFd& staging = writable_dir(nd->staging, "staging");
+    const std::string probe = fmt::format("probe.{}.{}", ::getpid(), fsu::random_suffix());
+    const int fd = ::openat(staging.fd(), probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      read_only = fmt::format("cannot create {}: {}", (staging / probe).string(), errno_string(errno));
+    } else {
+      const bool wrote = ::write(fd, "ok", 2) == 2;
+      const int err = errno;
+      ::close(fd);
+      ::unlinkat(staging.fd(), probe.c_str(), 0);
+      if (!wrote) read_only = fmt::format("cannot write {}: {}", (staging / probe).string(), errno_string(err));
+    }
+    if (!read_only) sweep_staging(*nd, {});
   }
-  // Proves the directory is writable now rather than at the first publish.
-  // (no fsync: only the permission / space check matters here).
-  const fs::path probe = d / "staging" / fmt::format("probe.{}.{}", ::getpid(), fsu::random_suffix());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return fmt::format("cannot create {}: {}", probe.string(), errno_string(errno));
-  const bool wrote = ::write(fd, "ok", 2) == 2;
-  const int err = errno;
-  ::close(fd);
-  ::unlink(probe.c_str());
-  if (!wrote) return fmt::format("cannot write {}: {}", probe.string(), errno_string(err));
-  sweep_staging(d, {});
-  return std::nullopt;
+  std::lock_guard lock(mu_);
+  open_[std::string(ns)] = std::move(nd);
+  return read_only;  // when set: nothing to write, but there may be entries to load
 }
 
-void DiskCache::write_tag() const {
-  const fs::path tmp = root_ / fmt::format(".{}.{}.{}", kTagName, ::getpid(), fsu::random_suffix());
-  fsu::write_file_durable(tmp, kTagText);
-  if (::rename(tmp.c_str(), (root_ / kTagName).c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    HCWARM_THROW(ErrorKind::Io, "cannot create {}: {}", (root_ / kTagName).string(), errno_string(err));
+void DiskCache::write_tag(const fsu::DirFd& root) const {
+  const std::string tmp = fmt::format(".{}.{}.{}", kTagName, ::getpid(), fsu::random_suffix());
+  root.write_durable(tmp, std::as_bytes(std::span<const char>(kTagText.data(), kTagText.size())));
+  if (const int err = root.rename(tmp, root, kTagName)) {
+    root.remove_tree(tmp);
+    HCWARM_THROW(ErrorKind::Io, "cannot create {}: {}", (root / kTagName).string(), errno_string(err));
   }
 }
 
 fsu::FileLock DiskCache::lock_key(std::string_view ns, std::string_view key, double timeout_s,
                                   std::string_view what) const {
-  return fsu::FileLock::acquire(namespace_dir(ns) / "locks" / (std::string(key) + ".lock"), timeout_s, what);
+  return fsu::FileLock::acquire_at(writable_dir(prepared(ns).locks, "locks"), std::string(key) + ".lock", timeout_s,
+                                   what);
 }
 
 fsu::FileLock DiskCache::try_lock_key(std::string_view ns, std::string_view key) const {
-  return fsu::FileLock::try_acquire(namespace_dir(ns) / "locks" / (std::string(key) + ".lock"));
+  return fsu::FileLock::try_acquire_at(writable_dir(prepared(ns).locks, "locks"), std::string(key) + ".lock");
 }
 
-void DiskCache::sweep_staging(const fs::path& ns_dir, std::string_view only_key) const {
-  std::error_code ec;
-  const fs::path staging = ns_dir / "staging";
-  for (auto it = fs::directory_iterator(staging, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+void DiskCache::sweep_staging(const NamespaceDirs& nd, std::string_view only_key, std::vector<std::string>* failed,
+                              int* removed) const {
+  if (!nd.staging) return;
+  const fsu::DirFd& staging = *nd.staging;
+  auto remove = [&](const std::string& name) {
+    int err = 0;
+    if (staging.remove_tree(name, &err)) {
+      if (removed) ++*removed;
+    } else if (failed) {
+      failed->push_back(fmt::format("cannot remove {}: {}", (staging / name).string(), errno_string(err)));
+    }
+  };
+  std::vector<std::string> names;
+  try {
+    names = staging.names();
+  } catch (const Error& e) {
+    if (failed) failed->push_back(e.message());
+    return;
+  }
+  for (const auto& name : names) {
     const std::string key = name.substr(0, name.find('.'));
     if (!only_key.empty()) {
       // The caller holds only_key's lock: every staging dir of that key is dead.
-      if (key == only_key) fsu::remove_tree(it->path());
+      if (key == only_key) remove(name);
       continue;
     }
     if (!is_sha256_hex(key)) {
       // Probes and foreign files: remove when old.
-      std::error_code ec2;
-      const auto age = fs::file_time_type::clock::now() - fs::last_write_time(it->path(), ec2);
-      if (!ec2 && age > std::chrono::hours(1)) fsu::remove_tree(it->path());
+      std::optional<struct stat> st;
+      try {
+        st = staging.stat_child(name);
+      } catch (const Error&) {
+      }
+      if (st && std::time(nullptr) - st->st_mtime > 3600) remove(name);
       continue;
     }
     try {
-      auto lock = fsu::FileLock::try_acquire(ns_dir / "locks" / (key + ".lock"));
+      if (!nd.locks) continue;
+      auto lock = fsu::FileLock::try_acquire_at(*nd.locks, key + ".lock");
       if (lock.owns()) {
-        log::debug("jit cache: removing stale staging dir {}", it->path().string());
-        fsu::remove_tree(it->path());
+        log::debug("jit cache: removing stale staging dir {}", (staging / name).string());
+        remove(name);
       }
-    } catch (const Error&) {
-      // Read-only locks dir: leave it.
+    } catch (const Error& e) {
+      if (failed) failed->push_back(e.message());  // e.g. a read-only mount: left as it is
     }
   }
 }
 
-void DiskCache::clean_staging(std::string_view ns, std::string_view key) const { sweep_staging(namespace_dir(ns), key); }
+void DiskCache::clean_staging(std::string_view ns, std::string_view key) const { sweep_staging(prepared(ns), key); }
 
 std::unique_ptr<fsu::ScratchDir> DiskCache::make_work_dir(std::string_view ns, std::string_view key) const {
-  return std::make_unique<fsu::ScratchDir>(namespace_dir(ns) / "staging",
+  return std::make_unique<fsu::ScratchDir>(writable_dir(prepared(ns).staging, "staging"),
                                            fmt::format("{}.{}.work.", key, ::getpid()));
 }
 
 DiskCache::Lookup DiskCache::lookup(std::string_view ns, std::string_view key, std::string_view artifact_name) const {
   Lookup r;
-  const fs::path dir = entry_dir(ns, key);
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return r;  // Missing
-  if (!S_ISDIR(st.st_mode)) {
+  const auto nd = dirs(ns);
+  if (!nd) return r;  // Missing
+  const std::string k(key);
+  const auto st = nd->entries.stat_child(k);
+  if (!st) return r;  // Missing
+  if (!S_ISDIR(st->st_mode)) {
     r.status = Lookup::Status::Bad;
-    r.reason = "the entry is not a directory";
+    r.reason = S_ISLNK(st->st_mode) ? "the entry is a symlink, not a directory" : "the entry is not a directory";
     return r;
   }
-  // The directories above were checked by prepare(); the entry and its files here.
-  // Non-regular files are left to verify_dir, which refuses them (a bad entry).
-  const bool any_owner = trust_ == CacheTrust::Shared;
-  if (auto why = fsu::distrust(dir, st, any_owner)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
-  std::error_code ec;
-  for (const auto& de : fs::directory_iterator(dir, ec)) {
-    struct stat fst {};
-    if (::lstat(de.path().c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
-    if (auto why = fsu::distrust(de.path(), fst, any_owner)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+  std::optional<fsu::DirFd> dir;
+  try {
+    dir = nd->entries.child(k);
+  } catch (const Error& e) {  // swapped for a symlink since the look above
+    r.status = Lookup::Status::Bad;
+    r.reason = e.message();
+    return r;
   }
-  auto bad = verify_dir(dir, HCWARM_VERSION, ns, key, artifact_name, &r.manifest, &r.artifact);
+  if (!dir) return r;
+  // The directories above were checked when they were opened; the entry and its
+  // files here. Non-regular files are left to verify_dir, which refuses them.
+  require_trusted(*dir);
+  for (const auto& n : dir->names()) {
+    const auto fst = dir->stat_child(n);
+    if (!fst || !S_ISREG(fst->st_mode)) continue;
+    if (auto why = trust_.distrust(*dir / n, *fst)) HCWARM_THROW(ErrorKind::Io, "{}", *why);
+  }
+  auto bad = verify_dir(*dir, HCWARM_VERSION, ns, key, artifact_name, &r.manifest, &r.artifact);
   if (bad) {
     r.status = Lookup::Status::Bad;
     r.reason = std::move(*bad);
@@ -365,48 +457,50 @@ DiskCache::Lookup DiskCache::lookup(std::string_view ns, std::string_view key, s
     return r;
   }
   r.status = Lookup::Status::Ok;
-  ::utimensat(AT_FDCWD, dir.c_str(), nullptr, 0);  // LRU; fails harmlessly on a read-only cache
+  dir->touch();  // LRU; fails harmlessly on a read-only cache
   return r;
 }
 
 fs::path DiskCache::quarantine(std::string_view ns, std::string_view key) const {
-  const fs::path qdir = namespace_dir(ns) / "quarantine";
-  fsu::make_dirs(qdir);
-  const fs::path dest = qdir / fmt::format("{}.{}.{}", key, ::getpid(), fsu::random_suffix());
-  if (::rename(entry_dir(ns, key).c_str(), dest.c_str()) != 0) {
-    const int err = errno;
+  const NamespaceDirs& nd = prepared(ns);
+  const fsu::DirFd& qdir = writable_dir(nd.quarantine, "quarantine");
+  const std::string dest = fmt::format("{}.{}.{}", key, ::getpid(), fsu::random_suffix());
+  if (const int err = nd.entries.rename(key, qdir, dest)) {
     if (err == ENOENT) return {};
-    HCWARM_THROW(ErrorKind::Io, "cannot move {} aside: {}", entry_dir(ns, key).string(), errno_string(err));
+    HCWARM_THROW(ErrorKind::Io, "cannot move {} aside: {}", (nd.entries / key).string(), errno_string(err));
   }
-  // Bound the quarantine: drop the oldest beyond kMaxQuarantine.
-  std::vector<std::pair<fs::file_time_type, fs::path>> q;
-  std::error_code ec;
-  for (const auto& d : subdirs(qdir)) q.emplace_back(fs::last_write_time(d, ec), d);
+  bound_quarantine(qdir);
+  return qdir / dest;
+}
+
+void DiskCache::bound_quarantine(const fsu::DirFd& qdir) const {
+  // Drop the oldest beyond kMaxQuarantine.
+  std::vector<std::pair<time_t, std::string>> q;
+  for (const auto& n : qdir.names()) {
+    if (const auto st = qdir.stat_child(n); is_dir(st)) q.emplace_back(st->st_mtime, n);
+  }
   if (q.size() > kMaxQuarantine) {
     std::sort(q.begin(), q.end());
-    for (size_t i = 0; i + kMaxQuarantine < q.size(); ++i) fsu::remove_tree(q[i].second);
+    for (size_t i = 0; i + kMaxQuarantine < q.size(); ++i) qdir.remove_tree(q[i].second);
   }
-  return dest;
 }
 
 DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view key, Manifest manifest,
                                         const std::vector<std::pair<std::string, std::span<const std::byte>>>& files) const {
   hook("publish-begin");
-  const fs::path ns_dir = namespace_dir(ns);
-  const fs::path entries = ns_dir / "entries";
-  std::string tmpl = (ns_dir / "staging" / fmt::format("{}.{}.XXXXXX", key, ::getpid())).string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    HCWARM_THROW(ErrorKind::Io, "cannot create a staging dir in {}: {}", (ns_dir / "staging").string(),
-                 errno_string(errno));
-  }
-  const fs::path staging = tmpl;
+  const NamespaceDirs& nd = prepared(ns);
+  const fsu::DirFd& staging_root = writable_dir(nd.staging, "staging");
+  const std::string name = staging_root.make_unique_child(fmt::format("{}.{}.", key, ::getpid()));
   struct Cleanup {
-    fs::path p;
+    const fsu::DirFd& parent;
+    std::string name;
     bool armed = true;
     ~Cleanup() {
-      if (armed) fsu::remove_tree(p);
+      if (armed) parent.remove_tree(name);
     }
-  } cleanup{staging};  // mkdtemp made it 0700, which the entry keeps
+  } cleanup{staging_root, name};  // made 0700, which the entry keeps
+  const auto staging = staging_root.child(name);
+  if (!staging) HCWARM_THROW(ErrorKind::Io, "{} disappeared", (staging_root / name).string());
   hook("publish-staging-created");
 
   manifest.key = std::string(key);
@@ -414,50 +508,91 @@ DiskCache::Published DiskCache::publish(std::string_view ns, std::string_view ke
   manifest.hcwarm_version = HCWARM_VERSION;
   manifest.created = fsu::utc_now();
   manifest.files.clear();
-  for (const auto& [name, bytes] : files) {
-    HCWARM_ASSERT(simple_name(name), "bad cache file name {}", quoted_excerpt(name));
-    fsu::write_file_durable(staging / name, bytes);
-    manifest.files.push_back({name, bytes.size(), sha256_hex(bytes)});
+  for (const auto& [fname, bytes] : files) {
+    HCWARM_ASSERT(simple_name(fname), "bad cache file name {}", quoted_excerpt(fname));
+    staging->write_durable(fname, bytes);
+    manifest.files.push_back({fname, bytes.size(), sha256_hex(bytes)});
     hook("publish-file-written");
   }
-  fsu::write_file_durable(staging / kManifest, manifest.to_json());
+  const std::string mtext = manifest.to_json();
+  staging->write_durable(kManifest, std::as_bytes(std::span<const char>(mtext.data(), mtext.size())));
   hook("publish-manifest-written");
-  fsu::fsync_dir(staging);
+  staging->fsync();
   hook("publish-dir-synced");
 
-  const fs::path final_dir = entries / std::string(key);
-  if (::rename(staging.c_str(), final_dir.c_str()) != 0) {
-    const int err = errno;
+  if (const int err = staging_root.rename(name, nd.entries, key)) {
     if (err == EEXIST || err == ENOTEMPTY) {
       log::debug("jit cache: {} was published by another process first; using theirs", key);
       return Published::LostRace;  // cleanup discards ours
     }
-    HCWARM_THROW(ErrorKind::Io, "cannot rename {} to {}: {}", staging.string(), final_dir.string(), errno_string(err));
+    HCWARM_THROW(ErrorKind::Io, "cannot rename {} to {}: {}", (staging_root / name).string(),
+                 (nd.entries / key).string(), errno_string(err));
   }
   cleanup.armed = false;
   hook("publish-renamed");
-  fsu::fsync_dir(entries);
+  nd.entries.fsync();
   hook("publish-done");
   return Published::Yes;
 }
 
 // ---------------------------------------------------------------- maintenance
 
-std::vector<CacheEntry> DiskCache::list() const {
+std::vector<DiskCache::MaintainedNamespace> DiskCache::maintained_namespaces(Walk walk) const {
+  // No layout directory is reached through a link; before anything is changed
+  // (Walk::Trusted) each must pass the runtime's trust rules too, so that
+  // maintenance (perhaps root's) never reaches outside a tree it may work in.
+  std::vector<MaintainedNamespace> out;
+  auto root = walk == Walk::Trusted ? open_root() : fsu::DirFd::open(root_, true);
+  if (!root && walk == Walk::Trusted) HCWARM_THROW(ErrorKind::Io, "{} does not exist; nothing done", root_.string());
+  if (!root) return out;
+  if (auto why = not_a_cache_at(*root)) HCWARM_THROW(ErrorKind::InvalidArgument, "{}; nothing done", *why);
+  for (const auto& vn : root->names()) {
+    if (!version_dir_name(vn)) continue;
+    auto v = layout_child(*root, vn, walk);
+    if (!v) continue;
+    for (const auto& nsn : v->names()) {
+      const auto st = v->stat_child(nsn);
+      if (!st || S_ISREG(st->st_mode)) continue;  // the host's compile-slot lock files
+      if (S_ISLNK(st->st_mode) || !S_ISDIR(st->st_mode)) {
+        HCWARM_THROW(ErrorKind::Io, "{} is {}; refusing to work in a cache whose layout has links",
+                     (*v / nsn).string(), S_ISLNK(st->st_mode) ? "a symlink" : "not a directory");
+      }
+      auto nd = walk_namespace(*root, vn, nsn, walk);
+      if (nd) out.push_back({vn.substr(1), nsn, std::move(nd)});
+    }
+  }
+  return out;
+}
+
+std::vector<CacheEntry> DiskCache::list() const { return entries_of(maintained_namespaces(Walk::Listing)); }
+
+std::vector<CacheEntry> DiskCache::entries_of(const std::vector<MaintainedNamespace>& namespaces) const {
   std::vector<CacheEntry> out;
-  for (const auto& n : namespaces(root_)) {
-    for (const auto& d : children(n.dir / "entries")) {
+  for (const auto& n : namespaces) {
+    for (const auto& name : n.dirs->entries.names()) {
       CacheEntry e;
-      e.dir = d;
+      e.dir = n.dirs->entries / name;
       e.version = n.version;
       e.ns = n.ns;
-      e.key = d.filename().string();
-      e.bytes = fsu::tree_bytes(d);
-      std::error_code ec;
-      e.last_used = fs::last_write_time(d, ec);
-      try {
-        if (auto t = fsu::read_file(d / kManifest)) e.description = Manifest::parse(as_text(*t)).description;
-      } catch (const Error&) {
+      e.key = name;
+      e.dirs = n.dirs;
+      const auto st = n.dirs->entries.stat_child(name);
+      if (st) {
+        const auto mtime = std::chrono::system_clock::from_time_t(st->st_mtime) +
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                               std::chrono::nanoseconds(st->st_mtim.tv_nsec));
+        e.last_used = std::chrono::file_clock::from_sys(mtime);
+      }
+      if (is_dir(st)) {
+        try {
+          if (const auto d = n.dirs->entries.child(name)) {
+            e.bytes = d->tree_bytes();
+            if (auto t = d->read(kManifest)) e.description = Manifest::parse(as_text(*t)).description;
+          }
+        } catch (const Error&) {
+        }
+      } else if (st && S_ISREG(st->st_mode)) {
+        e.bytes = static_cast<uint64_t>(st->st_size);
       }
       out.push_back(std::move(e));
     }
@@ -468,30 +603,44 @@ std::vector<CacheEntry> DiskCache::list() const {
 
 std::optional<std::string> DiskCache::check_entry(const CacheEntry& e) {
   if (!is_sha256_hex(e.key)) return fmt::format("{} is not a key", quoted_excerpt(e.key));
-  std::error_code ec;
-  const auto type = fs::symlink_status(e.dir, ec).type();
-  if (type == fs::file_type::symlink) return std::string("the entry is a symlink, not a directory");
-  if (type != fs::file_type::directory) return std::string("the entry is not a directory");
-  return verify_dir(e.dir, e.version, e.ns, e.key, {}, nullptr, nullptr);
+  std::optional<fsu::DirFd> dir;
+  try {
+    if (e.dirs) {
+      const auto st = e.dirs->entries.stat_child(e.key);
+      if (st && S_ISLNK(st->st_mode)) return std::string("the entry is a symlink, not a directory");
+      if (!is_dir(st)) return std::string("the entry is not a directory");
+      dir = e.dirs->entries.child(e.key);
+    } else {
+      dir = fsu::DirFd::open(e.dir, /*follow=*/false);
+    }
+  } catch (const Error& err) {
+    return err.message();
+  }
+  if (!dir) return std::string("the entry is missing");
+  return verify_dir(*dir, e.version, e.ns, e.key, {}, nullptr, nullptr);
 }
 
 VerifyResult DiskCache::verify(bool quarantine_bad) const {
   VerifyResult r;
-  for (auto& e : list()) {
+  for (auto& e : entries_of(maintained_namespaces(quarantine_bad ? Walk::Trusted : Walk::Listing))) {
     ++r.checked;
     auto bad = check_entry(e);
     if (!bad) continue;
     if (quarantine_bad) {
       try {
-        const fs::path ns_dir = e.dir.parent_path().parent_path();
-        auto lock = fsu::FileLock::acquire(ns_dir / "locks" / (e.key + ".lock"));
+        const NamespaceDirs& nd = *e.dirs;
+        auto lock = fsu::FileLock::acquire_at(writable_dir(nd.locks, "locks"), e.key + ".lock");
         if (check_entry(e)) {  // still bad under the lock
-          const fs::path dest = ns_dir / "quarantine" / fmt::format("{}.{}.{}", e.key, ::getpid(), fsu::random_suffix());
-          fsu::make_dirs(dest.parent_path());
-          if (::rename(e.dir.c_str(), dest.c_str()) == 0) ++r.quarantined;
+          const fsu::DirFd& q = writable_dir(nd.quarantine, "quarantine");
+          const std::string dest = fmt::format("{}.{}.{}", e.key, ::getpid(), fsu::random_suffix());
+          if (const int err = nd.entries.rename(e.key, q, dest)) {
+            if (err != ENOENT) r.failed.push_back(fmt::format("cannot move {} aside: {}", e.dir.string(), errno_string(err)));
+          } else {
+            ++r.quarantined;
+          }
         }
       } catch (const Error& err) {
-        log::warn("jit cache: cannot move {} aside: {}", e.dir.string(), err.message());
+        r.failed.push_back(fmt::format("cannot move {} aside: {}", e.dir.string(), err.message()));
       }
     }
     r.bad.push_back({std::move(e), std::move(*bad)});
@@ -499,21 +648,37 @@ VerifyResult DiskCache::verify(bool quarantine_bad) const {
   return r;
 }
 
-uint64_t DiskCache::total_bytes() const { return fsu::tree_bytes(root_); }
-
-bool DiskCache::remove_entry_locked(const CacheEntry& e) const {
-  const fs::path ns_dir = e.dir.parent_path().parent_path();
+uint64_t DiskCache::total_bytes() const {
   try {
-    auto lock = fsu::FileLock::try_acquire(ns_dir / "locks" / (e.key + ".lock"));
-    if (!lock.owns()) return false;
-    // Rename first so that a reader never sees a half-deleted entry.
-    const fs::path trash = ns_dir / "staging" / fmt::format("{}.{}.trash.{}", e.key, ::getpid(), fsu::random_suffix());
-    fsu::make_dirs(trash.parent_path());
-    if (::rename(e.dir.c_str(), trash.c_str()) != 0) return false;
-    fsu::remove_tree(trash);
-    return true;
+    const auto root = open_root();
+    return root ? root->tree_bytes() : 0;
   } catch (const Error&) {
-    return false;
+    return 0;
+  }
+}
+
+DiskCache::Removal DiskCache::remove_entry_locked(const CacheEntry& e, std::string* why) const {
+  const NamespaceDirs& nd = *e.dirs;
+  try {
+    auto lock = fsu::FileLock::try_acquire_at(writable_dir(nd.locks, "locks"), e.key + ".lock");
+    if (!lock.owns()) return Removal::Busy;
+    // Rename first so that a reader never sees a half-deleted entry.
+    const fsu::DirFd& staging = writable_dir(nd.staging, "staging");
+    const std::string trash = fmt::format("{}.{}.trash.{}", e.key, ::getpid(), fsu::random_suffix());
+    if (const int err = nd.entries.rename(e.key, staging, trash)) {
+      if (err == ENOENT) return Removal::Removed;  // removed by another process meanwhile
+      *why = fmt::format("cannot remove {}: {}", e.dir.string(), errno_string(err));
+      return Removal::Failed;
+    }
+    int err = 0;
+    if (!staging.remove_tree(trash, &err)) {
+      *why = fmt::format("cannot remove {}: {}", (staging / trash).string(), errno_string(err));
+      return Removal::Failed;
+    }
+    return Removal::Removed;
+  } catch (const Error& err) {
+    *why = fmt::format("cannot remove {}: {}", e.dir.string(), err.message());
+    return Removal::Failed;
   }
 }
 
@@ -521,27 +686,34 @@ PruneResult DiskCache::prune(uint64_t max_bytes) const {
   if (auto why = not_a_cache()) HCWARM_THROW(ErrorKind::InvalidArgument, "{}; nothing removed", *why);
   PruneResult r;
   r.bytes_before = total_bytes();
-  for (const auto& n : namespaces(root_)) {
-    for (const auto& q : subdirs(n.dir / "quarantine")) {
-      if (fsu::remove_tree(q)) ++r.removed_other;
+  const auto namespaces = maintained_namespaces(Walk::Trusted);
+  for (const auto& n : namespaces) {
+    if (n.dirs->quarantine) {
+      for (const auto& q : n.dirs->quarantine->names()) {
+        int err = 0;
+        if (n.dirs->quarantine->remove_tree(q, &err)) {
+          ++r.removed_other;
+        } else {
+          r.failed.push_back(fmt::format("cannot remove {}: {}", (*n.dirs->quarantine / q).string(), errno_string(err)));
+        }
+      }
     }
-    std::error_code ec;
-    const auto before = fs::exists(n.dir / "staging", ec) ? std::distance(fs::directory_iterator(n.dir / "staging", ec), {}) : 0;
-    sweep_staging(n.dir, {});
-    const auto after = fs::exists(n.dir / "staging", ec) ? std::distance(fs::directory_iterator(n.dir / "staging", ec), {}) : 0;
-    r.removed_other += static_cast<int>(before - after);
+    sweep_staging(*n.dirs, {}, &r.failed, &r.removed_other);
   }
-  auto entries = list();  // oldest first
+  auto entries = entries_of(namespaces);  // oldest first
   uint64_t total = 0;
   for (const auto& e : entries) total += e.bytes;
   for (const auto& e : entries) {
     if (total <= max_bytes) break;
     if (!is_sha256_hex(e.key)) continue;  // not a name hcwarm gives an entry: not ours to remove
-    if (remove_entry_locked(e)) {
-      ++r.removed;
-      total -= e.bytes;
-    } else {
-      ++r.busy;
+    std::string why;
+    switch (remove_entry_locked(e, &why)) {
+      case Removal::Removed:
+        ++r.removed;
+        total -= e.bytes;
+        break;
+      case Removal::Busy: ++r.busy; break;
+      case Removal::Failed: r.failed.push_back(std::move(why)); break;
     }
   }
   r.bytes_after = total_bytes();

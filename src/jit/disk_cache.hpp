@@ -24,6 +24,12 @@
 #include <utility>
 #include <vector>
 
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "jit/cache_trust.hpp"
+#include "jit/dir_fd.hpp"
 #include "jit/fs_util.hpp"
 
 namespace hcwarm::jit {
@@ -52,8 +58,18 @@ struct Manifest {
   static Manifest parse(std::string_view json);
 };
 
+// One <version>/<namespace>/ of a cache, opened once, without following links,
+// each directory checked against the cache's trust rules. Read-only caches may
+// lack locks/, staging/ and quarantine/.
+struct NamespaceDirs {
+  fsu::DirFd ns;
+  fsu::DirFd entries;
+  std::optional<fsu::DirFd> locks, staging, quarantine;
+};
+
 struct CacheEntry {
-  std::filesystem::path dir;
+  std::filesystem::path dir;                  // for messages
+  std::shared_ptr<const NamespaceDirs> dirs;  // what maintenance works through
   std::string version;      // hcwarm version of the namespace ("0.1.0")
   std::string ns;           // compiler namespace
   std::string key;          // directory name
@@ -71,6 +87,7 @@ struct VerifyResult {
   int checked = 0;
   std::vector<BadEntry> bad;
   int quarantined = 0;  // bad entries moved aside (verify(true))
+  std::vector<std::string> failed;  // what could not be moved aside, and why
 };
 
 struct PruneResult {
@@ -79,16 +96,13 @@ struct PruneResult {
   int removed_other = 0;       // quarantined entries and stale staging dirs removed
   uint64_t bytes_before = 0;   // whole cache
   uint64_t bytes_after = 0;
+  std::vector<std::string> failed;  // what could not be removed, and why (a read-only mount)
 };
-
-// Whose cache directories the runtime loads code from. Owner: the effective user's
-// only. Shared (HCWARM_CACHE_TRUST=shared): any owner's, e.g. a bundle shipped
-// read-only, but never one that group/others can write; a foreign one is only read.
-enum class CacheTrust { Owner, Shared };
 
 class DiskCache {
  public:
   explicit DiskCache(std::filesystem::path root, CacheTrust trust = CacheTrust::Owner);
+  ~DiskCache();
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path version_dir() const;  // <root>/v<HCWARM_VERSION>
   std::filesystem::path namespace_dir(std::string_view ns) const;
@@ -98,12 +112,17 @@ class DiskCache {
   // one holding only version directories, is one too. Anything else (a home
   // directory, "/") is never written into, loaded from, pruned or cleared.
   std::optional<std::string> not_a_cache() const;
+  // Why the runtime would not load from this cache (the root, the directories
+  // above it and, given ns, the namespace's), checked as prepare() does but
+  // creating nothing; nullopt when trusted or absent.
+  std::optional<std::string> untrusted(std::string_view ns = {}) const;
 
   // ---- runtime side: one namespace per compiler identity ----
 
-  // Checks that the root and the namespace's directories can be trusted (else
-  // throws Io naming the path and why), creates what is missing and removes stale
-  // staging dirs. Returns why nothing can be written there (a read-only bundle,
+  // Opens the root once and checks it, the directories above it and the
+  // namespace's directories (else throws Io naming the path and why), creates what
+  // is missing and removes stale staging dirs. Every later call on ns works
+  // through the descriptors opened here. Returns why nothing can be written there (a read-only bundle,
   // still served), or nullopt when the cache is writable. Throws Io.
   std::optional<std::string> prepare(std::string_view ns) const;
   // Waits until this process holds the key's lock; past timeout_s (> 0) throws
@@ -142,9 +161,14 @@ class DiskCache {
 
   // ---- maintenance (`hcwarm cache`), across every version and namespace ----
 
-  std::vector<CacheEntry> list() const;  // sorted by last use, oldest first
+  // Sorted by last use, oldest first. Reads only: links in the layout are refused
+  // (Io), owners are not checked.
+  std::vector<CacheEntry> list() const;
   // nullopt when the entry is good, else the reason.
   static std::optional<std::string> check_entry(const CacheEntry& e);
+  // Maintenance opens every layout directory without following links and applies
+  // the runtime's trust rules (throws Io naming what it refuses); what it cannot do
+  // is listed in `failed`, never reported as done.
   VerifyResult verify(bool quarantine_bad = false) const;
   // Removes quarantined entries and stale staging, then least-recently-used entries
   // until the cache holds at most max_bytes. Entries whose lock is held are skipped.
@@ -157,12 +181,37 @@ class DiskCache {
   void hook(std::string_view stage) const {
     if (hook_) hook_(stage);
   }
-  void sweep_staging(const std::filesystem::path& ns_dir, std::string_view only_key) const;
-  void write_tag() const;
-  bool remove_entry_locked(const CacheEntry& e) const;
+  struct MaintainedNamespace {
+    std::string version, ns;
+    std::shared_ptr<const NamespaceDirs> dirs;
+  };
+  enum class Removal { Removed, Busy, Failed };
+  // Trusted: every directory passes the trust rules (the runtime; maintenance that
+  // changes anything). Listing: links are still refused, owners and modes not checked.
+  enum class Walk { Trusted, Listing };
+
+  void require_trusted(const fsu::DirFd& dir) const;
+  std::optional<fsu::DirFd> open_root() const;
+  std::optional<fsu::DirFd> trusted_child(const fsu::DirFd& parent, std::string_view name) const;
+  std::optional<std::string> not_a_cache_at(const fsu::DirFd& root) const;
+  std::optional<fsu::DirFd> layout_child(const fsu::DirFd& parent, std::string_view name, Walk walk) const;
+  std::shared_ptr<const NamespaceDirs> walk_namespace(const fsu::DirFd& root, const std::string& vname,
+                                                      std::string_view ns, Walk walk) const;
+  std::shared_ptr<const NamespaceDirs> dirs(std::string_view ns) const;  // prepared, or opened now (nullptr: none)
+  const NamespaceDirs& prepared(std::string_view ns) const;
+  const fsu::DirFd& writable_dir(const std::optional<fsu::DirFd>& d, std::string_view what) const;
+  std::vector<MaintainedNamespace> maintained_namespaces(Walk walk) const;
+  std::vector<CacheEntry> entries_of(const std::vector<MaintainedNamespace>& namespaces) const;
+  void sweep_staging(const NamespaceDirs& nd, std::string_view only_key, std::vector<std::string>* failed = nullptr,
+                     int* removed = nullptr) const;
+  void bound_quarantine(const fsu::DirFd& qdir) const;
+  void write_tag(const fsu::DirFd& root) const;
+  Removal remove_entry_locked(const CacheEntry& e, std::string* why) const;
 
   std::filesystem::path root_;
   CacheTrust trust_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const NamespaceDirs>, std::less<>> open_;
   std::function<void(std::string_view)> hook_;
 };
 

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/unique_fd.hpp"
+#include "jit/dir_fd.hpp"
 
 namespace hcwarm::jit::fsu {
 namespace fs = std::filesystem;
@@ -28,13 +29,19 @@ namespace {
 }
 
 // O_NOFOLLOW: a lock file replaced by a symlink must not create or open its target.
-int open_lock_file(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot open lock file", p, errno);
+// dir_fd AT_FDCWD: p is a path; else p is a name in that directory. A lock file
+// root creates in another user's cache (maintenance) is given to the directory's owner.
+int open_lock_file(int dir_fd, const fs::path& p, const fs::path& shown) {
+  const int fd = ::openat(dir_fd, p.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open lock file", shown, errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(ErrorKind::Io, fmt::format("lock file {} is not a regular file", p.string()), __FILE__, __LINE__);
+    throw Error(ErrorKind::Io, fmt::format("lock file {} is not a regular file", shown.string()), __FILE__, __LINE__);
+  }
+  struct stat dir {};
+  if (dir_fd != AT_FDCWD && ::geteuid() == 0 && ::fstat(dir_fd, &dir) == 0 && st.st_uid != dir.st_uid) {
+    [[maybe_unused]] const int rc = ::fchown(fd, dir.st_uid, dir.st_gid);
   }
   return fd;
 }
@@ -65,17 +72,6 @@ std::string lock_holder(const fs::path& lock_file) {
   return read_holder(fd.get());
 }
 
-std::optional<std::string> distrust(const fs::path& p, const struct stat& st, bool any_owner) {
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format("{} is writable by group or others (mode {:04o})", p.string(), st.st_mode & 07777);
-  }
-  if (!any_owner && st.st_uid != ::geteuid()) {
-    return fmt::format("{} is owned by uid {}, not by this user (uid {}); HCWARM_CACHE_TRUST=shared accepts that",
-                       p.string(), st.st_uid, ::geteuid());
-  }
-  return std::nullopt;
-}
-
 std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
   // O_NOFOLLOW: a planted symlink is refused; O_NONBLOCK: a planted FIFO cannot block us.
   UniqueFd fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -83,17 +79,21 @@ std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     throw_io("cannot open", p, errno);
   }
+  return read_open_file(fd.get(), p);
+}
+
+std::vector<std::byte> read_open_file(int fd, const fs::path& shown) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat", p, errno);
-  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, fmt::format("{} is not a regular file", p.string()), __FILE__, __LINE__);
+  if (::fstat(fd, &st) != 0) throw_io("cannot stat", shown, errno);
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, fmt::format("{} is not a regular file", shown.string()), __FILE__, __LINE__);
   std::vector<std::byte> out(static_cast<size_t>(st.st_size));
   size_t got = 0;
   for (;;) {
     if (got == out.size()) out.resize(out.size() + 4096);  // the file may have grown: read to EOF
-    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_io("cannot read", p, errno);
+      throw_io("cannot read", shown, errno);
     }
     if (n == 0) break;
     got += static_cast<size_t>(n);
@@ -105,17 +105,21 @@ std::optional<std::vector<std::byte>> read_file(const fs::path& p) {
 void write_file_durable(const fs::path& p, std::span<const std::byte> bytes) {
   UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw_io("cannot create", p, errno);
+  write_open_file_durable(std::move(fd), bytes, p);
+}
+
+void write_open_file_durable(UniqueFd fd, std::span<const std::byte> bytes, const fs::path& shown) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_io("cannot write", p, errno);
+      throw_io("cannot write", shown, errno);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) throw_io("cannot fsync", p, errno);
-  if (fd.close_checked() != 0) throw_io("cannot close", p, errno);
+  if (::fsync(fd.get()) != 0) throw_io("cannot fsync", shown, errno);
+  if (fd.close_checked() != 0) throw_io("cannot close", shown, errno);
 }
 
 void write_file_durable(const fs::path& p, std::string_view text) {
@@ -199,7 +203,15 @@ void FileLock::release() noexcept {
 }
 
 FileLock FileLock::acquire(const fs::path& lock_file, double timeout_s, std::string_view what) {
-  const int fd = open_lock_file(lock_file);
+  return wait_for(open_lock_file(AT_FDCWD, lock_file, lock_file), lock_file, timeout_s, what);
+}
+
+FileLock FileLock::acquire_at(const DirFd& dir, std::string_view name, double timeout_s, std::string_view what) {
+  const fs::path shown = dir / name;
+  return wait_for(open_lock_file(dir.fd(), std::string(name), shown), shown, timeout_s, what);
+}
+
+FileLock FileLock::wait_for(int fd, const fs::path& lock_file, double timeout_s, std::string_view what) {
   const auto t0 = std::chrono::steady_clock::now();
   auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   auto sleep_us = 1000;
@@ -235,7 +247,15 @@ FileLock FileLock::acquire(const fs::path& lock_file, double timeout_s, std::str
 }
 
 FileLock FileLock::try_acquire(const fs::path& lock_file) {
-  const int fd = open_lock_file(lock_file);
+  return try_lock(open_lock_file(AT_FDCWD, lock_file, lock_file), lock_file);
+}
+
+FileLock FileLock::try_acquire_at(const DirFd& dir, std::string_view name) {
+  const fs::path shown = dir / name;
+  return try_lock(open_lock_file(dir.fd(), std::string(name), shown), shown);
+}
+
+FileLock FileLock::try_lock(int fd, const fs::path& lock_file) {
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;
@@ -253,7 +273,18 @@ ScratchDir::ScratchDir(const fs::path& parent, const std::string& prefix) {
   path_ = tmpl;
 }
 
-ScratchDir::~ScratchDir() { remove_tree(path_); }
+ScratchDir::ScratchDir(const DirFd& parent, const std::string& prefix)
+    : parent_(std::make_unique<DirFd>(parent.reopen())), name_(parent.make_unique_child(prefix)) {
+  path_ = parent / name_;
+}
+
+ScratchDir::~ScratchDir() {
+  if (parent_) {
+    parent_->remove_tree(name_);
+  } else {
+    remove_tree(path_);
+  }
+}
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);

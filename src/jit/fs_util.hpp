@@ -7,24 +7,30 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/unique_fd.hpp"
+
 namespace hcwarm::jit::fsu {
+
+class DirFd;
 
 // Reads the whole regular file; nullopt when it does not exist (ENOENT/ENOTDIR).
 // A symlink, FIFO or device is refused (Io), never followed or waited on.
 std::optional<std::vector<std::byte>> read_file(const std::filesystem::path& p);
 
-// Why the file or directory p (st from lstat/fstat) is not to be trusted, or nullopt:
-// writable by group/others, or (unless any_owner) not owned by the effective user.
-std::optional<std::string> distrust(const std::filesystem::path& p, const struct stat& st, bool any_owner);
+// The whole regular file open as fd (shown in messages); a FIFO or device is refused (Io).
+std::vector<std::byte> read_open_file(int fd, const std::filesystem::path& shown);
 
 // Creates p exclusively (O_EXCL), writes all bytes, fsyncs, closes. Throws Io.
 void write_file_durable(const std::filesystem::path& p, std::span<const std::byte> bytes);
 void write_file_durable(const std::filesystem::path& p, std::string_view text);
+// Writes all bytes to the new file fd, fsyncs and closes it. Throws Io.
+void write_open_file_durable(UniqueFd fd, std::span<const std::byte> bytes, const std::filesystem::path& shown);
 
 // Creates or truncates p and writes all bytes; no fsync (scratch files). Throws Io.
 void write_file(const std::filesystem::path& p, std::string_view text);
@@ -60,6 +66,9 @@ class FileLock {
   static FileLock acquire(const std::filesystem::path& lock_file, double timeout_s = 0, std::string_view what = {});
   // Returns an unlocked FileLock (owns() false) when another holder has it.
   static FileLock try_acquire(const std::filesystem::path& lock_file);
+  // The same for the lock file `name` in dir, opened by descriptor.
+  static FileLock acquire_at(const DirFd& dir, std::string_view name, double timeout_s = 0, std::string_view what = {});
+  static FileLock try_acquire_at(const DirFd& dir, std::string_view name);
   FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   FileLock& operator=(FileLock&& o) noexcept;
   ~FileLock();
@@ -68,6 +77,8 @@ class FileLock {
 
  private:
   explicit FileLock(int fd) : fd_(fd) {}
+  static FileLock wait_for(int fd, const std::filesystem::path& lock_file, double timeout_s, std::string_view what);
+  static FileLock try_lock(int fd, const std::filesystem::path& lock_file);
   int fd_ = -1;
 };
 
@@ -75,12 +86,16 @@ class FileLock {
 class ScratchDir {
  public:
   ScratchDir(const std::filesystem::path& parent, const std::string& prefix);
+  // Made and removed through the parent's descriptor.
+  ScratchDir(const DirFd& parent, const std::string& prefix);
   ~ScratchDir();
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  std::unique_ptr<DirFd> parent_;
+  std::string name_;
   std::filesystem::path path_;
 };
 

@@ -64,7 +64,7 @@ JitOptions JitOptions::from_env(const EnvConfig& env) {
   JitOptions o;
   o.cache_dir = env.cache_dir;
   o.cache_max_bytes = env.cache_max_bytes;
-  o.cache_trust = env.cache_trust_shared ? CacheTrust::Shared : CacheTrust::Owner;
+  o.cache_trust = CacheTrust::from_env(env);
   o.strict_warmup = env.strict_warmup;
   o.allow_compile = env.jit_compile;
   o.jobs = env.compile_jobs;
@@ -406,9 +406,15 @@ void JitRuntime::maybe_prune() {
   std::unique_lock lock(prune_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   if (disk_->total_bytes() <= opts_.cache_max_bytes) return;
-  const auto r = disk_->prune(opts_.cache_max_bytes);
-  log::info("jit cache: pruned {} least-recently-used entries ({} -> {} bytes, cap {})", r.removed,
-               r.bytes_before, r.bytes_after, opts_.cache_max_bytes);
+  try {
+    const auto r = disk_->prune(opts_.cache_max_bytes);
+    log::info("jit cache: pruned {} least-recently-used entries ({} -> {} bytes, cap {})", r.removed,
+              r.bytes_before, r.bytes_after, opts_.cache_max_bytes);
+    if (!r.failed.empty()) log::warn("jit cache: pruning left {} entries: {}", r.failed.size(), r.failed.front());
+  } catch (const Error& e) {
+    // The cap is kept by `hcwarm cache prune` then; serving goes on.
+    log::warn("jit cache: cannot prune {}: {}", disk_->root().string(), e.message());
+  }
 }
 
 std::shared_ptr<const LoadedModule> JitRuntime::load(TargetKind kind, const std::string& key,

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/test_util.hpp"
 #include "jit/host_compile_slots.hpp"
 #include "jit_test_util.hpp"
 
@@ -138,6 +139,28 @@ int child_rofs() {
   return check_read_only_cache(true);
 }
 
+// rofs_maintenance: `cache clear` and `cache verify --quarantine` on the populated
+// cache bind-mounted read-only (entry 2 corrupted by the parent) exit 1 naming
+// the read-only file system, and report nothing removed.
+int child_rofs_maintenance() {
+  const std::filesystem::path dir = env_or("HCWARM_JIT_CACHE");
+  if (::unshare(CLONE_NEWNS) != 0) return 77;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+  if (::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0) return 77;
+  if (::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return 77;
+  const auto clear = hcwarm::test::run_cli({"cache", "clear", "--cache-dir", dir.string()});
+  std::fprintf(stderr, "clear: %d\n%s%s", clear.exit_code, clear.out.c_str(), clear.err.c_str());
+  if (clear.exit_code != 1) return 30;
+  if (clear.err.find("Read-only file system") == std::string::npos) return 31;
+  if (clear.out.find("removed 0 entries") == std::string::npos) return 32;
+  const auto verify = hcwarm::test::run_cli({"cache", "verify", "--quarantine", "--cache-dir", dir.string()});
+  std::fprintf(stderr, "verify: %d\n%s%s", verify.exit_code, verify.out.c_str(), verify.err.c_str());
+  if (verify.exit_code != 1) return 33;
+  if (verify.err.find("Read-only file system") == std::string::npos) return 34;
+  if (verify.out.find("0 moved to quarantine") == std::string::npos) return 35;
+  return 0;
+}
+
 // enospc: a tiny tmpfs as the cache dir, filled up when the first publish begins
 // (so the publish hits ENOSPC), then a second runtime on the full file system.
 int child_enospc() {
@@ -193,6 +216,7 @@ TEST(JitChild, Main) {
     else if (mode == "killme") rc = child_killme();
     else if (mode == "readonly") rc = child_readonly();
     else if (mode == "rofs") rc = child_rofs();
+    else if (mode == "rofs_maintenance") rc = child_rofs_maintenance();
     else if (mode == "enospc") rc = child_enospc();
     else if (mode == "holdslots") rc = child_holdslots();
   } catch (const std::exception& e) {
