@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
     // After the subcommands: CLI11 copies a parent's footer into each subcommand
     // created after it, and these examples belong to the top-level help only.
     app.footer(kExamples);
+    hcwarm::cli::check_arguments(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -50,6 +50,10 @@ inline constexpr size_t kMaxMessageTail = size_t{2} << 10;
 // the end, with at most a few hundred bytes of the value between them.
 inline constexpr size_t kMaxParseMessageHead = 320;
 inline constexpr size_t kMaxParseMessageTail = 160;
+// '[' in one command-line argument: CLI11 splits bracketed lists recursively,
+// copying the value at each level (a 130 KB argument of nested brackets took
+// 4 GB and 18 s). hcwarm's lists ("--tokens 1,2,3" or "[1,2,3]") need one.
+inline constexpr size_t kMaxArgBrackets = 4;
 
 // A kernel bundle (`hcwarm cache import`) is read whole: the default cache cap
 // (HCWARM_CACHE_MAX_MB, 4096 MiB), so that a bundle of a whole cache fits.

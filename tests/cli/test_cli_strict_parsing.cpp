@@ -71,6 +71,27 @@ TEST(CliStrictParsing, A100KilobyteValueIsQuotedAsABoundedExcerpt) {
   }
 }
 
+// strtoll/strtoull saturate past 64 bits: such a value is refused, not clamped to the type's bound.
+TEST(CliStrictParsing, AValuePastSixtyFourBitsIsOutOfRangeNotClamped) {
+  for (const char* v : {"99999999999999999999", "-99999999999999999999", "18446744073709551616"}) {
+    const auto r = run_cli({"plan", "--chunked-prefill-size", v});
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.err;
+    EXPECT_NE(r.err.find("out of range"), std::string::npos) << v << ": " << r.err;
+    EXPECT_EQ(r.err.find("9223372036854775807"), std::string::npos) << v << ": clamped: " << r.err;
+  }
+}
+
+// CLI11 splits bracketed lists recursively, copying the value at each level:
+// deeply nested brackets are refused before it parses.
+TEST(CliStrictParsing, NestedBracketsInAListAreRefusedBeforeParsing) {
+  const std::string nested = std::string(60000, '[') + "1" + std::string(60000, ']');
+  const auto r = run_cli({"bench", "op", "--tokens", nested});
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("nests more than 4 '['"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 1000u);
+  EXPECT_LT(r.max_rss_kb, 256 * 1024) << "parsed before refusing";
+}
+
 TEST(CliStrictParsing, ANulByteInANpyHeaderIsAnError) {
   TempDir dir;
   const auto model = small_model(dir);
