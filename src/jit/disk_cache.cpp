@@ -341,7 +341,8 @@ std::optional<std::string> DiskCache::prepare(std::string_view ns) const {
     if (!read_only) sweep_staging(*nd, {});
   }
   std::lock_guard lock(mu_);
-  open_[std::string(ns)] = std::move(nd);
+  // The first prepare's descriptors stay: callers hold references to them.
+  open_.emplace(std::string(ns), std::move(nd));
   return read_only;  // when set: nothing to write, but there may be entries to load
 }
 
@@ -650,7 +651,7 @@ VerifyResult DiskCache::verify(bool quarantine_bad) const {
 
 uint64_t DiskCache::total_bytes() const {
   try {
-    const auto root = open_root();
+    const auto root = fsu::DirFd::open(root_, true);  // a size only: no trust needed, no link followed below
     return root ? root->tree_bytes() : 0;
   } catch (const Error&) {
     return 0;
