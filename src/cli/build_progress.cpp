@@ -10,6 +10,10 @@
 
 namespace hcwarm::cli {
 
+namespace {
+constexpr auto kNoteEvery = std::chrono::seconds(10);
+}  // namespace
+
 BuildProgressDisplay::BuildProgressDisplay(bool enabled)
     : enabled_(enabled), bar_(enabled && ::isatty(STDERR_FILENO) == 1) {}
 
@@ -28,7 +32,7 @@ void BuildProgressDisplay::on_event(const jit::BuildProgressEvent& e) {
   if (e.done == 0) {  // a build starts: fresh counts, and a ticker that keeps the clock moving
     stop_ticker();
     std::lock_guard lock(mu_);
-    start_ = std::chrono::steady_clock::now();
+    start_ = last_note_ = std::chrono::steady_clock::now();
     total_ = e.total;
     done_ = compiled_ = disk_ = memory_ = failed_ = 0;
     last_.clear();
@@ -56,7 +60,16 @@ void BuildProgressDisplay::on_event(const jit::BuildProgressEvent& e) {
     else ++memory_;
     last_ = e.description;
     if (!bar_) {
-      log::info("{}", jit::format_progress_line(e));
+      // A log, not a terminal: each key at debug; at info a line per kNoteEvery of
+      // a long build (a warm start from the cache logs none; its summary follows).
+      log::debug("{}", jit::format_progress_line(e));
+      const auto now = std::chrono::steady_clock::now();
+      if (e.done < e.total && now - last_note_ >= kNoteEvery) {
+        last_note_ = now;
+        log::info("jit build: {}/{} keys in {:.0f} s (compiled {}, disk {}, memory {}{}), now {}", done_, total_,
+                  std::chrono::duration<double>(now - start_).count(), compiled_, disk_, memory_,
+                  failed_ ? fmt::format(", FAILED {}", failed_) : "", last_);
+      }
       return;
     }
     last = e.done >= e.total;

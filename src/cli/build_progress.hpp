@@ -36,6 +36,7 @@ class BuildProgressDisplay {
   bool stop_ = false;
   bool drawing_ = false;  // a bar is on screen without its final newline
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_note_;  // without a terminal: the last progress line at info
   int total_ = 0, done_ = 0, compiled_ = 0, disk_ = 0, memory_ = 0, failed_ = 0;
   std::string last_;
 };

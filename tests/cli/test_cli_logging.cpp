@@ -35,6 +35,23 @@ TEST(CliLogging, OneInfoLinePerWarmupWithCountsKeysAndSeconds) {
   EXPECT_TRUE(std::regex_search(warmup[0], std::regex(R"(\d+\.\d{3}s)"))) << warmup[0];
 }
 
+// Without a terminal (a server's log) the progress display logs each key at debug
+// only: a warm start is one info line, its summary.
+TEST(CliLogging, WithoutATerminalEachKeyIsLoggedAtDebugOnly) {
+  TempDir dir;
+  const auto cold = run_cli(cat({"warm"}, tiny_model_args(dir)), {"HCWARM_LOG_LEVEL=info"});
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_TRUE(lines_with(cold.err, "jit build [").empty()) << cold.err;
+  const auto warm = run_cli(cat({"warm"}, tiny_model_args(dir)), {"HCWARM_LOG_LEVEL=info"});
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_EQ(lines_with(warm.err, "[info]").size(), 1u) << warm.err;
+  const auto debug = run_cli(cat({"warm"}, tiny_model_args(dir)), {"HCWARM_LOG_LEVEL=debug"});
+  ASSERT_EQ(debug.exit_code, 0) << debug.err;
+  const auto per_key = lines_with(debug.err, "jit build [");
+  EXPECT_GE(per_key.size(), 9u) << debug.err;  // each of the 9 keys, at debug
+  for (const auto& l : per_key) EXPECT_NE(l.find("[debug]"), std::string::npos) << l;
+}
+
 // The per-token-count lines of the model's prewarm hook belong at debug level.
 TEST(CliLogging, PerTokenCountPrewarmLinesAreDebugOnly) {
   TempDir dir;
