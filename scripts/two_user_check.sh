@@ -68,7 +68,8 @@ for i in $(seq 1 40); do
     fail "cache clear under $team exited $rc (round $i): $err"
   fi
 done
-((refused >= 10)) || fail "cache clear was refused in only $refused of 40 rounds"
+# No round may succeed (checked above); at least one must have met the cache itself.
+((refused >= 1)) || fail "cache clear never met the cache in 40 rounds"
 kill "$swapper" && wait "$swapper" 2>/dev/null || true
 swapper=
 [[ -d $team/cache/v$version/host-test/entries && -d $team/evil/v$version/host-test/entries ]] ||
