@@ -18,7 +18,7 @@ namespace hcwarm::mhc {
 // saves a launch and a residual round trip; with fewer, longer K-parts the
 // fused partial kernel's post step costs more than it saves, and further on it
 // streams the residual at a quarter of the pair's bandwidth (docs/BENCHMARKS.md,
-// section 10). At least one tile. The CPU fuses at every T.
+// "The rest of the family"). At least one tile. The CPU fuses at every T.
 int64_t fused_boundary_max_tokens(Backend backend, MhcDims dims, int num_sms);
 bool boundary_fuses(Backend backend, MhcDims dims, int num_sms, int64_t num_tokens);
 

@@ -166,7 +166,7 @@ class HcPreOp {
   // Options, set before the first call (not while calls are in flight).
   // Cuda, residual input: the one-pass kernel where the shape and device allow
   // it, in the buckets hc_pre_kernel_splits gives it (default: on the H200 it is
-  // faster there at hidden 4096 and 7168; docs/BENCHMARKS.md, section 3c), or
+  // faster there at hidden 4096 and 7168; docs/BENCHMARKS.md, "The one-pass kernel for the larger buckets"), or
   // the split policy's two kernels everywhere (HCWARM_MHC_ONE_PASS=0: its
   // cooperative launch waits for 128 free SMs).
   void set_cuda_one_pass(bool on);

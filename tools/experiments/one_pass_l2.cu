@@ -7,7 +7,9 @@
 // then on the GPU machine: ./one_pass_l2 [T [HIDDEN]]   (ITERS=N timed calls, default 30)
 //   VARIANT=precise|generic: the kernel with precise reciprocals, or the generic
 //           fatbin's (hidden at run time, fast reciprocals), instead of the
-//           specialization (docs/BENCHMARKS.md, sections 3e and 3f: what the generic costs).
+//           specialization (what the generic costs: docs/BENCHMARKS.md, "The one-pass
+//           set-up in one round trip" and "The generic kernels within 1.3x of the
+//           specialized ones").
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's
 //           clocks are up, ~15 us above a checked run at T 8192.

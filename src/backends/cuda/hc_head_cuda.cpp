@@ -22,7 +22,7 @@ int head_wide_tokens_per_thread(int hc, int hidden) { return HCWARM_MHC_HEAD_WID
 bool head_has_one_pass(int hc, int hidden) { return one_pass_supported(hc, hidden, 9); }
 
 int64_t head_one_pass_min_tokens(int /*hidden*/) {
-  // The H200's crossover at both widths (docs/BENCHMARKS.md, section 10): below,
+  // The H200's crossover at both widths (docs/BENCHMARKS.md, "The rest of the family"): below,
   // the cluster kernel's grid still fits the SMs in about one wave and the
   // one-pass kernel's start-up (fn's fragments, the pipeline's fill) dominates;
   // from 512 tokens the cluster kernel's per-tile fn reloads and barriers cost more.

@@ -28,7 +28,7 @@ int head_wide_tokens_per_thread(int hc, int hidden);
 // (one_pass_supported on sm_90).
 bool head_has_one_pass(int hc, int hidden);
 // The token count from which the head runs the one-pass kernel by default,
-// where the H200's cluster kernel falls behind it (docs/BENCHMARKS.md, section 10).
+// where the H200's cluster kernel falls behind it (docs/BENCHMARKS.md, "The rest of the family").
 // The same at both DeepSeek V4 widths; the argument keeps the door open for others.
 int64_t head_one_pass_min_tokens(int hidden);
 // The translation unit of one (hc, hidden) specialization.

@@ -49,7 +49,8 @@ bool one_pass_supported(int hc_mult, int hidden, int cc_major) {
 }
 
 int one_pass_max_splits(int hidden) {
-  // The H200's crossovers (docs/BENCHMARKS.md, sections 3c and 5): hidden 7168
+  // The H200's crossovers (docs/BENCHMARKS.md, "The one-pass kernel for the
+  // larger buckets" and "Against upstream and the targets"): hidden 7168
   // from 448 tokens (18 splits on 132 SMs), 4096 from 513 (14). The one-pass
   // kernel's per-chunk latency barely grows with the width, the split pair's
   // time does. Other widths take 4096's.

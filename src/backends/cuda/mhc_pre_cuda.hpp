@@ -75,7 +75,7 @@ CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 bool one_pass_supported(int hc_mult, int hidden, int cc_major);
 // The split buckets the one-pass kernel serves where it is supported: those of
 // at most this many splits (the larger token counts), where its single read of
-// the residual beats the split-K pair's two (docs/BENCHMARKS.md, section 3c).
+// the residual beats the split-K pair's two (docs/BENCHMARKS.md, "The one-pass kernel for the larger buckets").
 int one_pass_max_splits(int hidden);
 // The one-pass block for `hidden`: the TMA warp, 4 mma warps, hidden / 1024 y
 // warps, the comb warps and the signal warp (cuda/mhc_pre_one_pass.cuh).

@@ -4,8 +4,9 @@
 // The partial and finish kernels come once per input kind (residual streams,
 // the first layer's embedding, the fused boundary's previous residual): read
 // at run time, the kind cost 1.1-1.3x at decode sizes (docs/BENCHMARKS.md,
-// section 3f). The finish and one-pass kernels come in both reciprocal forms,
-// as the specializations do (fast_finish).
+// "The generic kernels within 1.3x of the specialized ones"). The finish and
+// one-pass kernels come in both reciprocal forms, as the specializations do
+// (fast_finish).
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_one_pass.cuh"
 

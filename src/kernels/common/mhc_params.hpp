@@ -48,7 +48,7 @@
 // hold the residual (5-21, 22+) runs two blocks per token, one for y and one
 // for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit
 // one wave of 3 per SM on an H100/H200, and from 192 tokens it no longer paid
-// on the H200 (docs/BENCHMARKS.md, section 3d).
+// on the H200 (docs/BENCHMARKS.md, "The decode finish in two blocks per token").
 #define HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS 128
 // The split class of a split count: the split counts whose specialized CUDA
 // kernels are the same code. The kernels read the split count itself from the

@@ -380,7 +380,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // With the early load (the 4-warp kernels, specialized and generic, which
   // have the registers) a fold's loads are predicated, not branched around, so
   // all of a chunk's are in flight at once: at decode sizes a branch per fold
-  // serialized them (docs/BENCHMARKS.md, sections 3f and 10). The 8-warp ones keep one branch per fold:
+  // serialized them (docs/BENCHMARKS.md, "The generic kernels within 1.3x of
+  // the specialized ones" and "The rest of the family"). The 8-warp ones keep one branch per fold:
   // 12 more live registers would spill at their 128 and their many
   // blocks hide the latency.
   constexpr bool kFnEarly = WARPS <= 4;
@@ -417,7 +418,7 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // this one is split, so a short K-part (2 chunks at decode sizes) waits for
   // memory once, not once per chunk; 8 warps (128 registers) load it after the
   // barrier, and so does the generic kernel (HIDDEN 0), which ran 7-9% slower
-  // at large T with the early load (docs/BENCHMARKS.md, section 3).
+  // at large T with the early load (docs/BENCHMARKS.md, "Every split bucket").
   for (long long kc = k0; kc < k1; kc += kChunk) {
     const long long kn = kc + kChunk;
     F4 frn[kF4PerThread];

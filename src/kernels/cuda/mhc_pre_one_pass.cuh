@@ -32,7 +32,7 @@
 //              the rows are read-only input, loaded as soon as the registers
 //              are free (token c + 1's right after token c's y); pre and the
 //              norm weight are in shared memory.
-// What bounds it (docs/BENCHMARKS.md, section 2): the loop from a
+// What bounds it (docs/BENCHMARKS.md, "The stages and the two-kernel path"): the loop from a
 // chunk's TMA through its records, every block of the half, pre and y, back to
 // the TMA of chunk c + WINDOW, which WINDOW (L2's room for rows) cannot hide.
 // Same arithmetic as the two-kernel path (mhc_pre.cuh): bf16 x hi/lo bf16 fn on
@@ -85,7 +85,7 @@ static_assert(HCWARM_MHC_ONE_PASS_THREADS(1024) == 32 * (OnePassWarps::kFirstY +
 
 // Back-off of the spin waits, ns: the TMA warp on its own block's progress, a
 // comb warp on a chunk's counter in L2. Spinning without it, or 100 ns, measured
-// the same on the H200 (docs/BENCHMARKS.md, section 3e).
+// the same on the H200 (docs/BENCHMARKS.md, "The one-pass set-up in one round trip").
 constexpr unsigned kTmaPollNs = 32;
 constexpr unsigned kCombPollNs = 20;
 
