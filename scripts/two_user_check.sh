@@ -24,6 +24,7 @@ peer=hcwarm-peer
 id "$peer" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$peer"
 as_peer() { setpriv --reuid="$peer" --regid="$peer" --clear-groups -- "$@"; }
 version=$("$hcwarm" --version | awk '{print $2}')
+key=$(printf 'a%.0s' {1..64})  # entry-shaped: a SHA-256
 
 work=$(mktemp -d /tmp/hcwarm-two-user.XXXXXX)
 chmod 0755 "$work"
@@ -42,8 +43,8 @@ make_cache() {
   local ns=$root/v$version/host-test
   mkdir -p "$ns"/{entries,locks,staging,quarantine}
   printf 'Signature: 8a477f597d28d172789f06886806bc55\n' >"$root/CACHEDIR.TAG"
-  mkdir "$ns/entries/$(printf 'a%.0s' {1..64})"
-  echo '{}' >"$ns/entries/$(printf 'a%.0s' {1..64})/manifest.json"
+  mkdir "$ns/entries/$key"
+  echo '{}' >"$ns/entries/$key/manifest.json"
   chmod -R go-w "$root"
 }
 
@@ -51,7 +52,7 @@ make_cache() {
 team=$work/team
 mkdir "$team" && chmod 0777 "$team"
 make_cache "$team/cache"
-as_peer bash -c "$(declare -f make_cache); version=$version; make_cache '$team/evil'"
+as_peer bash -c "$(declare -f make_cache); version=$version; key=$key; make_cache '$team/evil'"
 setpriv --reuid="$peer" --regid="$peer" --clear-groups -- bash -c "while :; do mv -T '$team/cache' '$team/tmp' 2>/dev/null; mv -T '$team/evil' '$team/cache' 2>/dev/null;
                  mv -T '$team/cache' '$team/evil' 2>/dev/null; mv -T '$team/tmp' '$team/cache' 2>/dev/null; done" &
 swapper=$!
@@ -79,9 +80,9 @@ pass "a cache under a world-writable parent without the sticky bit is refused by
 # 2. Her cache, with quarantine/ replaced by a link to root's directory.
 home=$work/peer-home
 mkdir "$home" && chown "$peer:$peer" "$home" && chmod 0700 "$home"
-as_peer bash -c "$(declare -f make_cache); version=$version; make_cache '$home/cache'"
+as_peer bash -c "$(declare -f make_cache); version=$version; key=$key; make_cache '$home/cache'"
 precious=$work/root-files
-mkdir -p "$precious/$(printf 'a%.0s' {1..64}).1.x" && echo keep >"$precious/keep"
+mkdir -p "$precious/$key.1.x" && echo keep >"$precious/keep"
 chmod -R 0755 "$precious"
 before=$(find "$precious" -printf '%p %s %u\n' | sort)
 ns=$home/cache/v$version/host-test

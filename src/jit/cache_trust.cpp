@@ -102,13 +102,8 @@ std::optional<std::string> CacheTrust::insecure_ancestor(int dir_fd, const fs::p
   return walk_up(dir_fd, dir, dir, /*self=*/false);
 }
 
-std::optional<std::string> CacheTrust::insecure_parent(int dir_fd, const fs::path& root) const {
-  const fs::path cache = absolute_dir(root);
-  fs::path dir = cache.parent_path();
-  // Shown as the nearest existing ancestor, which is what dir_fd is.
-  std::error_code ec;
-  while (!dir.empty() && dir != dir.root_path() && !fs::is_directory(dir, ec)) dir = dir.parent_path();
-  return walk_up(dir_fd, dir, cache, /*self=*/true);
+std::optional<std::string> CacheTrust::insecure_parent(int dir_fd, const fs::path& dir, const fs::path& root) const {
+  return walk_up(dir_fd, absolute_dir(dir), absolute_dir(root), /*self=*/true);
 }
 
 }  // namespace hcwarm::jit

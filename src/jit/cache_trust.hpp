@@ -40,8 +40,9 @@ class CacheTrust {
   // Walks ".." from the descriptor: what is checked is the tree actually opened.
   std::optional<std::string> insecure_ancestor(int dir_fd, const std::filesystem::path& shown) const;
   // The same for a cache root `root` that does not exist yet and would be created
-  // in dir_fd (its nearest existing ancestor): dir_fd itself is checked too.
-  std::optional<std::string> insecure_parent(int dir_fd, const std::filesystem::path& root) const;
+  // in dir_fd (its nearest existing ancestor, shown as dir): dir_fd itself is checked too.
+  std::optional<std::string> insecure_parent(int dir_fd, const std::filesystem::path& dir,
+                                             const std::filesystem::path& root) const;
 
  private:
   std::optional<std::string> unsafe_parent(const struct stat& st, const std::filesystem::path& dir,

@@ -18,10 +18,6 @@ namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-[[noreturn]] void throw_io(const char* what, const fs::path& p, int err) {
-  throw Error(ErrorKind::Io, fmt::format("{} {}: {}", what, p.string(), errno_string(err)), __FILE__, __LINE__);
-}
-
 // The names in an open directory, read through a duplicate so that fd keeps its offset.
 std::vector<std::string> list_names(int fd, const fs::path& shown) {
   const int dup_fd = ::openat(fd, ".", kDirFlags);

@@ -138,7 +138,7 @@ std::optional<std::string> DiskCache::untrusted(std::string_view ns) const {
           return std::nullopt;  // not creatable at all: no trust question
         }
       }
-      return parent ? trust_.insecure_parent(parent->fd(), root_) : std::nullopt;
+      return parent ? trust_.insecure_parent(parent->fd(), parent->path(), root_) : std::nullopt;
     }
     if (root && !ns.empty()) walk_namespace(*root, "v" HCWARM_VERSION, ns, Walk::Trusted);
     return std::nullopt;

@@ -164,7 +164,7 @@ class DiskCache {
   // Sorted by last use, oldest first. Reads only: links in the layout are refused
   // (Io), owners are not checked.
   std::vector<CacheEntry> list() const;
-  // nullopt when the entry is good, else the reason.
+  // nullopt when the entry (one of list()'s) is good, else the reason.
   static std::optional<std::string> check_entry(const CacheEntry& e);
   // Maintenance opens every layout directory without following links and applies
   // the runtime's trust rules (throws Io naming what it refuses); what it cannot do

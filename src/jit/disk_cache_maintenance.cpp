@@ -89,16 +89,13 @@ std::vector<CacheEntry> DiskCache::entries_of(const std::vector<MaintainedNamesp
 
 std::optional<std::string> DiskCache::check_entry(const CacheEntry& e) {
   if (!is_sha256_hex(e.key)) return fmt::format("{} is not a key", quoted_excerpt(e.key));
+  HCWARM_ASSERT(e.dirs != nullptr, "check_entry takes an entry from DiskCache::list ({})", e.dir.string());
   std::optional<fsu::DirFd> dir;
   try {
-    if (e.dirs) {
-      const auto st = e.dirs->entries.stat_child(e.key);
-      if (st && S_ISLNK(st->st_mode)) return std::string("the entry is a symlink, not a directory");
-      if (!is_dir(st)) return std::string("the entry is not a directory");
-      dir = e.dirs->entries.child(e.key);
-    } else {
-      dir = fsu::DirFd::open(e.dir, /*follow=*/false);
-    }
+    const auto st = e.dirs->entries.stat_child(e.key);
+    if (st && S_ISLNK(st->st_mode)) return std::string("the entry is a symlink, not a directory");
+    if (!is_dir(st)) return std::string("the entry is not a directory");
+    dir = e.dirs->entries.child(e.key);
   } catch (const Error& err) {
     return err.message();
   }

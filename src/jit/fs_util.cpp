@@ -22,11 +22,11 @@
 namespace hcwarm::jit::fsu {
 namespace fs = std::filesystem;
 
-namespace {
-
-[[noreturn]] void throw_io(const char* what, const fs::path& p, int err) {
+void throw_io(const char* what, const fs::path& p, int err) {
   throw Error(ErrorKind::Io, fmt::format("{} {}: {}", what, p.string(), errno_string(err)), __FILE__, __LINE__);
 }
+
+namespace {
 
 // O_NOFOLLOW: a lock file replaced by a symlink must not create or open its target.
 // dir_fd AT_FDCWD: p is a path; else p is a name in that directory. A lock file

@@ -19,6 +19,9 @@ namespace hcwarm::jit::fsu {
 
 class DirFd;
 
+// Throws ErrorKind::Io "<what> <p>: <errno text>".
+[[noreturn]] void throw_io(const char* what, const std::filesystem::path& p, int err);
+
 // Reads the whole regular file; nullopt when it does not exist (ENOENT/ENOTDIR).
 // A symlink, FIFO or device is refused (Io), never followed or waited on.
 std::optional<std::vector<std::byte>> read_file(const std::filesystem::path& p);
