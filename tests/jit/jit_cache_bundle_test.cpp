@@ -262,8 +262,7 @@ TEST_F(CacheBundle, AnUntrustedOrUnwritableCacheGetsNoEntry) {
   const fs::path ro = dir_ / "ro";
   publish(ro, ns_a, 9);
   if (::geteuid() == 0) {
-    for (const auto& e : fs::recursive_directory_iterator(ro)) ASSERT_EQ(::lchown(e.path().c_str(), 65534, 65534), 0);
-    ASSERT_EQ(::chown(ro.c_str(), 65534, 65534), 0);
+    chown_tree(ro, 65534);
   } else {
     for (const auto& e : fs::recursive_directory_iterator(ro)) ::chmod(e.path().c_str(), e.is_directory() ? 0555 : 0444);
     ::chmod(ro.c_str(), 0555);

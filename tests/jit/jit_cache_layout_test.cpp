@@ -30,10 +30,6 @@ class JitLayout : public CacheFixture {
     std::sort(out.begin(), out.end());
     return out;
   }
-  static void chown_tree(const fs::path& p, uid_t uid) {
-    ASSERT_EQ(::lchown(p.c_str(), uid, uid), 0);
-    for (const auto& e : fs::recursive_directory_iterator(p)) ASSERT_EQ(::lchown(e.path().c_str(), uid, uid), 0);
-  }
 };
 
 TEST_F(JitLayout, CacheUnderAGroupWritableParentWithoutTheStickyBitIsRefused) {

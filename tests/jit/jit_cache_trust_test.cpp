@@ -79,8 +79,7 @@ TEST_F(JitTrust, ForeignOwnedCacheIsRefusedUnlessShared) {
     ASSERT_EQ(::chown(p.c_str(), 0, 0), 0);
   }
   // Shared: a foreign, read-only-for-others bundle is loaded from, and never written.
-  for (const auto& f : fs::recursive_directory_iterator(cache())) ASSERT_EQ(::lchown(f.path().c_str(), kNobody, kNobody), 0);
-  ASSERT_EQ(::chown(cache().c_str(), kNobody, kNobody), 0);
+  chown_tree(cache(), kNobody);
   LogCapture logs;
   auto o = options(cache());
   o.cache_trust = CacheTrust::Shared;

@@ -128,14 +128,18 @@ int child_readonly() {
   return check_read_only_cache(env_or("HCWARM_JIT_EXPECT") == "served");
 }
 
+// dir bind-mounted read-only in a private mount namespace; false where that is not allowed.
+bool bind_read_only(const std::filesystem::path& dir) {
+  return ::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+         ::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) == 0 &&
+         ::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0;
+}
+
 // rofs: the populated cache dir bind-mounted read-only (as root the permission bits
 // do not stop writes; a read-only mount does): served.
 int child_rofs() {
   const std::filesystem::path dir = env_or("HCWARM_JIT_CACHE");
-  if (::unshare(CLONE_NEWNS) != 0) return 77;
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
-  if (::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0) return 77;
-  if (::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return 77;
+  if (!bind_read_only(dir)) return 77;
   return check_read_only_cache(true);
 }
 
@@ -144,10 +148,7 @@ int child_rofs() {
 // the read-only file system, and report nothing removed.
 int child_rofs_maintenance() {
   const std::filesystem::path dir = env_or("HCWARM_JIT_CACHE");
-  if (::unshare(CLONE_NEWNS) != 0) return 77;
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
-  if (::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0) return 77;
-  if (::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return 77;
+  if (!bind_read_only(dir)) return 77;
   const auto clear = hcwarm::test::run_cli({"cache", "clear", "--cache-dir", dir.string()});
   std::fprintf(stderr, "clear: %d\n%s%s", clear.exit_code, clear.out.c_str(), clear.err.c_str());
   if (clear.exit_code != 1) return 30;

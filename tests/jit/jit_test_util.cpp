@@ -86,6 +86,13 @@ std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value
   return {};
 }
 
+void chown_tree(const std::filesystem::path& p, uid_t uid) {
+  ASSERT_EQ(::lchown(p.c_str(), uid, uid), 0) << p;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
+    ASSERT_EQ(::lchown(e.path().c_str(), uid, uid), 0) << e.path();
+  }
+}
+
 void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values) {
   JitRuntime rt(options(cache));
   for (int v : values) rt.get(host_spec(v));

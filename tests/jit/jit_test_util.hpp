@@ -39,6 +39,8 @@ bool nvrtc_available();
 JitOptions options(std::optional<std::filesystem::path> cache_dir);
 // The entry directory of host_spec(value) in the cache at `cache` (empty when absent).
 std::filesystem::path entry_dir_of(const std::filesystem::path& cache, int value);
+// Gives p and everything below it to uid (as root; links themselves, not followed).
+void chown_tree(const std::filesystem::path& p, uid_t uid);
 // Compiles host_spec(v) for each value into the cache at `cache`.
 void populate_cache(const std::filesystem::path& cache, std::initializer_list<int> values);
 
