@@ -11,7 +11,10 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
   auto b = [](bool v) { return std::string(v ? "1" : "0"); };
   auto given = [&](const char* name) { return std::find(env.given.begin(), env.given.end(), name) != env.given.end(); };
   std::string trusted_keys;
-  for (const auto& k : env.bundle_trusted_keys) trusted_keys += (trusted_keys.empty() ? "" : ":") + k.string();
+  for (const auto& k : env.bundle_trusted_keys) {
+    if (!trusted_keys.empty()) trusted_keys += ':';
+    trusted_keys += k.string();
+  }
   std::vector<EnvSetting> s{
       {"HCWARM_CACHE_DIR", env.cache_dir ? env.cache_dir->string() : "", false,
        env.cache_dir ? "" : "empty: the disk cache is disabled"},
