@@ -38,6 +38,8 @@ case " $STEPS " in *" build "*)
     -DPython_EXECUTABLE="$(command -v "$PY")" >>"$OUT/build.log" 2>&1 &&
     cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/hcwarm "$PKG/" && cp build/python/_core*.so "$PKG/hcwarm/"
+  # The C++ PyTorch operators, where this Python has PyTorch (the package falls back to its own without them).
+  cp build/python/libhcwarm_torch_ops.so build/python/libhcwarm_torch_ops.txt "$PKG/hcwarm/" 2>/dev/null
   log built ;;
 esac
 case " $STEPS " in *" tests "*|*" ctest "*)

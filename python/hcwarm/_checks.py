@@ -141,6 +141,37 @@ def eps(name: str, v: Any) -> float:
     return f
 
 
+_checked_constants: set = set()
+
+
+def constants_seen(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> None:
+    """constants() for the C++ operators' callers, remembered per value tuple: a call repeats its
+    constants, and a tuple is remembered only when its types are exactly int and floats (a bool
+    equals 1 and would otherwise pass as a remembered int)."""
+    c = (sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+    exact = (type(sinkhorn_iters) is int and type(hc_eps) is float and type(rms_eps) is float
+             and type(norm_eps) is float and type(post_mult) is float)
+    if exact and c in _checked_constants:
+        return
+    constants(*c)
+    if exact:
+        if len(_checked_constants) >= 4096:
+            _checked_constants.clear()
+        _checked_constants.add(c)
+
+
+def epsilons_seen(hc_eps: Any, rms_eps: Any) -> None:
+    """eps() of the head's two epsilons, remembered as constants_seen does."""
+    c = (hc_eps, rms_eps)
+    exact = type(hc_eps) is float and type(rms_eps) is float
+    if exact and c in _checked_constants:
+        return
+    eps("hc_eps", hc_eps)
+    eps("rms_eps", rms_eps)
+    if exact:
+        _checked_constants.add(c)
+
+
 def constants(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> tuple:
     if isinstance(sinkhorn_iters, bool) or not isinstance(sinkhorn_iters, int):
         raise TypeError(f"sinkhorn_iters: expected an int, got {type(sinkhorn_iters).__name__}")

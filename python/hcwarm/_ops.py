@@ -1,9 +1,12 @@
 """The public mHC ops: hc_pre, hc_post, hc_post_pre, hc_head on torch tensors or NumPy arrays.
 
-A torch tensor in eager mode goes straight to the checked launch (_torch_launch);
-while torch.compile traces, or a tensor subclass or a dispatch mode is in play, the
-call goes through the torch.ops.hcwarm.* operators (_torch_ops) so that PyTorch sees
-it. A NumPy array goes to the CPU backend (_numpy_ops).
+A torch tensor goes to the torch.ops.hcwarm.* operators. Where they are the C++
+library's (_torch_cpp), every call goes straight to their C++ entry (one crossing:
+checks, outputs and launch in C++), and a runtime error they report by name is
+raised here as that hcwarm type. Where they are the Python operators, an eager call
+on a plain tensor skips the dispatcher for the checked launch (_torch_launch), and
+anything PyTorch must see (tracing, subclasses, modes) goes through the dispatcher.
+A NumPy array goes to the CPU backend (_numpy_ops).
 """
 from __future__ import annotations
 
@@ -16,12 +19,42 @@ try:  # PyTorch is optional; with it, the ops are registered as torch.ops.hcwarm
 except ImportError:  # pragma: no cover - depends on the environment
     _torch = None
 
+_CPP = False
 if _torch is not None:
     from . import _torch_launch, _torch_ops
     from ._torch_eager import direct as _direct
+
+    _CPP = _torch_ops.CPP
+    if _CPP:
+        _Tensor = _torch.Tensor
+
+        def _entry(name: str) -> Any:
+            # The overload's C++ callable itself: one Python frame less than OpOverload.__call__.
+            overload = getattr(_torch.ops.hcwarm, name).default
+            return getattr(overload, "_op", overload)
+
+        _PRE, _PRE_OUT = _entry("hc_pre"), _entry("hc_pre_out")
+        _POST, _POST_OUT = _entry("hc_post"), _entry("hc_post_out")
+        _POST_PRE, _POST_PRE_OUT = _entry("hc_post_pre"), _entry("hc_post_pre_out")
+        _HEAD, _HEAD_OUT = _entry("hc_head"), _entry("hc_head_out")
 else:
     def _direct(x: Any) -> bool:
         return False
+
+
+def _retyped(e: RuntimeError) -> BaseException:
+    """A C++ operator's "NotWarmedError: ..." as hcwarm.NotWarmedError (other errors unchanged)."""
+    from . import _core
+
+    name, sep, rest = str(e).partition(": ")
+    kind = getattr(_core, name, None) if sep and name.endswith("Error") else None
+    return kind(rest) if isinstance(kind, type) and issubclass(kind, _core.HcwarmError) else e
+
+
+def _out3(out: Any) -> Any:
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise TypeError("out: expected a tuple (y, post, comb)")
+    return out
 
 _HC_PRE = _first_call.entry_point("hcwarm.hc_pre")
 _HC_POST = _first_call.entry_point("hcwarm.hc_post")
@@ -51,6 +84,19 @@ def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_it
     (T, hc, hc) f32) and returns them. 0 <= T <= 2^20 (the bound per call). hc_eps, rms_eps and
     norm_eps are positive and finite, post_mult finite. Bad arguments, zero-stride (broadcast) views
     among them, raise TypeError / ValueError naming the argument, before anything is written."""
+    if _CPP and isinstance(residual, _Tensor):
+        _HC_PRE.pending = False
+        _checks.constants_seen(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+        try:
+            if out is None:
+                return _PRE(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps,
+                            post_mult)
+            y, post, comb = _out3(out)
+            _PRE_OUT(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult,
+                     y, post, comb)
+            return tuple(out)
+        except RuntimeError as e:
+            raise _retyped(e) from None
     if _direct(residual):
         _HC_PRE.pending = False
         return _torch_launch.hc_pre(residual, fn, scale, base, norm_weight, out,
@@ -74,6 +120,15 @@ def hc_post(x, residual, post, comb, *, out=None):
     """The mHC post step: new_residual[t, j] = post[t, j] * x[t] + sum_i comb[t, i, j] * residual[t, i],
     from x (T, D) bf16 (the sublayer's output), residual (T, hc, D) bf16, post (T, hc) f32 and comb
     (T, hc, hc) f32. out (T, hc, D) bf16 may be residual itself (in place)."""
+    if _CPP and isinstance(residual, _Tensor):
+        _HC_POST.pending = False
+        try:
+            if out is None:
+                return _POST(x, residual, post, comb)
+            _POST_OUT(x, residual, post, comb, out)
+            return out
+        except RuntimeError as e:
+            raise _retyped(e) from None
     if _direct(residual):
         _HC_POST.pending = False
         return _torch_launch.hc_post(x, residual, post, comb, out)
@@ -97,6 +152,21 @@ def hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight=
     (new_residual, y, post, comb). new_residual= writes the caller's (T, hc, D) buffer, which may be
     residual itself (in place); out=(y, post, comb) as in hc_pre. prev_post/prev_comb must not be
     the out buffers. The results are those of the two calls (both bf16 roundings)."""
+    if _CPP and isinstance(residual, _Tensor):
+        _HC_POST_PRE.pending = False
+        _checks.constants_seen(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
+        try:
+            if new_residual is None and out is None:
+                return _POST_PRE(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters,
+                                 hc_eps, rms_eps, norm_eps, post_mult)
+            y, post, comb = _torch_ops.pre_outputs_like(residual) if out is None else _out3(out)
+            if new_residual is None:
+                new_residual = _torch.empty_like(residual, memory_format=_torch.contiguous_format)
+            _POST_PRE_OUT(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps,
+                          rms_eps, norm_eps, post_mult, new_residual, y, post, comb)
+            return new_residual, y, post, comb
+        except RuntimeError as e:
+            raise _retyped(e) from None
     if _direct(residual):
         _HC_POST_PRE.pending = False
         return _torch_launch.hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, new_residual,
@@ -127,6 +197,16 @@ def hc_head(residual, head_fn, head_scale, head_base, *, out=None, hc_eps: float
     hc_head_fn (hc, hc*D) f32, hc_head_scale (1,) f32 and hc_head_base (hc,) f32 (no Sinkhorn):
     y = sum_i (sigmoid(rms(x) * (head_fn @ x)[i] * head_scale + head_base[i]) + hc_eps) * residual[:, i].
     y then goes through the model's final RMSNorm. out= writes the caller's (T, D) bf16 buffer."""
+    if _CPP and isinstance(residual, _Tensor):
+        _HC_HEAD.pending = False
+        _checks.epsilons_seen(hc_eps, rms_eps)
+        try:
+            if out is None:
+                return _HEAD(residual, head_fn, head_scale, head_base, hc_eps, rms_eps)
+            _HEAD_OUT(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
+            return out
+        except RuntimeError as e:
+            raise _retyped(e) from None
     if _direct(residual):
         _HC_HEAD.pending = False
         return _torch_launch.hc_head(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)

@@ -1,7 +1,9 @@
 """hc_pre / hc_post / hc_post_pre / hc_head as PyTorch operators (torch.ops.hcwarm.*).
 
-Defined with torch.library: a schema per op, one kernel for the CPU and CUDA
-dispatch keys and a fake implementation, so they trace under
+Where the package was built with PyTorch, the operators are its C++ library's
+(_torch_cpp: the dispatcher calls C++ kernels and Meta kernels directly). Otherwise
+they are defined here with torch.library, with the same schemas: one kernel for the
+CPU and CUDA dispatch keys and a fake implementation, so they trace under
 torch.compile(fullgraph=True) and capture into CUDA graphs. The kernel is the
 eager launch of _torch_launch, reached in one step from the dispatcher. On CUDA
 a call runs on the tensors' own device and its current stream; outputs and
@@ -21,18 +23,21 @@ graph's pool). CPU tensors run the CPU backend synchronously.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _checks, _first_call
+from . import _checks, _first_call, _torch_cpp
 from . import _torch_launch as launch
+
+# Whether torch.ops.hcwarm.* are the C++ library's (else the definitions below).
+CPP = _torch_cpp.load()
 
 _BF16 = torch.bfloat16
 _F32 = torch.float32
 
-_lib = torch.library.Library("hcwarm", "DEF")  # noqa: TOR901 - the namespace is hcwarm's alone
+_lib = None if CPP else torch.library.Library("hcwarm", "DEF")  # noqa: TOR901 - the namespace is hcwarm's alone
 
 _CONSTANTS = "int sinkhorn_iters, float hc_eps, float rms_eps, float norm_eps, float post_mult"
 _PRE_INPUTS = "Tensor residual, Tensor fn, Tensor scale, Tensor base, Tensor? norm_weight"
@@ -40,13 +45,32 @@ _POST_PRE_INPUTS = ("Tensor x, Tensor residual, Tensor prev_post, Tensor prev_co
                     "Tensor base, Tensor? norm_weight")
 _HEAD_INPUTS = "Tensor residual, Tensor head_fn, Tensor head_scale, Tensor head_base, float hc_eps, float rms_eps"
 
-# Every operator hcwarm registers: its qualified name for the first-call registry (_first_call).
+# Every operator hcwarm registers: its qualified name for the first-call registry (_first_call),
+# and its schema (the C++ library's must be the same: tested).
 OPS: List[str] = []
+SCHEMAS: Dict[str, str] = {}
+
+
+class _CppEntryPoint:
+    """A C++ operator in the first-call registry: pending until the library has counted a call."""
+    __slots__ = ("name", "bit")
+
+    def __init__(self, name: str, bit: int):
+        self.name, self.bit = name, bit
+
+    @property
+    def pending(self) -> bool:
+        return not (_torch_cpp.called() >> self.bit) & 1
 
 
 def _define(schema: str, kernel: Callable, fake: Callable) -> None:
     name = schema.split("(", 1)[0]
     qualified = f"torch.ops.hcwarm.{name}"
+    SCHEMAS[name] = schema
+    if CPP:  # defined by the library: only its registry entry
+        _first_call.register(_CppEntryPoint(qualified, _torch_cpp.names().index(name)))
+        OPS.append(qualified)
+        return
     first = _first_call.entry_point(qualified)
 
     def run(*args):

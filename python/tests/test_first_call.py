@@ -148,6 +148,6 @@ def test_signature_table_is_bounded():
     from hcwarm import _torch_launch
 
     residual, fn, scale, base, w = _inputs(t=2)
-    for i in range(3):
-        hcwarm.hc_pre(residual, fn, scale, base, w, post_mult=2.0 + i)
+    for i in range(3):  # the Python operators' launch (the C++ operators keep no table)
+        _torch_launch.hc_pre(residual, fn, scale, base, w, None, (20, 1e-6, 1e-6, 1e-6, 2.0 + i))
     assert 0 < _torch_launch.signatures_kept() <= _torch_launch._MAX_SIGNATURES

@@ -37,6 +37,9 @@ struct EnvConfig {
   // launch waits for 128 free SMs (for engines that keep other kernels
   // resident meanwhile).
   bool mhc_one_pass = true;
+  // HCWARM_TORCH_CPP_OPS=0: torch.ops.hcwarm.* are the Python package's operators even
+  // where its C++ operator library was built (python/src/torch_ops).
+  bool torch_cpp_ops = true;
   // HCWARM_JIT=off: no kernel is ever compiled; a kernel missing from memory and
   // the disk cache is an error (deployments that run only ahead-of-time builds).
   bool jit_compile = true;

@@ -58,4 +58,14 @@ struct HcPreArgs {
 
 using hcwarm::LaunchContext;  // core/launch_context.hpp: the caller's stream and workspace
 
+// Device pointers of one head call. Outputs are written for every token.
+struct HcHeadArgs {
+  int64_t num_tokens = 0;
+  const bf16* residual = nullptr;  // (T, hc, D)
+  const float* fn = nullptr;       // (hc, hc*D)   hc_head_fn
+  const float* scale = nullptr;    // (1,)         hc_head_scale
+  const float* base = nullptr;     // (hc,)        hc_head_base
+  bf16* y = nullptr;               // (T, D)
+};
+
 }  // namespace hcwarm::mhc

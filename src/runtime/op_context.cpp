@@ -91,6 +91,7 @@ OpContext::~OpContext() {
   // Ops hold modules and buffers of the device: gone before it.
   pre_.clear();
   post_.clear();
+  head_.clear();
 }
 
 std::string OpContext::arch() const {
@@ -119,6 +120,20 @@ mhc::HcPostOp& OpContext::hc_post(mhc::MhcDims dims) {
   return *op;
 }
 
+mhc::HcHeadOp& OpContext::hc_head(mhc::MhcDims dims, float hc_eps, float rms_eps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& op = head_[{dims.hc_mult, dims.hidden, hc_eps, rms_eps}];
+  if (!op) {
+    mhc::MhcConstants c;
+    c.hc_eps = hc_eps;
+    c.rms_eps = rms_eps;
+    // The head runs once per forward: on the CPU, on the caller's thread.
+    op = std::make_unique<mhc::HcHeadOp>(dims, c, *device_, jit_.get(), arch(), nullptr);
+    op->set_cuda_one_pass(options_.env.mhc_one_pass);
+  }
+  return *op;
+}
+
 model::ServerArgs OpContext::prewarm_server(const PrewarmRequest& req) const {
   model::ServerArgsInput in = req.server;
   in.num_sms = num_sms_;  // the ops' split policy, whatever the request says
@@ -139,6 +154,8 @@ std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req)
   const mhc::MhcDims dims = req.model.mhc_dims();
   mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
   const bool skipped = !prewarm_skipped().empty();
+  const mhc::MhcConstants c = req.model.mhc_constants();
+  std::vector<jit::KernelSpec> specs = hc_head(dims, c.hc_eps, c.rms_eps).planned_specs();
 
   // The model runner's plan, less the families these ops never reach (the stand-in MLP).
   KernelPlanInput plan;
@@ -149,7 +166,6 @@ std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req)
   plan.variant = options_.variant;
   plan.cuda = pre.cuda_options();
   plan.model_hook_conditions = false;
-  std::vector<jit::KernelSpec> specs;
   for (jit::KernelSpec& s : make_kernel_registry(plan).planned(/*include_mhc=*/true)) {
     if (s.family == "mhc_post" || (s.family == "mhc_pre" && req.fused_norm)) specs.push_back(std::move(s));
   }
@@ -162,6 +178,33 @@ std::vector<jit::KernelSpec> OpContext::prewarm_specs(const PrewarmRequest& req)
   return specs;
 }
 
+std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> OpContext::planned_keys(
+    const PrewarmRequest& req) {
+  std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> out;
+  std::set<std::string> seen;
+  for (jit::KernelSpec& s : prewarm_specs(req)) {
+    std::string key = jit_->key(s);
+    if (!seen.insert(key).second) continue;
+    out.first.push_back(std::move(key));
+    out.second.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::string> OpContext::prewarm_shard(const PrewarmRequest& req, int rank, int world) {
+  HCWARM_CHECK_ARG(world >= 1 && rank >= 0 && rank < world, "group rank {} of {} is not in [0, {})", rank, world,
+                   world);
+  auto [keys, specs] = planned_keys(req);
+  std::vector<std::string> shard;
+  std::vector<jit::KernelSpec> shard_specs;
+  for (size_t i = static_cast<size_t>(rank); i < keys.size(); i += static_cast<size_t>(world)) {
+    shard.push_back(std::move(keys[i]));
+    shard_specs.push_back(std::move(specs[i]));
+  }
+  if (jit_->disk_writable()) jit_->build(shard_specs, jit::BuildMode::CompileOnly);
+  return shard;
+}
+
 PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<cuda::ScopedContext> scoped;
@@ -172,6 +215,8 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   const mhc::MhcDims dims = req.model.mhc_dims();
   mhc::HcPreOp& pre = hc_pre(dims, req.model.mhc_constants());
   mhc::HcPostOp& post = hc_post(dims);
+  const mhc::MhcConstants c = req.model.mhc_constants();
+  mhc::HcHeadOp& head = hc_head(dims, c.hc_eps, c.rms_eps);
 
   PrewarmReport r;
   r.max_num_tokens = server.max_num_tokens();
@@ -219,6 +264,7 @@ PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
   }
   post.load();
   run_post_once(post, *device_, dims);
+  head.load();
   device_->synchronize();
   r.peak_bytes = probe.finish();
   jit_->mark_ready();

@@ -12,11 +12,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/device.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
+#include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "model/model_config.hpp"
@@ -73,18 +75,28 @@ class OpContext {
   // The op for these shapes and constants, created on first use.
   mhc::HcPreOp& hc_pre(mhc::MhcDims dims, const mhc::MhcConstants& constants);
   mhc::HcPostOp& hc_post(mhc::MhcDims dims);
+  // The head of these shapes and epsilons (the model's last step; no Sinkhorn).
+  mhc::HcHeadOp& hc_head(mhc::MhcDims dims, float hc_eps, float rms_eps);
 
   // Plans every key the ops can reach for T in [1, max_num_tokens] of this
   // configuration, builds them in parallel, runs each hc_pre split bucket and
-  // hc_post once (loading every kernel into its op, reserving the ops' own
-  // workspace), then marks the JIT runtime ready. Throws when a kernel fails to build.
+  // hc_post once and loads the head (every kernel into its op, the ops' own
+  // workspace reserved), then marks the JIT runtime ready. Throws when a kernel fails to build.
   // The mHC keys are planned whatever the model's attention (every DeepSeek V4
   // layer has mHC); only HCWARM_MHC_PREWARM=0 or a non-JIT variant skips them,
   // said in the report's `skipped`.
   PrewarmReport prewarm(const PrewarmRequest& request);
-  // The specs prewarm(request) builds, in its order (for callers that split the
-  // compiles between processes first, e.g. the ranks of a group).
+  // The specs prewarm(request) builds, in its order: the head's kernel, then the
+  // pre and post kernels of every split bucket.
   std::vector<jit::KernelSpec> prewarm_specs(const PrewarmRequest& request);
+  // prewarm_specs' distinct keys with their first spec, in order.
+  std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> planned_keys(const PrewarmRequest& request);
+  // A group rank's share of the planned keys (key i when i % world == rank), built
+  // compile-only into the disk cache, so that the group's ranks compile each key
+  // once. Nothing is loaded, and a kernel that fails is left for prewarm() to
+  // report, so every rank reaches the group's barrier. Without a writable disk
+  // cache nothing is shared and nothing is built. Returns the shard's keys.
+  std::vector<std::string> prewarm_shard(const PrewarmRequest& request, int rank, int world);
   // The server arguments prewarm(request) plans with: this context's SM count and
   // device memory (for the default chunked_prefill_size), DP attention applied once.
   model::ServerArgs prewarm_server(const PrewarmRequest& request) const;
@@ -108,6 +120,7 @@ class OpContext {
   using PreKey = std::tuple<int, int, int, float, float, float, float>;
   std::map<PreKey, std::unique_ptr<mhc::HcPreOp>> pre_;
   std::map<std::pair<int, int>, std::unique_ptr<mhc::HcPostOp>> post_;
+  std::map<std::tuple<int, int, float, float>, std::unique_ptr<mhc::HcHeadOp>> head_;
 };
 
 }  // namespace hcwarm::runtime
