@@ -1,10 +1,13 @@
 #pragma once
-// hc_pre dispatch: the single place where a run-time token count becomes a
-// compile-time split count (split_policy.hpp), a kernel key (kernel_spec) and a
-// loaded kernel (through the JIT runtime). planned_specs() walks the same
-// functions over [1, M], so the warmup compiles exactly what run() will ask for.
+// hc_pre dispatch: where a run-time token count becomes a split count
+// (split_policy.hpp), a launch plan (hc_pre_launch_plan.hpp: the kernel form,
+// the split count the kernels run with, the workspace), a kernel key
+// (hc_pre_kernel_spec.hpp) and a loaded kernel (through the JIT runtime).
+// planned_specs() walks the same functions over [1, M], so the warmup compiles
+// exactly what run() will ask for.
 // What differs per device goes through one interface, backends/hc_pre_backend.hpp
-// (bind a module, size the workspace, launch), entered once per call.
+// (bind a module, launch), entered once per call; the CUDA backend binds and
+// launches from the plan itself, so that it follows the plan's kernel form.
 //
 //   Reference: the double-precision oracle (any Device; data staged through the host).
 //   Cpu:       host-JIT kernels (Specialized) or the generic ones compiled into
@@ -34,6 +37,10 @@
 #include "jit/kernel_spec.hpp"
 #include "jit/loaded_module.hpp"
 #include "jit/module_provider.hpp"
+#include "mhc/hc_pre_host.hpp"         // run_hc_pre_host and the other host-tensor runners
+#include "mhc/hc_pre_kernel_spec.hpp"  // hc_pre_kernel_spec, hc_pre_kernel_splits, hc_pre_planned_specs
+#include "mhc/hc_pre_launch_plan.hpp"  // CudaKernelOptions, HcPreLaunchPlan
+#include "mhc/hc_pre_names.hpp"        // Backend, Variant
 #include "mhc/mhc_types.hpp"
 #include "mhc/reference.hpp"
 
@@ -41,53 +48,14 @@ namespace hcwarm::jit {
 class JitRuntime;
 }
 
+namespace hcwarm::cuda {
+class CudaHcPreBackend;
+}
+
 namespace hcwarm::mhc {
-
-
-enum class Backend { Reference, Cpu, Cuda };
-Backend parse_backend(std::string_view name);  // "reference" | "cpu" | "cuda"; else InvalidArgument
-const char* to_string(Backend b);
-// Cuda when a CUDA device is present (the driver opened from cuda_library, or
-// libcuda.so.1), else Cpu. Never throws.
-Backend default_backend(const std::string& cuda_library = {});
-
-enum class Variant { Specialized, Generic };
-Variant parse_variant(std::string_view name);  // "specialized" | "generic"
-const char* to_string(Variant v);
 
 // Specialized kernels from a function instead of a JIT runtime (tests); never tiered.
 using ModuleSource = jit::FunctionModuleProvider::Fn;
-
-// How the CUDA specialized kernels are built: part of every CUDA key.
-struct CudaKernelOptions {
-  std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
-  bool one_pass = true;             // num_splits == 1, sm_90+, hidden % 1024 == 0, <= 7168: the one-pass kernel
-  bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
-};
-
-// The JIT spec of one split bucket, with no op and no device: what HcPreOp::run
-// asks for, and what `hcwarm cache build` compiles on a machine without a GPU.
-// CPU specs carry num_splits=S. CUDA kernels read the split count at run time
-// and are specialized per split class (cuda::cuda_split_class): their specs
-// carry splits=<class> ("1", "2", "3-4", "5-21", "22+"), so the buckets of a class share
-// one key. input Embed / Post adds the param input=embed / input=post (and never
-// the one-pass kernel).
-jit::KernelSpec hc_pre_kernel_spec(Backend backend, MhcDims dims, int num_splits, bool fused_norm,
-                                   const CudaKernelOptions& cuda = {}, HcPreInput input = HcPreInput::Residual);
-// The split count the kernels of a bucket of `num_splits` splits run with:
-// num_splits, except on CUDA with the one-pass kernel on and supported, for
-// residual input, in the buckets cuda::one_pass_max_splits admits: 1, the
-// one-pass kernel. Dispatch (HcPreOp::run) and the plan both go through it.
-int hc_pre_kernel_splits(Backend backend, MhcDims dims, int num_splits, const CudaKernelOptions& cuda,
-                         HcPreInput input = HcPreInput::Residual);
-// A split count an hc_pre spec serves: its num_splits, or its split class's smallest.
-int hc_pre_spec_num_splits(const jit::KernelSpec& spec);
-// Every spec hc_pre can ask for over T in [1, max_num_tokens], each once, in
-// bucket order: one per split bucket on the CPU, one per split class on CUDA
-// (with input Post, of the token counts the boundary fuses at: hc_post_pre.hpp).
-std::vector<jit::KernelSpec> hc_pre_planned_specs(Backend backend, MhcDims dims, int num_sms, int64_t max_num_tokens,
-                                                  bool fused_norm, const CudaKernelOptions& cuda = {},
-                                                  HcPreInput input = HcPreInput::Residual);
 
 class HcPreOp {
  public:
@@ -119,9 +87,14 @@ class HcPreOp {
   bool uses_fast_path() const;
   // The split policy's count for T (docs/MATH.md, section 4): the bucket.
   int num_splits(int64_t num_tokens) const;
-  // The split count run() launches T tokens of `input` with (hc_pre_kernel_splits).
+  // The split count run() launches T tokens of `input` with (the plan's kernel_splits).
   int kernel_splits(int64_t num_tokens, HcPreInput input = HcPreInput::Residual) const;
-  // The JIT spec of one split bucket (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
+  // How run() launches T tokens of `input` (plan_hc_pre_launch on T's bucket).
+  HcPreLaunchPlan launch_plan(int64_t num_tokens, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
+  // How run_with_splits() launches an explicit split count (num_tokens 0: no workspace).
+  HcPreLaunchPlan launch_plan_for_splits(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual,
+                                         int64_t num_tokens = 0) const;
+  // The JIT spec of one split count (Cpu: Host target; Cuda: the device's arch, sm_90a without a device).
   jit::KernelSpec kernel_spec(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
   // Every spec run() can request for T in [1, max_num_tokens]; empty unless uses_fast_path().
   std::vector<jit::KernelSpec> planned_specs(int64_t max_num_tokens, bool fused_norm,
@@ -165,7 +138,7 @@ class HcPreOp {
 
   // Options, set before the first call (not while calls are in flight).
   // Cuda, residual input: the one-pass kernel where the shape and device allow
-  // it, in the buckets hc_pre_kernel_splits gives it (default: on the H200 it is
+  // it, in the buckets the launch plan gives it (default: on the H200 it is
   // faster there at hidden 4096 and 7168; docs/BENCHMARKS.md, "The one-pass kernel for the larger buckets"), or
   // the split policy's two kernels everywhere (HCWARM_MHC_ONE_PASS=0: its
   // cooperative launch waits for 128 free SMs).
@@ -183,19 +156,26 @@ class HcPreOp {
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
-  KernelsId kernels_id(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual) const;
-  const backends::HcPreKernels& kernels_for(int num_splits, bool fused_norm, HcPreInput input = HcPreInput::Residual);
+  // The one way the op plans: this op's facts and options, and a split count of either meaning.
+  HcPreLaunchPlan plan(int num_splits, HcPreSplitsAre splits_are, bool fused_norm, HcPreInput input,
+                       int64_t num_tokens) const;
+  // The tiering state machine (hc_pre_tiering.cpp); callers hold mu_.
+  KernelsId kernels_id(const HcPreLaunchPlan& plan) const;
+  const backends::HcPreKernels& kernels_for(const HcPreLaunchPlan& plan);
   // A call whose bucket is not in kernels_: tiered (generic now, specialized
   // scheduled) or blocking; in capture only what is loaded, else NotWarmed.
-  const backends::HcPreKernels& kernels_on_miss(int num_splits, bool fused_norm, HcPreInput input, bool capturing,
-                                                int64_t num_tokens);
+  const backends::HcPreKernels& kernels_on_miss(const HcPreLaunchPlan& plan, bool capturing);
   // The generic kernels: one binding per norm flag, which launches the kernels of the call's input kind.
   const backends::HcPreKernels& generic_kernels(bool fused_norm);
+  // A specialized module bound as the plan says (CUDA reads its kernel form; the CPU's has one form).
+  std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
+                                               const jit::KernelSpec& spec, const HcPreLaunchPlan& plan);
+  // Packs and queues one call (its arguments checked) as `plan` says.
+  void launch_planned(const HcPreArgs& args, const HcPreLaunchPlan& plan, int stages, const LaunchContext& launch);
   // The device's half of the op for the current options (null for Reference).
   std::unique_ptr<backends::HcPreBackend> make_device_backend() const;
   // After an option the backend reads changed: a new backend, and the generic kernels bound again on use.
   void rebuild_device_backend();
-  void run_reference(const HcPreArgs& args);
 
   Backend backend_;
   MhcDims dims_;
@@ -211,6 +191,7 @@ class HcPreOp {
 
   std::shared_ptr<ThreadPool> pool_;  // Cpu backend: its own, or one shared with the caller
   std::unique_ptr<backends::HcPreBackend> device_backend_;
+  cuda::CudaHcPreBackend* cuda_backend_ = nullptr;  // device_backend_ on Cuda, which binds and launches from plans
 
   std::mutex mu_;
   std::map<KernelsId, std::unique_ptr<backends::HcPreKernels>> kernels_;
@@ -220,25 +201,5 @@ class HcPreOp {
   std::set<KernelsId> stays_generic_;  // buckets whose specialization failed: generic kernels in kernels_
   OwnedWorkspace workspace_;
 };
-
-// Runs op on host tensors: copies the inputs to `device`, runs, synchronizes and
-// copies the outputs back (for the CLI and tests). Shapes are checked first.
-HcPreResult run_hc_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& residual,
-                            const HostTensor<float>& fn, const HostTensor<float>& scale,
-                            const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
-
-// The first layer's hc_pre on host tensors: the embedding (T, D) as input Embed.
-HcPreResult run_hc_pre_embed_host(HcPreOp& op, Device& device, const HostTensor<bf16>& embed,
-                                  const HostTensor<float>& fn, const HostTensor<float>& scale,
-                                  const HostTensor<float>& base, const HostTensor<bf16>* norm_weight);
-
-// The fused sublayer boundary on host tensors (input Post), as run_hc_pre_host:
-// shapes checked first (check_hc_post_pre_shapes), then the new residual and
-// the pre step's outputs.
-HcPostPreResult run_hc_post_pre_host(HcPreOp& op, Device& device, const HostTensor<bf16>& x,
-                                     const HostTensor<bf16>& residual, const HostTensor<float>& prev_post,
-                                     const HostTensor<float>& prev_comb, const HostTensor<float>& fn,
-                                     const HostTensor<float>& scale, const HostTensor<float>& base,
-                                     const HostTensor<bf16>* norm_weight);
 
 }  // namespace hcwarm::mhc

@@ -5,6 +5,7 @@
 #include "backends/cuda/launch_stream.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
+#include "mhc/hc_pre_launch_plan.hpp"
 
 namespace hcwarm::cuda {
 namespace {
@@ -32,24 +33,31 @@ std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
   return std::make_unique<ContextScope>(device_);
 }
 
-bool CudaHcPreBackend::one_pass_possible(int num_splits) const {
-  return one_pass_ && num_splits == 1 && one_pass_supported(hc_mult_, hidden_, device_.cc_major());
-}
-
-std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
-                                                               const jit::KernelSpec& spec, int num_splits) {
-  const CudaDriver& d = device_.driver();
+std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
+    std::shared_ptr<const jit::LoadedModule> module, int partial_warps) {
   auto k = std::make_unique<CudaKernels>();
   k->cuda.partial = static_cast<CUfunction>(module->function(kCudaPartialSymbol));
   k->cuda.finish = static_cast<CUfunction>(module->function(kCudaFinishSymbol));
-  k->cuda.partial_warps = cuda_partial_warps(num_splits);
-  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
-  if (spec.param("one_pass") == "1" && one_pass_) {
-    HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaOnePassSymbol)), hidden_,
-                                        device_.num_sms(), k->cuda.one_pass));
-  }
+  k->cuda.partial_warps = partial_warps;
+  HCWARM_CHECK_CU(device_.driver(), prepare_partial_smem(device_.driver(), k->cuda));
   k->module = std::move(module);
   return k;
+}
+
+std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
+                                                               const mhc::HcPreLaunchPlan& plan) {
+  auto k = bind_split_pair(std::move(module), plan.partial_warps);
+  if (plan.one_pass()) {
+    const auto f = static_cast<CUfunction>(k->module->function(kCudaOnePassSymbol));
+    auto& cuda = static_cast<CudaKernels&>(*k).cuda;
+    HCWARM_CHECK_CU(device_.driver(), prepare_one_pass(device_.driver(), f, hidden_, device_.num_sms(), cuda.one_pass));
+  }
+  return k;
+}
+
+std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
+                                                               const jit::KernelSpec&, int num_splits) {
+  return bind_split_pair(std::move(module), cuda_partial_warps(num_splits));
 }
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fused_norm) {
@@ -72,7 +80,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
     k->partial_by_input[input] = k->cuda.partial;
     k->finish_by_input[input] = k->cuda.finish;
   }
-  if (one_pass_ && one_pass_supported(hc_mult_, hidden_, device_.cc_major())) {
+  if (one_pass_) {
     const auto f = static_cast<CUfunction>(k->module->function(kGenericOnePassSymbols[fused_norm][fast_finish_]));
     HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
   }
@@ -84,8 +92,8 @@ bool CudaHcPreBackend::has_generic() const { return hc_mult_ == 4 && !mhc_pre_ge
 size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
   if (num_tokens <= 0) return 0;
   size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
-  // The one-pass kernel may still fall back to the two kernels (too few free SMs): room for either.
-  if (one_pass_possible(num_splits)) bytes = std::max(bytes, one_pass_workspace_bytes(num_tokens));
+  // Where this op's plans can take the one-pass kernel, a one-split call may run either path.
+  if (one_pass_ && num_splits == 1) bytes = std::max(bytes, one_pass_workspace_bytes(num_tokens));
   return bytes;
 }
 
@@ -96,7 +104,18 @@ const char* CudaHcPreBackend::unsupported_argument(const hcwarm_mhc_pre_params& 
 bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return launch_capturing(device_, launch); }
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
+                              const mhc::HcPreLaunchPlan& plan, const LaunchContext& launch, int stages) {
+  // stages other than 3 time the pair's kernels apart (benchmarks).
+  launch_kernels(kernels, p, plan.one_pass() && stages == 3, plan.split_parts, launch, stages);
+}
+
+void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
+  launch_kernels(kernels, p, false, cuda_num_parts(p.num_splits), launch, stages);
+}
+
+void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass,
+                                      int split_parts, const LaunchContext& launch, int stages) {
   const auto& bound = static_cast<const CudaKernels&>(kernels);
   MhcPreCudaKernels k = bound.cuda;
   if (bound.by_input()) {
@@ -105,11 +124,12 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
     k.partial = bound.partial_by_input[p.input];
     k.finish = bound.finish_by_input[p.input];
   }
-  // The one-pass kernel reads residual streams only (the embedding and the fused boundary take the two kernels).
-  const bool one_pass =
-      p.num_splits == 1 && stages == 3 && k.one_pass.f != nullptr && p.input == HCWARM_MHC_INPUT_RESIDUAL;
-  if (!one_pass) k.one_pass = {};  // generic modules serve every split count
-  p.num_parts = one_pass ? HCWARM_MHC_ONE_PASS_PARTS : cuda_num_parts(p.num_splits);
+  // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
+  if (!one_pass || k.one_pass.f == nullptr) {
+    one_pass = false;
+    k.one_pass = {};
+  }
+  p.num_parts = one_pass ? HCWARM_MHC_ONE_PASS_PARTS : split_parts;
   HCWARM_CHECK_CU(device_.driver(),
                   launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
 }

@@ -1,26 +1,45 @@
 #pragma once
-// hc_pre on a CUDA device: NVRTC modules (one per split bucket) or the nvcc
+// hc_pre on a CUDA device: NVRTC modules (one per split class) or the nvcc
 // fatbin of generic kernels embedded in the library, launched through the
-// driver API on the caller's stream, inside the device's context.
+// driver API on the caller's stream, inside the device's context. The op hands
+// it a launch plan (mhc/hc_pre_launch_plan.hpp) for binding and launching: the
+// backend follows the plan's kernel form and decides none.
 #include <memory>
 
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/hc_pre_backend.hpp"
 
+namespace hcwarm::mhc {
+struct HcPreLaunchPlan;
+}
+
 namespace hcwarm::cuda {
 
 class CudaHcPreBackend final : public backends::HcPreBackend {
  public:
-  // one_pass: num_splits == 1 calls may take the one-pass kernel where the
-  // module has it and the device runs it (HCWARM_MHC_ONE_PASS). fast_finish:
-  // the generic kernels' reciprocals, as the specializations' option sets them.
+  // one_pass: whether this op's plans can take the one-pass kernel (the plan of
+  // a one-split residual call does): the generic kernels then bind theirs too.
+  // fast_finish: the generic kernels' reciprocals, as the specializations' option sets them.
   CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass, bool fast_finish);
 
+  // The entry points of the module compiled from `plan`'s spec: the split pair,
+  // and the one-pass kernel where the plan took it (left unset where the device
+  // cannot host its cooperative grid: the pair runs then).
+  std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
+                                               const mhc::HcPreLaunchPlan& plan);
+  // Queues the call as `plan` says: the one-pass kernel where it took it, the
+  // kernels have it and both stages run; else the split pair on plan.split_parts.
+  // p.partials holds plan.workspace_bytes.
+  void launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, const mhc::HcPreLaunchPlan& plan,
+              const LaunchContext& launch, int stages);
+
+  // HcPreBackend. Without a plan, bind and launch take the split pair only.
   std::unique_ptr<Scope> enter() const override;
   std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
                                                const jit::KernelSpec& spec, int num_splits) override;
   std::unique_ptr<backends::HcPreKernels> bind_generic(bool fused_norm) override;
   bool has_generic() const override;
+  // The most either path of a num_splits call can take (the op sizes calls from their plans).
   size_t workspace_bytes(int64_t num_tokens, int num_splits) const override;
   const char* unsupported_argument(const hcwarm_mhc_pre_params& p) const override;
   bool capturing(const LaunchContext& launch) const override;
@@ -28,7 +47,10 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
               int stages) override;
 
  private:
-  bool one_pass_possible(int num_splits) const;
+  std::unique_ptr<backends::HcPreKernels> bind_split_pair(std::shared_ptr<const jit::LoadedModule> module,
+                                                          int partial_warps);
+  void launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass, int split_parts,
+                      const LaunchContext& launch, int stages);
 
   CudaDevice& device_;
   int hc_mult_, hidden_;

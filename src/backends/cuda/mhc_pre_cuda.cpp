@@ -6,6 +6,8 @@
 namespace hcwarm::cuda {
 namespace {
 
+constexpr CUresult kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE (cuda.h)
+
 // hidden a positive multiple of 1024 up to 7168: whole 64-column TMA boxes in
 // each of the 64 K-parts, and one y warp per 1024 columns (at most 7: the block
 // is then 15 warps, which leaves at most 136 registers a thread).
@@ -133,8 +135,10 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
-  // The one-pass kernel reads residual streams only.
-  if (k.one_pass.f != nullptr && stages == 3 && p.input == HCWARM_MHC_INPUT_RESIDUAL) {
+  // Set only where the caller's plan took the one-pass kernel; it runs both stages
+  // and reads residual streams only (a guard, not a choice).
+  if (k.one_pass.f != nullptr) {
+    if (stages != 3 || p.input != HCWARM_MHC_INPUT_RESIDUAL) return kInvalidValue;
     return launch_one_pass(d, k.one_pass, p, stream);
   }
   const long long tile_tokens = 16LL * k.partial_warps;

@@ -8,12 +8,16 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "kernels/common/mhc_params.hpp"
 
+namespace hcwarm::mhc {
+struct HcPreLaunchPlan;
+}
+
 namespace hcwarm::cuda {
 
 // Specialized kernels: __global__ void fn(hcwarm_mhc_pre_params).
 inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
 inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
-// Only in num_splits == 1 modules built with one_pass: the one-pass kernel
+// Only in the modules of one-pass plans (num_splits 1): the one-pass kernel
 // (partial + finish in one launch, sm_90+; see cuda/mhc_pre_one_pass.cuh).
 inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
@@ -24,14 +28,19 @@ int cuda_partial_warps(int num_splits);
 int cuda_split_class(int num_splits);
 std::string cuda_split_class_name(int split_class);
 
-// The translation unit of the specialization serving num_splits (the same text
-// for every split count of its class): instantiates kernels/cuda/mhc_pre.cuh
-// (and, with one_pass, num_splits == 1 only, mhc_pre_one_pass.cuh) under the names
-// above, each kernel a part of its own (jit/cubin_set.hpp) so that NVRTC compiles
-// them in parallel. fast_finish: branch-free reciprocals in the finish's scalar part.
-// input (HCWARM_MHC_INPUT_*): _RESIDUAL, the hc streams; _EMBED, the first
-// layer's (T, D) embedding as hc identical streams; _POST, the fused sublayer
-// boundary. Neither of the last two with one_pass (InvalidArgument).
+// The translation unit of the specialization serving a launch plan (the same
+// text for every split count of its class): instantiates kernels/cuda/mhc_pre.cuh
+// (and, for a one-pass plan, mhc_pre_one_pass.cuh) under the names above, with
+// the plan's block shapes as launch bounds, each kernel a part of its own
+// (jit/cubin_set.hpp) so that NVRTC compiles them in parallel. It reads the
+// plan's choices and makes none.
+std::string mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan);
+// The same with the form given explicitly (tests, tools): num_splits' class,
+// one_pass (num_splits 1 only, else InvalidArgument), fast_finish: branch-free
+// reciprocals in the finish's scalar part. input (HCWARM_MHC_INPUT_*):
+// _RESIDUAL, the hc streams; _EMBED, the first layer's (T, D) embedding as hc
+// identical streams; _POST, the fused sublayer boundary. Neither of the last
+// two with one_pass (InvalidArgument).
 std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
                                 bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 
@@ -49,15 +58,17 @@ struct MhcPreCudaKernels {
   int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
   unsigned partial_smem = 0;  // its dynamic shared memory, bytes (set by prepare_partial_smem)
   unsigned partial_smem_post = 0;  // the same with input POST (the previous sublayer's output staged too)
-  // The one-pass kernel (num_splits == 1 modules, sm_90+), or none. Set up by prepare_one_pass.
+  // The one-pass kernel where the plan took it and the device hosts its grid, or none
+  // (the split pair runs). Set up by prepare_one_pass.
   OnePassKernel one_pass;
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
 // stages: bit 0 = partial, bit 1 = finish (benchmarks time them apart).
-// With k.one_pass set and stages == 3, runs the one-pass kernel instead
-// (launch_one_pass). Every kernel
+// With k.one_pass set (the caller's plan took the one-pass kernel), runs it
+// instead (launch_one_pass): then only with stages == 3 and residual input,
+// else CUDA_ERROR_INVALID_VALUE (1). Every kernel
 // needs the pointers misaligned_argument() checks 16-byte aligned.
 // Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
 // dependent of the partial kernel (it starts while the partial grid drains).

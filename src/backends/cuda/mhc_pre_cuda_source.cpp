@@ -3,6 +3,7 @@
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
+#include "mhc/hc_pre_launch_plan.hpp"
 
 namespace hcwarm::cuda {
 
@@ -36,53 +37,79 @@ std::string cuda_split_class_name(int split_class) {
   HCWARM_THROW(ErrorKind::InvalidArgument, "{} is not a CUDA split class (1, 2, 3, 5 or 22)", split_class);
 }
 
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
-                                int input) {
-  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
-                   hc, hidden);
-  HCWARM_CHECK_ARG(input == HCWARM_MHC_INPUT_RESIDUAL || input == HCWARM_MHC_INPUT_EMBED ||
-                       input == HCWARM_MHC_INPUT_POST,
-                   "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST", input);
-  HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_EMBED && one_pass),
+namespace {
+
+// Everything the text depends on. The kernels read the split count from the
+// params: the text depends on its class only, so every bucket of a class has
+// the same source (and key).
+struct SourceShape {
+  int split_class, hc, hidden;
+  bool fused_norm, one_pass, fast_finish;
+  int input;
+  int partial_warps;          // the partial kernel's block
+  unsigned one_pass_threads;  // the one-pass kernel's block (one_pass only)
+};
+
+std::string generate(const SourceShape& s) {
+  HCWARM_CHECK_ARG(s.input == HCWARM_MHC_INPUT_RESIDUAL || s.input == HCWARM_MHC_INPUT_EMBED ||
+                       s.input == HCWARM_MHC_INPUT_POST,
+                   "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST", s.input);
+  HCWARM_CHECK_ARG(!(s.input == HCWARM_MHC_INPUT_EMBED && s.one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
-  HCWARM_CHECK_ARG(!(input == HCWARM_MHC_INPUT_POST && one_pass),
+  HCWARM_CHECK_ARG(!(s.input == HCWARM_MHC_INPUT_POST && s.one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the fused boundary's (input post)");
-  // The kernels read the split count from the params: the text depends on its class only,
-  // so every bucket of a class has the same source (and key).
-  const int split_class = cuda_split_class(num_splits);
+  HCWARM_CHECK_ARG(!s.one_pass || s.split_class == 1, "mhc_pre: the one-pass kernel is the num_splits 1 specialization");
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
-  const int warps = cuda_partial_warps(split_class);
+  const int warps = s.partial_warps;
   // Each kernel is a part of its own (jit/cubin_set.hpp): NVRTC compiles them
   // in parallel, so a specialization takes about as long as its slowest kernel.
-  const int parts = num_splits == 1 && one_pass ? 3 : 2;
+  const int parts = s.one_pass ? 3 : 2;
   auto part = [](int i, const std::string& body) {
     return fmt::format("#if !defined(HCWARM_PART) || HCWARM_PART == {}\n{}#endif\n", i, body);
   };
-  const std::string norm = fused_norm ? "true" : "false";
-  const std::string fast = fast_finish ? "true" : "false";
+  const std::string norm = s.fused_norm ? "true" : "false";
+  const std::string fast = s.fast_finish ? "true" : "false";
   std::string src = fmt::format(
       "// hcwarm: parts={}\n"
       "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} fast_finish={} input={}\n"
       "#include \"cuda/mhc_pre.cuh\"\n",
-      parts, cuda_split_class_name(split_class), hc, hidden, norm, fast, input_word(input));
+      parts, cuda_split_class_name(s.split_class), s.hc, s.hidden, norm, fast, input_word(s.input));
   src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}>(p);\n}}\n",
-                             32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, split_class, hc, hidden,
-                             input_macro(input)));
+                             32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, s.split_class, s.hc, s.hidden,
+                             input_macro(s.input)));
   src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
-                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(split_class) ? 8 : 3,
-                             kCudaFinishSymbol, split_class, hc, hidden, norm, fast, input_macro(input)));
-  if (parts == 3) {
+                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(s.split_class) ? 8 : 3,
+                             kCudaFinishSymbol, s.split_class, s.hc, s.hidden, norm, fast, input_macro(s.input)));
+  if (s.one_pass) {
     // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
     src += part(2, fmt::format("#include \"cuda/mhc_pre_one_pass.cuh\"\n"
                                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p, "
                                "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"
                                "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, {}, {}>(p, &tmap);\n}}\n",
-                               HCWARM_MHC_ONE_PASS_THREADS(hidden), kCudaOnePassSymbol, hc, hidden, norm, fast));
+                               s.one_pass_threads, kCudaOnePassSymbol, s.hc, s.hidden, norm, fast));
   }
   return src;
+}
+
+}  // namespace
+
+std::string mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan) {
+  HCWARM_CHECK_ARG(plan.backend == mhc::Backend::Cuda, "mhc_pre: a {} plan has no CUDA source",
+                   mhc::to_string(plan.backend));
+  return generate({plan.split_class, plan.dims.hc_mult, static_cast<int>(plan.dims.hidden), plan.fused_norm,
+                   plan.one_pass(), plan.fast_finish, plan.input_code, plan.partial_warps, plan.one_pass_threads});
+}
+
+std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
+                                int input) {
+  HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
+                   hc, hidden);
+  const int split_class = cuda_split_class(num_splits);
+  return generate({split_class, hc, hidden, fused_norm, one_pass, fast_finish, input, cuda_partial_warps(split_class),
+                   one_pass ? one_pass_threads(hidden) : 0u});
 }
 
 }  // namespace hcwarm::cuda

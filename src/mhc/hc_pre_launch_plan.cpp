@@ -1,0 +1,73 @@
+#include "mhc/hc_pre_launch_plan.hpp"
+
+#include <algorithm>
+
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/error.hpp"
+#include "kernels/common/mhc_params.hpp"
+
+namespace hcwarm::mhc {
+
+namespace {
+
+// "sm_90a" -> 9, "sm_100a" -> 10, "sm_80" -> 8; 0 when unreadable.
+int arch_major(std::string_view arch) {
+  int v = 0;
+  for (size_t i = arch.rfind('_') + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
+  return v / 10;
+}
+
+// The kernels' name of an input kind (kernels/common/mhc_params.hpp).
+int input_code(HcPreInput input) {
+  return input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
+         : input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
+                                     : HCWARM_MHC_INPUT_RESIDUAL;
+}
+
+// The decision itself (see the header for the rule and its source).
+bool runs_one_pass(const HcPreLaunchRequest& r) {
+  if (r.backend != Backend::Cuda || !r.cuda.one_pass || r.input != HcPreInput::Residual) return false;
+  const int hidden = static_cast<int>(r.dims.hidden);
+  if (!cuda::one_pass_supported(r.dims.hc_mult, hidden, arch_major(r.cuda.arch))) return false;
+  return r.splits_are == HcPreSplitsAre::Kernel ? r.num_splits == 1 : r.num_splits <= cuda::one_pass_max_splits(hidden);
+}
+
+}  // namespace
+
+const char* to_string(HcPreKernelForm form) {
+  return form == HcPreKernelForm::OnePass ? "one-pass" : "split-k pair";
+}
+
+HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
+  HCWARM_CHECK_ARG(r.num_splits >= 1, "num_splits must be >= 1, got {}", r.num_splits);
+  HcPreLaunchPlan p;
+  p.backend = r.backend;
+  p.variant = r.variant;
+  p.dims = r.dims;
+  p.input = r.input;
+  p.input_code = input_code(r.input);
+  p.fused_norm = r.fused_norm;
+  p.num_tokens = std::max<int64_t>(r.num_tokens, 0);
+  p.bucket_splits = r.num_splits;
+  p.form = runs_one_pass(r) ? HcPreKernelForm::OnePass : HcPreKernelForm::SplitKPair;
+  p.kernel_splits = p.one_pass() ? 1 : r.num_splits;
+  p.split_class = p.kernel_splits;
+  p.split_parts = p.kernel_splits;  // the CPU's partial stage: one part per split
+  if (r.backend == Backend::Cuda) {
+    p.arch = r.cuda.arch;
+    p.fast_finish = r.cuda.fast_finish;
+    // CUDA kernels read the split count at run time: one specialization serves a class.
+    p.split_class = cuda::cuda_split_class(p.kernel_splits);
+    p.split_parts = cuda::cuda_num_parts(p.kernel_splits);
+    p.partial_warps = cuda::cuda_partial_warps(p.kernel_splits);
+    if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
+  }
+  if (r.backend != Backend::Reference && p.num_tokens > 0) {
+    p.workspace_bytes =
+        static_cast<size_t>(p.num_tokens) * p.split_parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+    if (p.one_pass()) p.workspace_bytes = std::max(p.workspace_bytes, cuda::one_pass_workspace_bytes(p.num_tokens));
+  }
+  return p;
+}
+
+}  // namespace hcwarm::mhc

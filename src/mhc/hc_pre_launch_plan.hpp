@@ -1,0 +1,84 @@
+#pragma once
+// How one hc_pre launch runs, decided once. plan_hc_pre_launch() is the only
+// place that chooses between the one-pass kernel and the split-K pair, and the
+// only place that derives the split count the kernels run with, their block
+// shapes and the workspace; the kernel key and source (hc_pre_kernel_spec.hpp),
+// the op's kernel cache and the backends read the plan and decide nothing.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "mhc/hc_pre_names.hpp"
+#include "mhc/mhc_types.hpp"
+
+namespace hcwarm::mhc {
+
+// How the CUDA specialized kernels are built: part of every CUDA key.
+struct CudaKernelOptions {
+  std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
+  bool one_pass = true;             // allow the one-pass kernel where the plan's rule admits it
+  bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
+};
+
+enum class HcPreKernelForm {
+  SplitKPair,  // the partial kernel over num_parts K-parts, then the finish (every backend)
+  OnePass,     // CUDA: partial and finish in one cooperative launch that reads the residual once
+};
+const char* to_string(HcPreKernelForm form);  // "split-k pair" | "one-pass"
+
+// What num_splits of a request is.
+enum class HcPreSplitsAre {
+  Bucket,  // the split policy's count for the call's bucket: the plan may serve it with the one-pass kernel
+  Kernel,  // the count the kernels run with (an explicit count, a key's): one-pass only where it is 1
+};
+
+struct HcPreLaunchRequest {
+  Backend backend = Backend::Cuda;
+  Variant variant = Variant::Specialized;
+  MhcDims dims;
+  CudaKernelOptions cuda;  // read on Cuda only
+  HcPreInput input = HcPreInput::Residual;
+  bool fused_norm = false;
+  int num_splits = 1;
+  HcPreSplitsAre splits_are = HcPreSplitsAre::Bucket;
+  int64_t num_tokens = 0;  // 0: a plan for a bucket (its key), with no workspace
+};
+
+struct HcPreLaunchPlan {
+  // The call, as requested.
+  Backend backend = Backend::Cuda;
+  Variant variant = Variant::Specialized;  // JIT specializations, or the library's generic kernels
+  MhcDims dims;
+  HcPreInput input = HcPreInput::Residual;
+  int input_code = 0;  // the kernels' name of `input` (HCWARM_MHC_INPUT_*)
+  bool fused_norm = false;
+  int64_t num_tokens = 0;
+  std::string arch;          // Cuda: the target the kernels are compiled for
+  bool fast_finish = false;  // Cuda: branch-free reciprocals in the finish
+  // The decision.
+  int bucket_splits = 1;  // the request's num_splits
+  HcPreKernelForm form = HcPreKernelForm::SplitKPair;
+  int kernel_splits = 1;  // what the kernels run with (params.num_splits): 1 with the one-pass kernel
+  int split_class = 1;    // the unit of specialization: Cuda, cuda_split_class(kernel_splits); Cpu, kernel_splits
+  // What the launch needs.
+  int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts)
+  int partial_warps = 0;          // Cuda: the partial kernel's block, 16 tokens a warp
+  unsigned one_pass_threads = 0;  // OnePass: its block (the launch bounds of its source)
+  // Scratch for num_tokens: the split pair's partials and, with the one-pass
+  // kernel, its counters and ring (a device too busy to host its cooperative
+  // grid runs the pair instead, on the same split count).
+  size_t workspace_bytes = 0;
+
+  bool one_pass() const { return form == HcPreKernelForm::OnePass; }
+};
+
+// The plan of one launch. The rule (docs/BENCHMARKS.md, "The one-pass kernel
+// for the larger buckets"): the one-pass kernel runs on Cuda, with the option
+// on, for residual input, where the target is sm_90 or newer and the shape is
+// hc 4 with hidden a multiple of 1024 up to 7168 (cuda::one_pass_supported),
+// in the buckets of at most cuda::one_pass_max_splits(hidden) splits (a
+// Kernel-count request: where it is 1). Everything else runs the split-K pair
+// on the requested count. num_splits < 1: InvalidArgument.
+HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
+
+}  // namespace hcwarm::mhc

@@ -1,0 +1,253 @@
+// The hc_pre launch plan pins the one-pass decision: made by plan_hc_pre_launch
+// alone, by the documented rule, and carried unchanged into the spec (key and
+// source) that the CUDA backend compiles and binds.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/hc_pre_cpu_backend.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "kernels/common/mhc_params.hpp"
+#include "mhc/hc_pre_kernel_spec.hpp"
+#include "mhc/hc_pre_launch_plan.hpp"
+#include "mhc/split_policy.hpp"
+
+namespace hcwarm::mhc {
+namespace {
+
+HcPreLaunchPlan plan_for_tokens(Backend backend, MhcDims dims, int num_sms, int64_t tokens, bool norm,
+                                const CudaKernelOptions& cuda, HcPreInput input = HcPreInput::Residual) {
+  HcPreLaunchRequest r;
+  r.backend = backend;
+  r.dims = dims;
+  r.cuda = cuda;
+  r.input = input;
+  r.fused_norm = norm;
+  r.num_splits = num_splits(tokens, dims.k(), num_sms);
+  r.splits_are = HcPreSplitsAre::Bucket;
+  r.num_tokens = tokens;
+  return plan_hc_pre_launch(r);
+}
+
+// The rule as docs/BENCHMARKS.md ("The one-pass kernel for the larger buckets")
+// and mhc_pre_cuda.hpp state it, spelled out with its constants.
+bool documented_one_pass(Backend backend, MhcDims dims, int bucket_splits, const std::string& arch, bool option,
+                         HcPreInput input) {
+  const bool sm90_or_newer = arch != "sm_80" && arch != "sm_86" && arch != "sm_89";
+  const bool shape = dims.hc_mult == 4 && dims.hidden % 1024 == 0 && dims.hidden >= 1024 && dims.hidden <= 7168;
+  const int max_splits = dims.hidden >= 7168 ? 21 : 14;
+  return backend == Backend::Cuda && option && input == HcPreInput::Residual && sm90_or_newer && shape &&
+         bucket_splits <= max_splits;
+}
+
+// What the CUDA backend would compile for the plan carries exactly its choice:
+// the one_pass key param, the one-pass kernel in the source with the plan's
+// block as launch bounds, the partial kernel's block, the split class.
+void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& where) {
+  const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
+  EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
+  const bool in_source = spec.source.find(cuda::kCudaOnePassSymbol) != std::string::npos;
+  EXPECT_EQ(in_source, plan.one_pass()) << where;
+  EXPECT_EQ(spec.source.find("// hcwarm: parts=3") != std::string::npos, plan.one_pass()) << where;
+  if (plan.one_pass()) {
+    EXPECT_EQ(plan.kernel_splits, 1) << where;
+    EXPECT_EQ(plan.one_pass_threads, cuda::one_pass_threads(plan.dims.hidden)) << where;
+    EXPECT_NE(spec.source.find(fmt::format("__launch_bounds__({}, 1) {}", plan.one_pass_threads,
+                                           cuda::kCudaOnePassSymbol)),
+              std::string::npos)
+        << where;
+  } else {
+    EXPECT_EQ(plan.one_pass_threads, 0u) << where;
+  }
+  EXPECT_NE(spec.source.find(fmt::format("__launch_bounds__({}, {}) {}", 32 * plan.partial_warps,
+                                         plan.partial_warps == 8 ? 2 : 3, cuda::kCudaPartialSymbol)),
+            std::string::npos)
+      << where;
+  EXPECT_EQ(spec.param("splits"), cuda::cuda_split_class_name(plan.split_class)) << where;
+  EXPECT_EQ(spec.arch, plan.arch) << where;
+  // The free function warmup and `cache build` use names the same key and text.
+  CudaKernelOptions cuda;
+  cuda.arch = plan.arch;
+  cuda.fast_finish = plan.fast_finish;
+  const jit::KernelSpec same =
+      hc_pre_kernel_spec(Backend::Cuda, plan.dims, plan.kernel_splits, plan.fused_norm, cuda, plan.input);
+  EXPECT_EQ(same.params, spec.params) << where;
+  EXPECT_EQ(same.source, spec.source) << where;
+}
+
+struct Row {
+  int64_t tokens;
+  int hidden;
+  int hc;
+  bool norm;
+  int sms;
+  const char* arch;
+  int bucket_splits;  // the split policy's count (docs/MATH.md, section 4)
+  bool one_pass;
+  int kernel_splits;
+};
+
+TEST(HcPreLaunchPlan, OnePassChoiceFollowsTheDocumentedRule) {
+  // hidden 7168 on 132 SMs: one-pass up to 21 splits (from 385 tokens); 4096: up
+  // to 14 (from 513); sm_90 or newer; hidden a multiple of 1024 up to 7168; hc 4.
+  const Row rows[] = {
+      {448, 7168, 4, true, 132, "sm_90a", 18, true, 1},
+      {448, 7168, 4, false, 132, "sm_90a", 18, true, 1},
+      {384, 7168, 4, true, 132, "sm_90a", 22, false, 22},
+      {1, 7168, 4, true, 132, "sm_90a", 112, false, 112},
+      {4096, 7168, 4, true, 132, "sm_90a", 2, true, 1},
+      {16384, 7168, 4, false, 132, "sm_90a", 1, true, 1},
+      {512, 4096, 4, true, 132, "sm_90a", 16, false, 16},
+      {513, 4096, 4, true, 132, "sm_90a", 14, true, 1},
+      {640, 4096, 4, true, 148, "sm_100a", 14, true, 1},
+      {576, 4096, 4, false, 148, "sm_100a", 16, false, 16},
+      {4096, 7168, 4, true, 132, "sm_80", 2, false, 2},     // not an sm_90 target
+      {16384, 7168, 4, true, 132, "sm_80", 1, false, 1},    // one split, still the pair
+      {4096, 4096, 4, true, 132, "sm_120", 2, true, 1},     // newer than sm_90
+      {4096, 4608, 4, true, 132, "sm_90a", 2, false, 2},    // hidden not a multiple of 1024
+      {16384, 8192, 4, true, 132, "sm_90a", 1, false, 1},   // more than 7 y warps
+      {4096, 1024, 4, true, 132, "sm_90a", 2, true, 1},     // one y warp
+      {4096, 4096, 2, true, 132, "sm_90a", 2, false, 2},    // hc 2
+      {2048, 4096, 4, false, 78, "sm_90a", 2, true, 1},
+  };
+  for (const Row& r : rows) {
+    const std::string where = fmt::format("T={} hidden={} hc={} norm={} sms={} arch={}", r.tokens, r.hidden, r.hc,
+                                          r.norm, r.sms, r.arch);
+    const MhcDims dims{r.hc, r.hidden};
+    CudaKernelOptions cuda;
+    cuda.arch = r.arch;
+    const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, cuda);
+    EXPECT_EQ(plan.bucket_splits, r.bucket_splits) << where;
+    EXPECT_EQ(plan.one_pass(), r.one_pass) << where;
+    EXPECT_EQ(plan.form, r.one_pass ? HcPreKernelForm::OnePass : HcPreKernelForm::SplitKPair) << where;
+    EXPECT_EQ(plan.kernel_splits, r.kernel_splits) << where;
+    EXPECT_EQ(plan.one_pass(),
+              documented_one_pass(Backend::Cuda, dims, r.bucket_splits, r.arch, true, HcPreInput::Residual))
+        << where;
+    EXPECT_EQ(hc_pre_kernel_splits(Backend::Cuda, dims, r.bucket_splits, cuda), r.kernel_splits) << where;
+    expect_spec_carries_plan(plan, where);
+    // The option off, another input kind or the CPU: the split pair on the bucket's count.
+    CudaKernelOptions off = cuda;
+    off.one_pass = false;
+    EXPECT_FALSE(plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, off).one_pass()) << where;
+    for (const HcPreInput input : {HcPreInput::Embed, HcPreInput::Post}) {
+      const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, cuda, input);
+      EXPECT_FALSE(other.one_pass()) << where << " input " << to_string(input);
+      EXPECT_EQ(other.kernel_splits, r.bucket_splits) << where;
+      expect_spec_carries_plan(other, where + " input " + to_string(input));
+    }
+    const HcPreLaunchPlan cpu = plan_for_tokens(Backend::Cpu, dims, r.sms, r.tokens, r.norm, cuda);
+    EXPECT_FALSE(cpu.one_pass()) << where;
+    EXPECT_EQ(cpu.kernel_splits, r.bucket_splits) << where;
+  }
+}
+
+// Over every bucket of many shapes, devices and options: the plan's choice is
+// the documented rule's, the warmup plan lists exactly the plans' specs, and a
+// kernel-count plan of the chosen count (run_with_splits, load, a key) agrees.
+TEST(HcPreLaunchPlan, EveryBucketPlansByTheRuleAndItsSpecSaysSo) {
+  int one_pass = 0, pair = 0;
+  for (const int hidden : {1024, 4096, 4608, 7168, 8192}) {
+    for (const int sms : {78, 132, 148}) {
+      for (const char* arch : {"sm_80", "sm_90a", "sm_100a"}) {
+        for (const bool option : {true, false}) {
+          for (const HcPreInput input : {HcPreInput::Residual, HcPreInput::Embed, HcPreInput::Post}) {
+            const MhcDims dims{4, hidden};
+            CudaKernelOptions cuda;
+            cuda.arch = arch;
+            cuda.one_pass = option;
+            const std::vector<jit::KernelSpec> planned =
+                hc_pre_planned_specs(Backend::Cuda, dims, sms, 16384, true, cuda, input);
+            for (const SplitBucket& b : split_buckets(16384, dims.k(), sms)) {
+              const std::string where = fmt::format("hidden={} sms={} arch={} option={} input={} bucket={}", hidden,
+                                                    sms, arch, option, to_string(input), b.num_splits);
+              const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, dims, sms, b.max_tokens, true, cuda, input);
+              ASSERT_EQ(plan.bucket_splits, b.num_splits) << where;
+              ASSERT_EQ(plan.one_pass(), documented_one_pass(Backend::Cuda, dims, b.num_splits, arch, option, input))
+                  << where;
+              ASSERT_EQ(plan.kernel_splits, plan.one_pass() ? 1 : b.num_splits) << where;
+              (plan.one_pass() ? one_pass : pair)++;
+              const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
+              ASSERT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
+              ASSERT_EQ(spec.source.find(cuda::kCudaOnePassSymbol) != std::string::npos, plan.one_pass()) << where;
+              // The same choice from the count the kernels run with.
+              HcPreLaunchRequest again;
+              again.backend = Backend::Cuda;
+              again.dims = dims;
+              again.cuda = cuda;
+              again.input = input;
+              again.fused_norm = true;
+              again.num_splits = plan.kernel_splits;
+              again.splits_are = HcPreSplitsAre::Kernel;
+              const HcPreLaunchPlan kernel_plan = plan_hc_pre_launch(again);
+              ASSERT_EQ(kernel_plan.form, plan.form) << where;
+              ASSERT_EQ(kernel_plan.kernel_splits, plan.kernel_splits) << where;
+              ASSERT_EQ(hc_pre_kernel_spec(kernel_plan).params, spec.params) << where;
+              if (input != HcPreInput::Post) {  // the boundary plans only the token counts that fuse
+                bool listed = false;
+                for (const auto& s : planned) listed = listed || s.params == spec.params;
+                ASSERT_TRUE(listed) << where << ": " << spec.describe();
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(one_pass, 100);
+  EXPECT_GT(pair, 100);
+}
+
+// The workspace a plan sizes: the split pair's partials (on the CPU what its
+// backend asks for), and with the one-pass kernel also its counters and ring.
+TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
+  const MhcDims d{4, 7168};
+  CudaKernelOptions cuda;
+  for (const int64_t t : {1, 100, 448, 4096, 16384}) {
+    const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda);
+    const size_t pair = static_cast<size_t>(t) * cuda::cuda_num_parts(plan.kernel_splits) *
+                        HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+    EXPECT_EQ(plan.split_parts, cuda::cuda_num_parts(plan.kernel_splits)) << t;
+    EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? std::max(pair, cuda::one_pass_workspace_bytes(t)) : pair) << t;
+  }
+  cpu::CpuHcPreBackend cpu_backend(4, std::make_shared<ThreadPool>(1));
+  for (const int64_t t : {1, 64, 1000, 16384}) {
+    const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cpu, {4, 1024}, 16, t, false, cuda);
+    EXPECT_EQ(plan.split_parts, plan.kernel_splits) << t;
+    EXPECT_EQ(plan.workspace_bytes, cpu_backend.workspace_bytes(t, plan.kernel_splits)) << t;
+  }
+  HcPreLaunchRequest bucket_only;
+  bucket_only.num_splits = 3;
+  EXPECT_EQ(plan_hc_pre_launch(bucket_only).workspace_bytes, 0u);  // no tokens: a key's plan
+  HcPreLaunchRequest bad;
+  bad.num_splits = 0;
+  EXPECT_THROW(plan_hc_pre_launch(bad), Error);
+}
+
+// The source generator reads the form and refuses a one-pass source for a
+// count other than 1 or an input other than the residual, and a CPU plan.
+TEST(HcPreLaunchPlan, SourceGeneratorOnlyReadsThePlan) {
+  EXPECT_THROW(cuda::mhc_pre_cuda_source(2, 4, 4096, true, /*one_pass=*/true, true), Error);
+  EXPECT_THROW(cuda::mhc_pre_cuda_source(1, 4, 4096, true, true, true, HCWARM_MHC_INPUT_EMBED), Error);
+  HcPreLaunchRequest r;
+  r.backend = Backend::Cpu;
+  r.dims = {4, 4096};
+  r.num_splits = 4;
+  EXPECT_THROW(cuda::mhc_pre_cuda_source(plan_hc_pre_launch(r)), Error);
+  r.backend = Backend::Cuda;
+  r.num_splits = 1;
+  r.splits_are = HcPreSplitsAre::Kernel;
+  const HcPreLaunchPlan plan = plan_hc_pre_launch(r);
+  ASSERT_TRUE(plan.one_pass());
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(plan), cuda::mhc_pre_cuda_source(1, 4, 4096, false, true, true));
+}
+
+}  // namespace
+}  // namespace hcwarm::mhc
