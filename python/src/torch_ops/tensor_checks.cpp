@@ -4,7 +4,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <sstream>
+#include <cstdio>
 #include <string>
 
 namespace hcwarm::torch_ops {
@@ -233,9 +233,9 @@ void check_aligned(std::initializer_list<Named> tensors) {
     if (n.tensor == nullptr || !n.tensor->is_cuda() || n.tensor->numel() == 0) continue;
     const auto address = reinterpret_cast<uintptr_t>(n.tensor->data_ptr());
     if (address % 16 != 0) {
-      std::ostringstream hex;
-      hex << std::hex << address;
-      value_error(std::string(n.name) + ": data pointer 0x" + hex.str() +
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "%#llx", static_cast<unsigned long long>(address));
+      value_error(std::string(n.name) + ": data pointer " + hex +
                   " is not 16-byte aligned (the CUDA kernels move 16 bytes at a time); a fresh tensor or .clone() "
                   "is aligned");
     }
