@@ -14,6 +14,8 @@
 //             on disk goes to a bounded background worker (BackgroundCompiler)
 //             that compiles and publishes it as get() would, while the caller
 //             runs a generic kernel; the next request after it lands loads it.
+// JitRuntime's members are defined across jit_runtime*.cpp, one job a file; its
+// private records are in jit_runtime_state.hpp.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -227,10 +229,17 @@ class JitRuntime final : public ModuleProvider {
   std::vector<std::byte> compile_now(const KernelSpec& spec, const Resolved& r,
                                      const std::filesystem::path* workdir_parent);
   void guard_serving_compile(const KernelSpec& spec, const std::string& key, bool background = false);
+  // Ends a key's slot, waking its waiters; the tiered ticket then reads `ticket`.
   void finish_slot(Slot& slot, std::shared_ptr<const LoadedModule> module, ArtifactSource src,
-                   std::exception_ptr error, bool retry);
+                   std::exception_ptr error, bool retry, int ticket = PendingModule::Landed);
+  // Under slots_mu_: drops the key's slot when it is still `slot` (the next request starts a new one).
+  void forget_slot_locked(const std::string& key, const Slot* slot);
+  // The owner's request failed: the slot is dropped and ends with the exception in flight.
+  void abandon_slot(const std::string& key, Slot& slot, ArtifactSource src);
   void run_background(const KernelSpec& spec, std::shared_ptr<const Resolved> r, std::shared_ptr<Slot> slot);
   void cancel_background(const std::string& key, std::shared_ptr<Slot> slot);
+  // Under slots_mu_: the bytes the background worker landed for the key, taken (or none).
+  std::optional<std::vector<std::byte>> take_landed_locked(const std::string& key);
   BackgroundCompiler& background();
   bool disk_ready_for(CompilerSlot& cs);
   // Another process (or thread) holds the key's disk lock right now (it is compiling it).
@@ -239,6 +248,8 @@ class JitRuntime final : public ModuleProvider {
   void disable_disk_writes(const std::string& why);
   void record(const KernelSpec& spec, const std::string& key, ArtifactSource src, double seconds);
   void record_failure();
+  // Throws Unavailable when the spec's target has no module loader.
+  void require_loader(const KernelSpec& spec);
   std::shared_ptr<const LoadedModule> load(TargetKind kind, const std::string& key, std::span<const std::byte> bin);
   void maybe_prune();
   void hook(std::string_view stage) const {
