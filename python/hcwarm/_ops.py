@@ -28,15 +28,21 @@ if _torch is not None:
     if _CPP:
         _Tensor = _torch.Tensor
 
-        def _entry(name: str) -> Any:
-            # The overload's C++ callable itself: one Python frame less than OpOverload.__call__.
-            overload = getattr(_torch.ops.hcwarm, name).default
-            return getattr(overload, "_op", overload)
+        _is_compiling = _torch.compiler.is_compiling
 
-        _PRE, _PRE_OUT = _entry("hc_pre"), _entry("hc_pre_out")
-        _POST, _POST_OUT = _entry("hc_post"), _entry("hc_post_out")
-        _POST_PRE, _POST_PRE_OUT = _entry("hc_post_pre"), _entry("hc_post_pre_out")
-        _HEAD, _HEAD_OUT = _entry("hc_head"), _entry("hc_head_out")
+        class _Entry:
+            """An operator's C++ callable in eager mode (one Python frame less than
+            OpOverload.__call__), and the OpOverload itself, which torch.compile traces."""
+            __slots__ = ("eager", "traced")
+
+            def __init__(self, name: str):
+                self.traced = getattr(_torch.ops.hcwarm, name).default
+                self.eager = getattr(self.traced, "_op", self.traced)
+
+        _PRE, _PRE_OUT = _Entry("hc_pre"), _Entry("hc_pre_out")
+        _POST, _POST_OUT = _Entry("hc_post"), _Entry("hc_post_out")
+        _POST_PRE, _POST_PRE_OUT = _Entry("hc_post_pre"), _Entry("hc_post_pre_out")
+        _HEAD, _HEAD_OUT = _Entry("hc_head"), _Entry("hc_head_out")
 else:
     def _direct(x: Any) -> bool:
         return False
@@ -88,12 +94,14 @@ def hc_pre(residual, fn, scale, base, norm_weight=None, *, out=None, sinkhorn_it
         _HC_PRE.pending = False
         _checks.constants_seen(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
         try:
+            traced = _is_compiling()
             if out is None:
-                return _PRE(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps,
-                            post_mult)
+                op = _PRE.traced if traced else _PRE.eager
+                return op(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
             y, post, comb = _out3(out)
-            _PRE_OUT(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult,
-                     y, post, comb)
+            op = _PRE_OUT.traced if traced else _PRE_OUT.eager
+            op(residual, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult, y, post,
+               comb)
             return tuple(out)
         except RuntimeError as e:
             raise _retyped(e) from None
@@ -123,9 +131,10 @@ def hc_post(x, residual, post, comb, *, out=None):
     if _CPP and isinstance(residual, _Tensor):
         _HC_POST.pending = False
         try:
+            traced = _is_compiling()
             if out is None:
-                return _POST(x, residual, post, comb)
-            _POST_OUT(x, residual, post, comb, out)
+                return (_POST.traced if traced else _POST.eager)(x, residual, post, comb)
+            (_POST_OUT.traced if traced else _POST_OUT.eager)(x, residual, post, comb, out)
             return out
         except RuntimeError as e:
             raise _retyped(e) from None
@@ -156,14 +165,17 @@ def hc_post_pre(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight=
         _HC_POST_PRE.pending = False
         _checks.constants_seen(sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult)
         try:
+            traced = _is_compiling()
             if new_residual is None and out is None:
-                return _POST_PRE(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters,
-                                 hc_eps, rms_eps, norm_eps, post_mult)
+                op = _POST_PRE.traced if traced else _POST_PRE.eager
+                return op(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps,
+                          rms_eps, norm_eps, post_mult)
             y, post, comb = _torch_ops.pre_outputs_like(residual) if out is None else _out3(out)
             if new_residual is None:
                 new_residual = _torch.empty_like(residual, memory_format=_torch.contiguous_format)
-            _POST_PRE_OUT(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps,
-                          rms_eps, norm_eps, post_mult, new_residual, y, post, comb)
+            op = _POST_PRE_OUT.traced if traced else _POST_PRE_OUT.eager
+            op(x, residual, prev_post, prev_comb, fn, scale, base, norm_weight, sinkhorn_iters, hc_eps, rms_eps,
+               norm_eps, post_mult, new_residual, y, post, comb)
             return new_residual, y, post, comb
         except RuntimeError as e:
             raise _retyped(e) from None
@@ -201,9 +213,12 @@ def hc_head(residual, head_fn, head_scale, head_base, *, out=None, hc_eps: float
         _HC_HEAD.pending = False
         _checks.epsilons_seen(hc_eps, rms_eps)
         try:
+            traced = _is_compiling()
             if out is None:
-                return _HEAD(residual, head_fn, head_scale, head_base, hc_eps, rms_eps)
-            _HEAD_OUT(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
+                op = _HEAD.traced if traced else _HEAD.eager
+                return op(residual, head_fn, head_scale, head_base, hc_eps, rms_eps)
+            op = _HEAD_OUT.traced if traced else _HEAD_OUT.eager
+            op(residual, head_fn, head_scale, head_base, hc_eps, rms_eps, out)
             return out
         except RuntimeError as e:
             raise _retyped(e) from None

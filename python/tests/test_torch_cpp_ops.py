@@ -171,3 +171,18 @@ def test_runtime_errors_keep_their_hcwarm_type(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split("\n")[:2] == ["hcwarm.* NotWarmedError", "torch.ops NotWarmedError"], p.stdout
+
+
+def test_torch_compile_fullgraph_traces_the_cpp_operators():
+    # hcwarm.* calls the operators' C++ entry in eager mode and the OpOverload while tracing.
+    g = torch.Generator().manual_seed(4)
+    fn, scale, base = torch.randn(24, 1024, generator=g) * 0.05, torch.rand(3, generator=g) + 0.2, torch.zeros(24)
+    w = torch.ones(256, dtype=torch.bfloat16)
+
+    def f(residual):
+        y, post, comb = hcwarm.hc_pre(residual, fn, scale, base, w)
+        return hcwarm.hc_post(torch.nn.functional.silu(y), residual, post, comb)
+
+    residual = torch.randn(7, 4, 256, generator=g).to(torch.bfloat16)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(residual), f(residual))
