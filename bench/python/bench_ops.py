@@ -175,6 +175,7 @@ def parse_args():
     p.add_argument("--call-chunk", type=int, default=16384, help="calls: prewarm's chunked_prefill_size")
     p.add_argument("--call-tokens", type=int, default=1, help="calls: tokens per call")
     p.add_argument("--first-call-child", nargs=2, metavar=("FORM", "ROUTE"), help=argparse.SUPPRESS)
+    p.add_argument("--first-call-busy", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -183,7 +184,8 @@ def main():
     args = parse_args()
     if args.first_call_child:  # one fresh process of --part calls
         print(json.dumps(op_calls.first_call_child(args.call_model, args.call_chunk, args.call_tokens,
-                                                   *args.first_call_child, args.device)))
+                                                   *args.first_call_child, args.device,
+                                                   busy=args.first_call_busy)))
         return 0
     dev = torch.device(args.device)
     torch.cuda.set_device(dev)

@@ -5,7 +5,10 @@ layer's embedding, hc_post, hc_post_pre, hc_head), through hcwarm.* and torch.op
 on the model's shapes at --call-tokens tokens:
   first   host time of the first call after prewarm(), in a fresh process per form and route that
           made the model's tensors first, as an engine does (and of its 100th call there); torch.add's
-          first and 100th call in the same position, for reference;
+          first and 100th call in the same position, for reference; and "busy": the first call in
+          another fresh process that ran 200 torch.mul calls between prewarm() and it (a process
+          that is serving, not one that has just been idle: separates hcwarm's first-call cost
+          from the slowness of any call after idle time);
   host    mean host time per call of --host-calls back-to-back calls (no sync inside the loop),
           with torch.add on a small CUDA tensor measured the same way;
   eager   device time per call of queued calls (the GPU held by torch.cuda._sleep while the host
@@ -141,22 +144,27 @@ def graph_device_us(call, n, dev, repeats=5):
     return statistics.median(per_call)
 
 
-def first_call_child(model, chunk, tokens, form, route, dev):
+def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
     """In a fresh process, as an engine starts: the model's tensors, then prewarm(), then the host time
-    of calls 1..100 of one form and route (form "torch.add": torch.add's, for reference)."""
+    of calls 1..100 of one form and route (form "torch.add": torch.add's, for reference). busy: 200
+    torch.mul calls between prewarm() and the timed calls."""
     dev = torch.device(dev)
     torch.cuda.set_device(dev)
     i = Inputs(model, tokens, dev)
     call = torch_add_call(dev) if form == "torch.add" else make_call(form, route, i)
     hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
     torch.cuda.synchronize()
+    if busy:
+        a = torch.ones(1024, device=dev)
+        for _ in range(200):
+            torch.mul(a, a)
     times = []
     for _ in range(100):
         t0 = time.perf_counter()
         call()
         times.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
-    return {"form": form, "route": route, "first_us": times[0], "call100_us": times[99],
+    return {"form": form, "route": route, "busy": busy, "first_us": times[0], "call100_us": times[99],
             "median_2_100_us": statistics.median(times[1:]), "compiles_after_ready": hcwarm.compiles_after_ready(dev),
             "first_calls_pending": getattr(hcwarm, "first_calls_pending", lambda: None)()}
 
@@ -169,15 +177,17 @@ def run(args, dev):
     print(f"prewarm {model}: {report.keys} keys, compiled {report.compiled}, {report.seconds:.2f} s")
     first = []
     for form, route in [("torch.add", "torch")] + [(f, r) for f in FORMS for r in ROUTES]:
+        for busy in (False, True):
             cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
                    "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
-                   "--device", str(dev)]
+                   "--device", str(dev)] + (["--first-call-busy"] if busy else [])
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             if p.returncode != 0:
                 raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
             first.append(json.loads(p.stdout.strip().splitlines()[-1]))
             f = first[-1]
-            print(f"first call {form:<17} {route:<9} {f['first_us']:9.1f} us, 100th {f['call100_us']:7.1f} us")
+            print(f"first call {form:<17} {route:<9} {'busy' if busy else 'idle':<4} {f['first_us']:9.1f} us, "
+                  f"100th {f['call100_us']:7.1f} us")
     i = Inputs(model, tokens, dev)
     add_host = host_us(torch_add_call(dev), args.host_calls)
     rows = []
@@ -195,15 +205,19 @@ def run(args, dev):
 
 def print_table(calls):
     add = calls["torch_add_host_us"]
-    firsts = {(f["form"], f["route"]): f for f in calls["first_call"]}
+    firsts = {(f["form"], f["route"]): f for f in calls["first_call"] if not f.get("busy")}
+    busy = {(f["form"], f["route"]): f for f in calls["first_call"] if f.get("busy")}
     ref = firsts[("torch.add", "torch")]
     print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us, its first call "
           f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us; "
           f"compiles after ready {calls['compiles_after_ready']}")
-    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'host us':>8} "
-          f"{'x add':>6} {'eager us':>9} {'graph us':>9}")
+    if ("torch.add", "torch") in busy:
+        print(f"torch.add's first call after 200 torch.mul calls: {busy[('torch.add', 'torch')]['first_us']:.1f} us")
+    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'busy 1st':>9} "
+          f"{'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
     for r in calls["rows"]:
         f = firsts[(r["form"], r["route"])]
+        b = busy.get((r["form"], r["route"]), f)
         print(f"{r['form']:<17} {r['route']:<9} {f['first_us']:>9.1f} {f['call100_us']:>9.1f} "
-              f"{f['first_us'] / f['call100_us']:>9.2f} {r['host_us']:>8.2f} {r['host_over_add']:>6.2f} "
-              f"{r['eager_device_us']:>9.2f} {r['graph_device_us']:>9.2f}")
+              f"{f['first_us'] / f['call100_us']:>9.2f} {b['first_us']:>9.1f} {b['first_us'] / b['call100_us']:>7.2f} "
+              f"{r['host_us']:>8.2f} {r['host_over_add']:>6.2f} {r['eager_device_us']:>9.2f} {r['graph_device_us']:>9.2f}")
