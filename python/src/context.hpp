@@ -147,17 +147,10 @@ class Context {
   // The pre step's arguments every input kind has.
   static mhc::HcPreArgs pre_args(int64_t num_tokens, uintptr_t residual, uintptr_t fn, uintptr_t scale,
                                  uintptr_t base, uintptr_t norm_weight, uintptr_t y, uintptr_t post, uintptr_t comb) {
-    mhc::HcPreArgs a;
-    a.num_tokens = num_tokens;
-    a.residual = ptr<const bf16>(residual);
-    a.fn = ptr<const float>(fn);
-    a.scale = ptr<const float>(scale);
-    a.base = ptr<const float>(base);
-    a.norm_weight = ptr<const bf16>(norm_weight);
-    a.y = ptr<bf16>(y);
-    a.post = ptr<float>(post);
-    a.comb = ptr<float>(comb);
-    return a;
+    return {.num_tokens = num_tokens, .residual = ptr<const bf16>(residual), .fn = ptr<const float>(fn),
+            .scale = ptr<const float>(scale), .base = ptr<const float>(base),
+            .norm_weight = ptr<const bf16>(norm_weight), .y = ptr<bf16>(y), .post = ptr<float>(post),
+            .comb = ptr<float>(comb)};
   }
 
   // input: kInputResidual (residual (T, hc, D)) or kInputEmbed (the first layer's embedding (T, D)).

@@ -30,17 +30,9 @@ struct IoSet {
   DeviceBuffer residual, fn, scale, base, norm_weight, y, post, comb;
 
   mhc::HcPreArgs args(int64_t T, bool norm) const {
-    mhc::HcPreArgs a;
-    a.num_tokens = T;
-    a.residual = residual.as<bf16>();
-    a.fn = fn.as<float>();
-    a.scale = scale.as<float>();
-    a.base = base.as<float>();
-    a.norm_weight = norm ? norm_weight.as<bf16>() : nullptr;
-    a.y = y.as<bf16>();
-    a.post = post.as<float>();
-    a.comb = comb.as<float>();
-    return a;
+    return {.num_tokens = T, .residual = residual.as<bf16>(), .fn = fn.as<float>(), .scale = scale.as<float>(),
+            .base = base.as<float>(), .norm_weight = norm ? norm_weight.as<bf16>() : nullptr, .y = y.as<bf16>(),
+            .post = post.as<float>(), .comb = comb.as<float>()};
   }
 };
 

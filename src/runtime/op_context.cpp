@@ -35,17 +35,11 @@ void run_one_token(mhc::HcPreOp& op, Device& device, int splits, bool norm) {
   DeviceBuffer post(device, static_cast<size_t>(d.hc_mult) * sizeof(float));
   DeviceBuffer comb(device, static_cast<size_t>(d.hc_mult) * d.hc_mult * sizeof(float));
   for (DeviceBuffer* b : {&residual, &fn, &scale, &base, &w}) device.fill_zero(b->get(), b->bytes());
-  mhc::HcPreArgs a;
-  a.num_tokens = 1;
-  a.residual = residual.as<bf16>();
-  a.fn = fn.as<float>();
-  a.scale = scale.as<float>();
-  a.base = base.as<float>();
-  a.norm_weight = norm ? w.as<bf16>() : nullptr;
-  a.y = y.as<bf16>();
-  a.post = post.as<float>();
-  a.comb = comb.as<float>();
-  op.run_with_splits(a, splits);
+  op.run_with_splits({.num_tokens = 1, .residual = residual.as<bf16>(), .fn = fn.as<float>(),
+                      .scale = scale.as<float>(), .base = base.as<float>(),
+                      .norm_weight = norm ? w.as<bf16>() : nullptr, .y = y.as<bf16>(), .post = post.as<float>(),
+                      .comb = comb.as<float>()},
+                     splits);
   device.synchronize();
 }
 

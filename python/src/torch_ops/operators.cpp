@@ -67,18 +67,10 @@ PreOut empty_pre(const Dims& d, const Tensor& like) {
 mhc::HcPreArgs pre_args(const Dims& d, const Tensor& residual, const Tensor& fn, const Tensor& scale,
                         const Tensor& base, const OptTensor& w, const Tensor& y, const Tensor& post,
                         const Tensor& comb) {
-  mhc::HcPreArgs a;
-  a.num_tokens = d.t;
-  a.residual = data<const bf16>(residual);
-  a.fn = data<const float>(fn);
-  a.scale = data<const float>(scale);
-  a.base = data<const float>(base);
-  a.norm_weight = data<const bf16>(w);
-  a.y = data<bf16>(y);
-  a.post = data<float>(post);
-  a.comb = data<float>(comb);
-  a.input = d.embed ? mhc::HcPreInput::Embed : mhc::HcPreInput::Residual;
-  return a;
+  return {.num_tokens = d.t, .residual = data<const bf16>(residual), .fn = data<const float>(fn),
+          .scale = data<const float>(scale), .base = data<const float>(base), .norm_weight = data<const bf16>(w),
+          .y = data<bf16>(y), .post = data<float>(post), .comb = data<float>(comb),
+          .input = d.embed ? mhc::HcPreInput::Embed : mhc::HcPreInput::Residual};
 }
 
 // ---- hc_pre -----------------------------------------------------------------------------------
