@@ -34,4 +34,12 @@ python=/usr/bin/python3
 if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest" 2>/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest
 fi
+# NVRTC 12.9 from NVIDIA's wheel, for the tests that compile every CUDA kernel
+# family under both NVRTC majors (tests/jit/jit_nvrtc_search_test.cpp). hcwarm
+# never needs it at run time (it finds the toolkit's NVRTC, or a wheel where one
+# is installed); without it those tests skip.
+if ! compgen -G ".venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" >/dev/null; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc-cu12==12.9.*" ||
+    echo "hcwarm setup: could not install nvidia-cuda-nvrtc-cu12 (the NVRTC 12.9 tests will skip)"
+fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .

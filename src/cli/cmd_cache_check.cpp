@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/cache_dir.hpp"
@@ -15,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "core/error.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/fs_util.hpp"
 
 namespace hcwarm::cli {
@@ -25,6 +28,44 @@ struct CheckOptions {
   CachePlanOptions plan;
   bool json = false;
 };
+
+// A namespace of the cache built by another compiler of the same kind as the
+// planned keys' (another NVRTC or host compiler release): a key holds its
+// compiler's full identity, so none of its entries serves here.
+struct OtherCompiler {
+  std::string version, ns, compiler;  // compiler: an entry's manifest's, "" when unreadable
+  int entries = 0;
+};
+
+std::vector<OtherCompiler> other_compilers(const jit::DiskCache& cache, const std::set<std::string>& planned_ns) {
+  std::set<std::string> kinds;  // "nvrtc-", "host-"
+  for (const auto& ns : planned_ns) kinds.insert(ns.substr(0, ns.find('-') + 1));
+  std::map<std::pair<std::string, std::string>, OtherCompiler> by_ns;
+  std::vector<jit::CacheEntry> entries;
+  try {
+    entries = cache.list();
+  } catch (const Error&) {
+    return {};  // a layout maintenance refuses: `cache verify` names it
+  }
+  for (const auto& e : entries) {
+    if (planned_ns.count(e.ns) || !kinds.count(e.ns.substr(0, e.ns.find('-') + 1))) continue;
+    OtherCompiler& o = by_ns[{e.version, e.ns}];
+    if (o.entries++ > 0) continue;
+    o.version = e.version;
+    o.ns = e.ns;
+    try {
+      if (const auto bytes = jit::fsu::read_file(e.dir / "manifest.json")) {
+        o.compiler = jit::Manifest::parse(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()))
+                         .compiler;
+      }
+    } catch (const Error&) {
+      // unreadable: the namespace is named without its compiler
+    }
+  }
+  std::vector<OtherCompiler> out;
+  for (auto& [k, o] : by_ns) out.push_back(std::move(o));
+  return out;
+}
 
 void run_check(CliContext& ctx, const CheckOptions& o) {
   const CachePlan plan = make_cache_plan(ctx, o.plan);
@@ -60,6 +101,16 @@ void run_check(CliContext& ctx, const CheckOptions& o) {
   }
   if (!findings.empty()) ctx.exit_code = 1;
 
+  // Missing keys with entries of another compiler release in the cache (a bundle
+  // built with another NVRTC patch release): say which built them and which runs.
+  std::set<std::string> planned_ns;
+  for (const PlannedKey& k : keys) planned_ns.insert(k.ns);
+  std::string running;  // the identity of the compiler the keys are for
+  if (!plan.specs.empty()) running = jit.compiler_for(plan.specs.front()).identity();
+  const bool any_missing =
+      std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.status == "missing"; });
+  const std::vector<OtherCompiler> others = any_missing ? other_compilers(cache, planned_ns) : std::vector<OtherCompiler>{};
+
   const std::string arch = plan.input.backend == mhc::Backend::Cuda ? o.plan.arch : "host";
   if (o.json) {
     nlohmann::json j = run_config_json(plan.resolved.model.name, plan.input.backend, plan.resolved.server,
@@ -68,7 +119,15 @@ void run_check(CliContext& ctx, const CheckOptions& o) {
               {"keys", keys.size()},
               {"present", keys.size() - findings.size()},
               {"ok", findings.empty()},
+              {"compiler", running},
+              {"other_compilers", nlohmann::json::array()},
               {"problems", nlohmann::json::array()}});
+    for (const auto& o : others) {
+      j["other_compilers"].push_back({{"version", o.version},
+                                      {"namespace", o.ns},
+                                      {"compiler", o.compiler.empty() ? nlohmann::json() : nlohmann::json(o.compiler)},
+                                      {"entries", o.entries}});
+    }
     for (const auto& f : findings) {
       j["problems"].push_back({{"key", f.key->key},
                                {"namespace", f.key->ns},
@@ -90,6 +149,13 @@ void run_check(CliContext& ctx, const CheckOptions& o) {
       plan.resolved.model.name, mhc::to_string(plan.input.backend), arch, plan.resolved.server.num_sms,
       plan.resolved.server.max_num_tokens(), cache.root().string(), keys.size(), keys.size() - findings.size(),
       findings.empty() ? "" : fmt::format(", {} missing or bad (hcwarm cache build fills them)", findings.size()));
+  for (const auto& o : others) {
+    std::cout << fmt::format(
+        "the cache's v{}/{} ({} entr{}) was built with {}, not with this machine's {}: a kernel's key holds its "
+        "compiler's full version, so none of them is used here (build with the same compiler release)\n",
+        o.version, o.ns, o.entries, o.entries == 1 ? "y" : "ies", o.compiler.empty() ? "another compiler" : o.compiler,
+        running);
+  }
 }
 
 }  // namespace
@@ -101,7 +167,9 @@ void register_cache_check(CLI::App* cache, CliContext& ctx) {
   cmd->footer(
       "Give the same model, server and --mlp-width options as the servers (and `cache build`): they decide the\n"
       "keys. Plans for this machine's GPU, else --num-sms / HCWARM_NUM_SMS / an H200; no GPU is needed.\n"
-      "A key counts only when the runtime would load it: complete, matching its SHA-256s, trusted.");
+      "A key counts only when the runtime would load it: complete, matching its SHA-256s, trusted. Where keys\n"
+      "are missing and the cache holds entries of another release of the same compiler (a bundle built with\n"
+      "another NVRTC), it names which compiler built them and which runs here: keys hold the full version.");
   add_cache_plan_options(cmd, o->plan);
   add_cache_dir_option(cmd, o->plan.model.cache_dir);
   add_json_flag(cmd, o->json);

@@ -63,6 +63,11 @@ nlohmann::json to_json(const Facts& f) {
   }
   j["gpu_unavailable"] = or_null(f.gpu.unavailable);
   j["nvrtc"] = compiler_json(f.nvrtc, "library");
+  j["nvrtc"]["version"] = or_null(f.nvrtc.version);
+  j["nvrtc"]["skipped"] = nlohmann::json::array();
+  for (const auto& [candidate, reason] : f.nvrtc.skipped) {
+    j["nvrtc"]["skipped"].push_back({{"candidate", candidate}, {"reason", reason}});
+  }
   j["host_compiler"] = compiler_json(f.host, "command");
   const CacheFacts& c = f.cache;
   nlohmann::json ns = nlohmann::json::array();
@@ -91,7 +96,11 @@ void print_text(std::ostream& os, const Facts& f) {
     os << fmt::format("CUDA driver: {} ({})\n", g.driver_version, g.driver_library);
   }
   if (f.nvrtc.error.empty()) {
-    os << fmt::format("NVRTC: {} ({})\n", f.nvrtc.identity, f.nvrtc.location);
+    os << fmt::format("NVRTC: {} at {} (identity in keys: {})\n", f.nvrtc.version, f.nvrtc.location,
+                      f.nvrtc.identity);
+    for (const auto& [candidate, reason] : f.nvrtc.skipped) {
+      os << fmt::format("  skipped before it: {}: {}\n", candidate, reason);
+    }
   } else {
     os << fmt::format("NVRTC: unavailable: {} (the cuda backend cannot compile kernels)\n", f.nvrtc.error);
   }
@@ -129,8 +138,9 @@ void register_info(CLI::App& app, CliContext& ctx) {
   auto o = std::make_shared<InfoOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Show the GPU, compilers, kernel cache and settings hcwarm finds here");
   cmd->footer(
-      "The CUDA device (name, SMs, compute capability, architecture, driver), NVRTC and the host compiler (path\n"
-      "and identity, or why unavailable), the kernel cache (usable, writable, its compiler namespaces) and every\n"
+      "The CUDA device (name, SMs, compute capability, architecture, driver), NVRTC (path, version, and each\n"
+      "place its search looked at first with why it was skipped) and the host compiler (path and identity, or\n"
+      "why unavailable), the kernel cache (usable, writable, its compiler namespaces) and every\n"
       "HCWARM_* setting in effect, default or set. Needs no GPU.");
   add_cache_dir_option(cmd, o->cache_dir);
   add_json_flag(cmd, o->json);

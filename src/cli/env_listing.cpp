@@ -46,8 +46,9 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_LOG_LEVEL", env.log_level, false, ""},
       {"HCWARM_CUDA_LIBRARY", env.cuda_library, false, env.cuda_library.empty() ? "search libcuda.so.1" : ""},
       {"HCWARM_NVRTC_LIBRARY", env.nvrtc_library, false,
-       env.nvrtc_library.empty() ? "search libnvrtc.so.13, libnvrtc.so, $CUDA_HOME/lib64, /usr/local/cuda/lib64"
-                                 : ""},
+       env.nvrtc_library.empty() ? "search $CUDA_HOME/lib64, /usr/local/cuda/lib64, NVIDIA's pip wheels in "
+                                   "site-packages, the loader's path (libnvrtc.so.13, .so.12, .so; 12.4 or newer)"
+                                 : "only this file"},
       {"CUDA_HOME", env.cuda_home, false, ""},
   };
   // The values are EnvConfig's, and so is the list of the variables that were given.

@@ -64,9 +64,12 @@ CompilerFacts probe_nvrtc(const EnvConfig& env, const std::string& arch) {
   CompilerFacts c;
   c.target = arch;
   try {
-    const jit::NvrtcCompiler nvrtc(arch, env.nvrtc_library, {}, {}, env.cuda_home);
+    // The runtime's search, with this EnvConfig's Python environment.
+    const jit::NvrtcCompiler nvrtc(arch, jit::NvrtcSearch::standard(env.nvrtc_library, env.cuda_home, env.python));
     c.location = loaded_path(nvrtc.library_path());
     c.identity = nvrtc.identity();
+    c.version = fmt::format("{}.{}", nvrtc.major_version(), nvrtc.minor_version());
+    for (const auto& s : nvrtc.skipped()) c.skipped.emplace_back(s.candidate, s.reason);
   } catch (const Error& e) {
     c.error = e.message();
   }

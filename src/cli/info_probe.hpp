@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/env_config.hpp"
@@ -26,6 +27,10 @@ struct CompilerFacts {
   std::string location;  // NVRTC: the library opened; host: the command
   std::string identity;  // what the cache keys and namespaces hold
   std::string target;    // NVRTC: the architecture probed for; host: the ISA level
+  // NVRTC only: nvrtcVersion's "13.0", and the candidates its search tried before
+  // the one it took, each with why it was skipped (on failure the error lists them).
+  std::string version;
+  std::vector<std::pair<std::string, std::string>> skipped;  // candidate, reason
 };
 CompilerFacts probe_nvrtc(const EnvConfig& env, const std::string& arch);
 CompilerFacts probe_host_compiler(const EnvConfig& env);

@@ -44,7 +44,46 @@ uint32_t user_id(const std::string& var, const std::string& name) {
   return static_cast<uint32_t>(found->pw_uid);
 }
 
+// VIRTUAL_ENV, CONDA_PREFIX and PYTHONPATH; nothing in them is an error.
+template <class Get>
+PythonEnv parse_python_env(const Get& get) {
+  PythonEnv p;
+  if (const std::string* v = get("VIRTUAL_ENV")) p.virtual_env = *v;
+  if (const std::string* v = get("CONDA_PREFIX")) p.conda_prefix = *v;
+  if (const std::string* v = get("PYTHONPATH")) {
+    for (size_t at = 0; at <= v->size();) {
+      const size_t end = std::min(v->find(':', at), v->size());
+      if (end > at) p.python_path.emplace_back(v->substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return p;
+}
+
+constexpr const char* kPythonVars[] = {"VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH"};
+
+bool is_python_var(const std::string& k) {
+  for (const char* v : kPythonVars) {
+    if (k == v) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+const PythonEnv& PythonEnv::process() {
+  static const PythonEnv env = [] {
+    std::map<std::string, std::string> vars;
+    for (const char* k : kPythonVars) {
+      if (const char* v = std::getenv(k)) vars[k] = v;  // NOLINT(concurrency-mt-unsafe): read once
+    }
+    return parse_python_env([&](const char* k) -> const std::string* {
+      auto it = vars.find(k);
+      return it == vars.end() ? nullptr : &it->second;
+    });
+  }();
+  return env;
+}
 
 int EnvConfig::compile_budget(int jobs, int local_world_size, int hardware_threads) {
   if (jobs > 0) return jobs;
@@ -131,6 +170,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
   if (const auto* v = get("HCWARM_CUDA_LIBRARY")) c.cuda_library = *v;
   if (const auto* v = get("HCWARM_NVRTC_LIBRARY")) c.nvrtc_library = *v;
   if (const auto* v = get("CUDA_HOME")) c.cuda_home = *v;
+  c.python = parse_python_env(get);
   for (const auto& [k, v] : vars) {
     if (k.rfind("HCWARM_", 0) == 0 || k == "CUDA_HOME" || k == "LOCAL_WORLD_SIZE") c.given.push_back(k);
   }
@@ -145,7 +185,7 @@ EnvConfig EnvConfig::from_environment() {
     if (eq == std::string::npos) continue;
     std::string k = kv.substr(0, eq);
     if (k.rfind("HCWARM_", 0) == 0 || k == "HOME" || k == "XDG_CACHE_HOME" || k == "CUDA_HOME" ||
-        k == "LOCAL_WORLD_SIZE") {
+        k == "LOCAL_WORLD_SIZE" || is_python_var(k)) {
       vars[k] = kv.substr(eq + 1);
     }
   }

@@ -10,6 +10,19 @@
 
 namespace hcwarm {
 
+// Where a Python environment's site-packages may be, for NVIDIA's NVRTC pip
+// wheels (jit/nvrtc_library.hpp): the variables Python and its environment
+// managers set, as given.
+struct PythonEnv {
+  std::string virtual_env;    // VIRTUAL_ENV (an activated venv): $VIRTUAL_ENV/lib/python3*/site-packages
+  std::string conda_prefix;   // CONDA_PREFIX (an activated conda env): the same under it
+  std::vector<std::filesystem::path> python_path;  // PYTHONPATH's entries, empty ones left out
+
+  // This process's, read from the environment on the first call (never throws):
+  // for the NVRTC search of a runtime made without an EnvConfig at hand.
+  static const PythonEnv& process();
+};
+
 struct EnvConfig {
   // HCWARM_CACHE_DIR: persistent kernel cache root (default ~/.cache/hcwarm, or
   // $XDG_CACHE_HOME/hcwarm). An empty value disables the disk cache.
@@ -75,6 +88,8 @@ struct EnvConfig {
   std::string nvrtc_library;
   // CUDA_HOME (the toolkit's own variable): NVRTC is also looked for in $CUDA_HOME/lib64.
   std::string cuda_home;
+  // VIRTUAL_ENV, CONDA_PREFIX, PYTHONPATH: where NVRTC's pip wheels are also looked for.
+  PythonEnv python;
 
   // The HCWARM_* (and CUDA_HOME) variables that were given, whatever their value:
   // for `hcwarm info`, which tells a default from a setting.

@@ -13,6 +13,7 @@
 #include "core/embedded_files.hpp"
 #include "core/thread_budget.hpp"
 #include "jit/kernel_spec.hpp"
+#include "jit/nvrtc_library.hpp"
 
 namespace hcwarm::jit {
 
@@ -69,10 +70,13 @@ class HostCompiler final : public Compiler {
   double timeout_s_ = 0;
 };
 
-// NVRTC opened with dlopen (never linked). Search order when `library` is empty:
-// libnvrtc.so.13, libnvrtc.so (the loader's path), then cuda_home/lib64 ($CUDA_HOME) and
-// /usr/local/cuda/lib64. Throws ErrorKind::Unavailable naming what was tried.
-// Options: --gpu-architecture=<arch> -std=c++20 [extra...] -I<workdir>/include [include_dirs...].
+// NVRTC 12.4 or newer (12.x or 13.x), opened with dlopen (never linked), found as
+// jit/nvrtc_library.hpp says: `library` alone when given (HCWARM_NVRTC_LIBRARY),
+// else $CUDA_HOME/lib64 (cuda_home), /usr/local/cuda/lib64, NVIDIA's pip wheels in
+// the running Python's site-packages (PythonEnv::process()), then the loader's path.
+// Throws ErrorKind::Unavailable naming what was tried and why each was skipped
+// (an older NVRTC is refused by its nvrtcVersion).
+// Options: --gpu-architecture=<arch> -std=c++20 --minimal [extra...] -I<workdir>/include [include_dirs...].
 class NvrtcCompiler final : public Compiler {
  public:
   // budget: the compile threads a multi-part compile may add to its caller's;
@@ -80,6 +84,9 @@ class NvrtcCompiler final : public Compiler {
   NvrtcCompiler(std::string arch, std::string library = {}, std::vector<std::string> extra_flags = {},
                 std::vector<std::filesystem::path> include_dirs = {}, std::string cuda_home = {},
                 std::shared_ptr<ThreadBudget> budget = nullptr);
+  // The same with the search spelled out (NvrtcSearch::standard, or a test's own).
+  NvrtcCompiler(std::string arch, const NvrtcSearch& search, std::vector<std::string> extra_flags = {},
+                std::vector<std::filesystem::path> include_dirs = {}, std::shared_ptr<ThreadBudget> budget = nullptr);
   TargetKind kind() const override { return TargetKind::Cuda; }
   std::string identity() const override { return identity_; }
   std::string target() const override { return arch_; }
@@ -91,8 +98,14 @@ class NvrtcCompiler final : public Compiler {
   // same kernels either way).
   CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
-  // The shared library that was opened (for messages).
+  // The shared library that was opened (for messages): the candidate as tried,
+  // a path or, from the loader's path, a bare name.
   const std::string& library_path() const;
+  // nvrtcVersion's major and minor.
+  int major_version() const;
+  int minor_version() const;
+  // The candidates the search tried before the one it took, each with why it was skipped.
+  const std::vector<NvrtcSkipped>& skipped() const { return skipped_; }
 
   struct Api;  // the resolved NVRTC entry points (process-wide, loaded once per path)
 
@@ -103,6 +116,7 @@ class NvrtcCompiler final : public Compiler {
   std::vector<std::string> extra_;
   std::vector<std::filesystem::path> include_dirs_;
   const Api* api_ = nullptr;
+  std::vector<NvrtcSkipped> skipped_;
   std::shared_ptr<ThreadBudget> budget_;
 };
 

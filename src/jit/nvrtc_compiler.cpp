@@ -41,74 +41,119 @@ struct NvrtcCompiler::Api {
 
 namespace {
 
+// The entry points of an opened library; the name of the first one missing, or "".
 template <class F>
-void resolve(void* h, const char* name, F& fn, const std::string& path) {
+bool resolve(void* h, const char* name, F& fn, std::string& missing) {
   fn = reinterpret_cast<F>(::dlsym(h, name));
-  if (fn == nullptr) HCWARM_THROW(ErrorKind::Unavailable, "{} has no symbol {} (not NVRTC?)", path, name);
+  if (fn == nullptr && missing.empty()) missing = name;
+  return fn != nullptr;
 }
 
-const NvrtcCompiler::Api* load_api(const std::string& requested, const std::string& cuda_home) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<NvrtcCompiler::Api>> loaded;  // never unloaded
-  std::lock_guard lock(mu);
-  if (auto it = loaded.find(requested); it != loaded.end()) return it->second.get();
+bool older_than_minimum(int major, int minor) {
+  return major < kNvrtcMinMajor || (major == kNvrtcMinMajor && minor < kNvrtcMinMinor);
+}
 
-  std::vector<std::string> candidates;
-  if (!requested.empty()) {
-    candidates.push_back(requested);
-  } else {
-    candidates = {"libnvrtc.so.13", "libnvrtc.so"};
-    std::vector<std::string> dirs;
-    // CUDA_HOME (read once into EnvConfig) extends the search; HCWARM_NVRTC_LIBRARY overrides it all.
-    if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
-    dirs.push_back("/usr/local/cuda/lib64");
-    for (const auto& d : dirs) {
-      candidates.push_back(d + "/libnvrtc.so.13");
-      candidates.push_back(d + "/libnvrtc.so");
-    }
-  }
-  void* h = nullptr;
-  std::string tried;
-  std::string used;
-  for (const auto& c : candidates) {
-    ::dlerror();
-    h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h != nullptr) {
-      used = c;
-      break;
-    }
-    const char* e = ::dlerror();
-    tried += fmt::format("\n  {}: {}", c, e ? e : "not found");
-  }
+// Opens one candidate: the NVRTC it holds (kept for the life of the process),
+// or null with why not in `why`. Called with the memo's lock held.
+std::unique_ptr<NvrtcCompiler::Api> open_candidate(const std::string& candidate, std::string& why) {
+  ::dlerror();
+  void* h = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    HCWARM_THROW(ErrorKind::Unavailable,
-                 "NVRTC is not available, so CUDA kernels cannot be compiled (set HCWARM_NVRTC_LIBRARY to "
-                 "libnvrtc.so's path); tried:{}",
-                 tried);
+    const char* e = ::dlerror();
+    why = fmt::format("failed to load: {}", e ? e : "dlopen failed");
+    return nullptr;
   }
   auto api = std::make_unique<NvrtcCompiler::Api>();
-  api->path = used;
-  resolve(h, "nvrtcVersion", api->version, used);
-  resolve(h, "nvrtcCreateProgram", api->create, used);
-  resolve(h, "nvrtcCompileProgram", api->compile, used);
-  resolve(h, "nvrtcGetProgramLogSize", api->log_size, used);
-  resolve(h, "nvrtcGetProgramLog", api->log, used);
-  resolve(h, "nvrtcGetCUBINSize", api->cubin_size, used);
-  resolve(h, "nvrtcGetCUBIN", api->cubin, used);
-  resolve(h, "nvrtcDestroyProgram", api->destroy, used);
-  resolve(h, "nvrtcGetErrorString", api->error_string, used);
-  if (const auto r = api->version(&api->major, &api->minor); r != 0) {
-    HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcVersion failed: {}", api->err(r));
+  api->path = candidate;
+  std::string missing;
+  resolve(h, "nvrtcVersion", api->version, missing);
+  resolve(h, "nvrtcCreateProgram", api->create, missing);
+  resolve(h, "nvrtcCompileProgram", api->compile, missing);
+  resolve(h, "nvrtcGetProgramLogSize", api->log_size, missing);
+  resolve(h, "nvrtcGetProgramLog", api->log, missing);
+  resolve(h, "nvrtcGetCUBINSize", api->cubin_size, missing);
+  resolve(h, "nvrtcGetCUBIN", api->cubin, missing);
+  resolve(h, "nvrtcDestroyProgram", api->destroy, missing);
+  resolve(h, "nvrtcGetErrorString", api->error_string, missing);
+  if (!missing.empty()) {
+    ::dlclose(h);
+    why = fmt::format("failed to load: it has no symbol {} (not NVRTC?)", missing);
+    return nullptr;
   }
+  if (const auto r = api->version(&api->major, &api->minor); r != 0) {
+    why = fmt::format("failed to load: nvrtcVersion failed: {}", api->err(r));
+    ::dlclose(h);
+    return nullptr;
+  }
+  if (older_than_minimum(api->major, api->minor)) {
+    why = fmt::format("too old: NVRTC {}.{} (hcwarm needs {}.{} or newer)", api->major, api->minor, kNvrtcMinMajor,
+                      kNvrtcMinMinor);
+    ::dlclose(h);
+    return nullptr;
+  }
+  // The file as opened (a path candidate), else where the loader found it. Not
+  // dladdr's name alone: a library already loaded through another path keeps
+  // that first path, which may be gone by now.
   Dl_info info{};
   struct stat st {};
-  if (::dladdr(reinterpret_cast<void*>(api->version), &info) != 0 && info.dli_fname != nullptr &&
-      ::stat(info.dli_fname, &st) == 0) {
+  if (candidate.find('/') != std::string::npos && ::stat(candidate.c_str(), &st) == 0) {
+    api->library_bytes = static_cast<uint64_t>(st.st_size);
+  } else if (::dladdr(reinterpret_cast<void*>(api->version), &info) != 0 && info.dli_fname != nullptr &&
+             ::stat(info.dli_fname, &st) == 0) {
     api->library_bytes = static_cast<uint64_t>(st.st_size);
   }
-  const auto* out = api.get();
-  loaded.emplace(requested, std::move(api));
-  return out;
+  return api;
+}
+
+// Runs the search: the first candidate that opens as a new enough NVRTC, with the
+// ones before it and why each was skipped.
+const NvrtcCompiler::Api* load_api(const NvrtcSearch& search, std::vector<NvrtcSkipped>& skipped) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<NvrtcCompiler::Api>> loaded;  // by candidate; never unloaded
+  std::lock_guard lock(mu);
+  skipped.clear();
+  std::string absent_dir;  // the last directory found missing: its files are not listed one by one
+  for (const std::string& c : search.candidates()) {
+    if (auto it = loaded.find(c); it != loaded.end()) return it->second.get();
+    const bool is_path = c.find('/') != std::string::npos;
+    std::error_code ec;
+    if (is_path && search.library.empty()) {
+      const std::string dir = fs::path(c).parent_path().string();
+      if (dir == absent_dir) continue;
+      if (!fs::is_directory(dir, ec)) {
+        absent_dir = dir;
+        skipped.push_back({dir + "/", "not present"});
+        continue;
+      }
+    }
+    if (is_path && !fs::exists(c, ec)) {
+      skipped.push_back({c, "not present"});
+      continue;
+    }
+    std::string why;
+    if (auto api = open_candidate(c, why)) {
+      const auto* out = api.get();
+      loaded.emplace(c, std::move(api));
+      return out;
+    }
+    skipped.push_back({c, why});
+  }
+  std::string tried;
+  bool too_old = false;
+  for (const auto& s : skipped) {
+    tried += fmt::format("\n  {}: {}", s.candidate, s.reason);
+    too_old = too_old || s.reason.starts_with("too old");
+  }
+  if (!search.library.empty() && too_old) {
+    HCWARM_THROW(ErrorKind::Unavailable,
+                 "HCWARM_NVRTC_LIBRARY={} is an NVRTC older than {}.{}, which hcwarm cannot compile with:{}",
+                 search.library, kNvrtcMinMajor, kNvrtcMinMinor, tried);
+  }
+  HCWARM_THROW(ErrorKind::Unavailable,
+               "NVRTC is not available ({}.{} or newer is needed{}), so CUDA kernels cannot be compiled (set "
+               "HCWARM_NVRTC_LIBRARY to libnvrtc.so's path, or install the CUDA toolkit or the "
+               "nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvrtc wheel); tried:{}",
+               kNvrtcMinMajor, kNvrtcMinMinor, too_old ? "; only an older one was found" : "", tried);
 }
 
 }  // namespace
@@ -116,6 +161,11 @@ const NvrtcCompiler::Api* load_api(const std::string& requested, const std::stri
 NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<std::string> extra_flags,
                              std::vector<fs::path> include_dirs, std::string cuda_home,
                              std::shared_ptr<ThreadBudget> budget)
+    : NvrtcCompiler(std::move(arch), NvrtcSearch::standard(library, cuda_home, PythonEnv::process()),
+                    std::move(extra_flags), std::move(include_dirs), std::move(budget)) {}
+
+NvrtcCompiler::NvrtcCompiler(std::string arch, const NvrtcSearch& search, std::vector<std::string> extra_flags,
+                             std::vector<fs::path> include_dirs, std::shared_ptr<ThreadBudget> budget)
     : arch_(std::move(arch)),
       extra_(std::move(extra_flags)),
       include_dirs_(std::move(include_dirs)),
@@ -125,20 +175,23 @@ NvrtcCompiler::NvrtcCompiler(std::string arch, std::string library, std::vector<
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
                    "CUDA architecture {} must be a real one such as sm_90a (a cubin is built)",
                    quoted_excerpt(arch_));
-  api_ = load_api(library, cuda_home);
+  api_ = load_api(search, skipped_);
   // nvrtcVersion gives only major.minor; the library's size separates patch
   // releases without naming where it is installed.
   identity_ = fmt::format("nvrtc {}.{} ({} bytes)", api_->major, api_->minor, api_->library_bytes);
 }
 
 const std::string& NvrtcCompiler::library_path() const { return api_->path; }
+int NvrtcCompiler::major_version() const { return api_->major; }
+int NvrtcCompiler::minor_version() const { return api_->minor; }
 
 std::vector<std::string> NvrtcCompiler::flags() const {
   std::vector<std::string> f{"--gpu-architecture=" + arch_, "-std=c++20"};
-  // NVRTC 12.4+: leave out the texture, surface and device-runtime
-  // declarations no kernel here uses; same cubin, ~5% less compile time (the
-  // front end's share; 2-core dev machine, mhc_pre part: 0.154 -> 0.145 s).
-  if (api_->major > 12 || (api_->major == 12 && api_->minor >= 4)) f.emplace_back("--minimal");
+  // NVRTC 12.4+ (every one the search takes): leave out the texture, surface
+  // and device-runtime declarations no kernel here uses; same cubin, ~5% less
+  // compile time (the front end's share; 2-core dev machine, mhc_pre part:
+  // 0.154 -> 0.145 s).
+  if (!older_than_minimum(api_->major, api_->minor)) f.emplace_back("--minimal");
   f.insert(f.end(), extra_.begin(), extra_.end());
   return f;
 }

@@ -44,6 +44,12 @@ TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   if (j["nvrtc"]["available"].get<bool>()) {
     EXPECT_NE(j["nvrtc"]["identity"].get<std::string>().find("nvrtc"), std::string::npos);
     EXPECT_FALSE(j["nvrtc"]["library"].get<std::string>().empty());
+    const std::string version = j["nvrtc"]["version"].get<std::string>();
+    EXPECT_TRUE(version.starts_with("12.") || version.starts_with("13.")) << version;
+    EXPECT_TRUE(j["nvrtc"]["skipped"].is_array());
+    EXPECT_NE(text.out.find("NVRTC: " + version + " at " + j["nvrtc"]["library"].get<std::string>()),
+              std::string::npos)
+        << text.out;
   } else {
     EXPECT_FALSE(j["nvrtc"]["error"].get<std::string>().empty());
   }
@@ -64,6 +70,26 @@ TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   EXPECT_TRUE(j["config"]["HCWARM_JOBS"]["set"].get<bool>());
   EXPECT_FALSE(j["config"]["HCWARM_STRICT_WARMUP"]["set"].get<bool>());
   EXPECT_EQ(j["config"]["HCWARM_STRICT_WARMUP"]["value"], "0");
+}
+
+// The NVRTC search looks at $CUDA_HOME/lib64 first: a CUDA_HOME without one is
+// named as skipped before the NVRTC taken (or in the error when there is none).
+TEST(CliInfo, SaysWhereNvrtcWasLookedForBeforeTheOneTaken) {
+  TempDir dir;
+  const std::string home = (dir / "no-toolkit").string();
+  const auto r = run_cli({"info", "--json"}, {test::kNoGpu, "CUDA_HOME=" + home});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& n = j["nvrtc"];
+  if (n["available"].get<bool>()) {
+    ASSERT_GE(n["skipped"].size(), 1u) << n.dump(2);
+    EXPECT_EQ(n["skipped"][0]["candidate"], home + "/lib64/") << n.dump(2);
+    EXPECT_EQ(n["skipped"][0]["reason"], "not present") << n.dump(2);
+    const auto text = run_cli({"info"}, {test::kNoGpu, "CUDA_HOME=" + home});
+    EXPECT_NE(text.out.find("  skipped before it: " + home + "/lib64/: not present"), std::string::npos) << text.out;
+  } else {
+    EXPECT_NE(n["error"].get<std::string>().find(home + "/lib64/: not present"), std::string::npos) << n.dump(2);
+  }
 }
 
 TEST(CliInfo, SaysWhyNvrtcAndTheCacheAreUnavailable) {

@@ -1,0 +1,272 @@
+// Where NVRTC is found (jit/nvrtc_library.hpp) and what each place held, and
+// every CUDA kernel family compiling under both NVRTC majors hcwarm takes:
+// the toolkit's 13.x and 12.9 from NVIDIA's pip wheel (nvidia-cuda-nvrtc-cu12,
+// which scripts/setup.sh installs into .venv/). No GPU is needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/test_util.hpp"
+#include "core/embedded_kernels.hpp"
+#include "core/env_config.hpp"
+#include "core/error.hpp"
+#include "jit/compiler.hpp"
+#include "jit/cubin_set.hpp"
+#include "jit/nvrtc_library.hpp"
+#include "model/model_config.hpp"
+#include "runtime/kernel_plan.hpp"
+
+namespace hcwarm::jit {
+namespace {
+namespace fs = std::filesystem;
+using hcwarm::test::TempDir;
+
+constexpr const char* kToolkitNvrtc = "/usr/local/cuda/lib64/libnvrtc.so.13";
+
+// NVRTC 12.x from the nvidia-cuda-nvrtc-cu12 wheel in the project's .venv, or "".
+std::string wheel_nvrtc12() {
+  std::error_code ec;
+  fs::directory_iterator it(fs::path(HCWARM_SOURCE_DIR) / ".venv" / "lib", ec);
+  if (ec) return {};
+  for (const auto& e : it) {
+    const fs::path lib = e.path() / "site-packages" / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so.12";
+    if (e.path().filename().string().starts_with("python") && fs::exists(lib, ec)) return lib.string();
+  }
+  return {};
+}
+
+// A shared library with NVRTC's entry points whose nvrtcVersion says 12.2.
+std::vector<std::byte> fake_old_nvrtc(const fs::path& work) {
+  const HostCompiler cxx("c++");
+  const std::string src =
+      "extern \"C\" {\n"
+      "int nvrtcVersion(int* major, int* minor) { *major = 12; *minor = 2; return 0; }\n"
+      "int nvrtcCreateProgram() { return 1; }\n"
+      "int nvrtcCompileProgram() { return 1; }\n"
+      "int nvrtcGetProgramLogSize() { return 1; }\n"
+      "int nvrtcGetProgramLog() { return 1; }\n"
+      "int nvrtcGetCUBINSize() { return 1; }\n"
+      "int nvrtcGetCUBIN() { return 1; }\n"
+      "int nvrtcDestroyProgram() { return 1; }\n"
+      "const char* nvrtcGetErrorString(int) { return \"fake\"; }\n"
+      "}\n";
+  return cxx.compile(src, {}, work).binary;
+}
+
+void write_bytes(const fs::path& p, const std::vector<std::byte>& bytes) {
+  fs::create_directories(p.parent_path());
+  hcwarm::test::write_file(p, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+std::string skipped_text(const NvrtcCompiler& c) {
+  std::string s;
+  for (const auto& k : c.skipped()) s += k.candidate + ": " + k.reason + "\n";
+  return s;
+}
+
+TEST(NvrtcSearch, StandardOrderIsExplicitToolkitsWheelsThenLoader) {
+  const PythonEnv none;
+  const auto explicit_only = NvrtcSearch::standard("/opt/nvrtc/libnvrtc.so.12", "/cuda", none);
+  EXPECT_EQ(explicit_only.candidates(), std::vector<std::string>{"/opt/nvrtc/libnvrtc.so.12"});
+
+  NvrtcSearch s = NvrtcSearch::standard("", "/cuda", none);
+  s.site_packages = {"/sp"};
+  const std::vector<std::string> want{
+      "/cuda/lib64/libnvrtc.so.13",
+      "/cuda/lib64/libnvrtc.so.12",
+      "/cuda/lib64/libnvrtc.so",
+      "/usr/local/cuda/lib64/libnvrtc.so.13",
+      "/usr/local/cuda/lib64/libnvrtc.so.12",
+      "/usr/local/cuda/lib64/libnvrtc.so",
+      "/sp/nvidia/cu13/lib/libnvrtc.so.13",
+      "/sp/nvidia/cu13/lib/libnvrtc.so.12",
+      "/sp/nvidia/cu13/lib/libnvrtc.so",
+      "/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so.13",
+      "/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+      "/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so",
+      "libnvrtc.so.13",
+      "libnvrtc.so.12",
+      "libnvrtc.so",
+  };
+  EXPECT_EQ(s.candidates(), want);
+  // Without CUDA_HOME the toolkit step is /usr/local/cuda/lib64 alone.
+  EXPECT_EQ(NvrtcSearch::standard("", "", none).toolkit_dirs, std::vector<fs::path>{"/usr/local/cuda/lib64"});
+  EXPECT_EQ(NvrtcSearch::standard("", "/usr/local/cuda/", none).toolkit_dirs,
+            std::vector<fs::path>{"/usr/local/cuda/lib64"});
+}
+
+TEST(NvrtcSearch, SitePackagesFromPythonPathThenVirtualEnvThenConda) {
+  TempDir dir;
+  const fs::path venv_sp = dir.path() / "venv" / "lib" / "python3.12" / "site-packages";
+  const fs::path conda_sp = dir.path() / "conda" / "lib" / "python3.11" / "site-packages";
+  const fs::path pp = dir.path() / "pp";
+  for (const auto& d : {venv_sp, conda_sp, pp}) fs::create_directories(d);
+  PythonEnv py;
+  py.virtual_env = (dir.path() / "venv").string();
+  py.conda_prefix = (dir.path() / "conda").string();
+  py.python_path = {dir.path() / "missing", pp, venv_sp};  // a missing entry is left out, a repeated one listed once
+  const auto got = python_site_packages(py);
+  auto at = [&](const fs::path& p) { return std::find(got.begin(), got.end(), p) - got.begin(); };
+  ASSERT_LT(at(pp), static_cast<ptrdiff_t>(got.size()));
+  EXPECT_LT(at(pp), at(venv_sp));
+  EXPECT_LT(at(venv_sp), at(conda_sp));
+  ASSERT_LT(at(conda_sp), static_cast<ptrdiff_t>(got.size()));
+  EXPECT_EQ(std::count(got.begin(), got.end(), venv_sp), 1);
+  EXPECT_EQ(std::find(got.begin(), got.end(), dir.path() / "missing"), got.end());
+
+  // EnvConfig reads the same variables.
+  const EnvConfig env = EnvConfig::from_map({{"VIRTUAL_ENV", "/v"}, {"CONDA_PREFIX", "/c"}, {"PYTHONPATH", "/a::/b"}});
+  EXPECT_EQ(env.python.virtual_env, "/v");
+  EXPECT_EQ(env.python.conda_prefix, "/c");
+  EXPECT_EQ(env.python.python_path, (std::vector<fs::path>{"/a", "/b"}));
+}
+
+// Each place before the one taken is listed with why it was skipped: not
+// present, failed to load (with dlerror's words), too old (its nvrtcVersion).
+// The one taken is a real NVRTC where it is installed (a library stays loaded
+// for the process, so it is never planted in a temporary directory).
+TEST(NvrtcSearch, TakesTheFirstNewEnoughAndSaysWhyEachBeforeWasSkipped) {
+  const std::string wheel = wheel_nvrtc12();
+  std::error_code ec;
+  if (wheel.empty() && !fs::exists(kToolkitNvrtc, ec)) {
+    GTEST_SKIP() << "no NVRTC here (neither " << kToolkitNvrtc << " nor the .venv's wheel)";
+  }
+  TempDir dir;
+  const fs::path fake = dir.path() / "fake" / "lib64", empty_sp = dir.path() / "sp";
+  hcwarm::test::write_file(fake / "libnvrtc.so.13", "not a library");
+  fs::create_directories(dir.path() / "work");
+  write_bytes(fake / "libnvrtc.so.12", fake_old_nvrtc(dir.path() / "work"));
+  fs::create_directories(empty_sp);
+
+  NvrtcSearch s;
+  s.toolkit_dirs = {dir.path() / "toolkit" / "lib64", fake};
+  s.site_packages = {empty_sp};
+  // The wheel's site-packages, else the toolkit after the fakes.
+  const fs::path real_sp = wheel.empty() ? fs::path() : fs::path(wheel).parent_path().parent_path().parent_path().parent_path();
+  if (wheel.empty()) {
+    s.toolkit_dirs.emplace_back(fs::path(kToolkitNvrtc).parent_path());
+  } else {
+    s.site_packages.push_back(real_sp);
+  }
+  s.loader = false;
+  const NvrtcCompiler c("sm_90a", s);
+  EXPECT_EQ(c.library_path(), wheel.empty() ? std::string(kToolkitNvrtc) : wheel);
+  EXPECT_GE(c.major_version(), 12);
+  const auto& k = c.skipped();
+  const std::string all = skipped_text(c);
+  ASSERT_GE(k.size(), 4u) << all;
+  EXPECT_EQ(k[0].candidate, (dir.path() / "toolkit" / "lib64").string() + "/");
+  EXPECT_EQ(k[0].reason, "not present");
+  EXPECT_EQ(k[1].candidate, (fake / "libnvrtc.so.13").string());
+  EXPECT_TRUE(k[1].reason.starts_with("failed to load: ")) << all;
+  EXPECT_NE(k[1].reason.find("libnvrtc.so.13"), std::string::npos) << all;  // dlerror's words name the file
+  EXPECT_EQ(k[2].candidate, (fake / "libnvrtc.so.12").string());
+  EXPECT_EQ(k[2].reason, "too old: NVRTC 12.2 (hcwarm needs 12.4 or newer)");
+  EXPECT_EQ(k[3].candidate, (fake / "libnvrtc.so").string());
+  EXPECT_EQ(k[3].reason, "not present");
+  if (!wheel.empty()) {
+    ASSERT_GE(k.size(), 6u) << all;
+    EXPECT_EQ(k[4].candidate, (empty_sp / "nvidia" / "cu13" / "lib").string() + "/");
+    EXPECT_EQ(k[5].candidate, (empty_sp / "nvidia" / "cuda_nvrtc" / "lib").string() + "/");
+    for (size_t i = 6; i < k.size(); ++i) {
+      EXPECT_TRUE(k[i].candidate.starts_with(real_sp.string())) << all;
+      EXPECT_EQ(k[i].reason, "not present") << all;
+    }
+  }
+
+  // Only the old one: refused by name and version.
+  s.toolkit_dirs = {fake};
+  s.site_packages.clear();
+  try {
+    NvrtcCompiler("sm_90a", s);
+    FAIL() << "an NVRTC 12.2 was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
+    EXPECT_NE(e.message().find("; only an older one was found"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("too old: NVRTC 12.2"), std::string::npos) << e.message();
+  }
+  // HCWARM_NVRTC_LIBRARY naming it: the same refusal, naming the variable.
+  try {
+    NvrtcCompiler("sm_90a", NvrtcSearch::standard((fake / "libnvrtc.so.12").string(), "", {}));
+    FAIL() << "an NVRTC 12.2 was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
+    EXPECT_NE(e.message().find("HCWARM_NVRTC_LIBRARY="), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("older than 12.4"), std::string::npos) << e.message();
+  }
+}
+
+// Every kernel family the runner and `cache build` plan for CUDA, each planned
+// spec of it (DeepSeek V4 Flash on an H200: every split class, the one-pass
+// form, the embedding and boundary inputs), for sm_90a.
+std::map<std::string, std::vector<KernelSpec>> cuda_families() {
+  runtime::KernelPlanInput in;
+  in.model = model::resolve_model("dsv4-flash");
+  in.env = EnvConfig::from_map({});
+  in.backend = mhc::Backend::Cuda;
+  in.cuda.arch = "sm_90a";
+  in.cuda.one_pass = true;
+  std::map<std::string, std::vector<KernelSpec>> out;
+  const auto names = runtime::make_kernel_registry(in).families();
+  for (const auto& name : names) {
+    runtime::KernelRegistry r = runtime::make_kernel_registry(in);
+    for (const auto& other : names) {
+      if (other != name) r.remove(other);
+    }
+    out[name] = r.planned(/*include_mhc=*/true);
+  }
+  return out;
+}
+
+// Compiles every family with the NVRTC at `library`; a family that fails is
+// reported with its first error line, so that one run names all of them.
+void expect_every_family_compiles(const std::string& library, int major) {
+  const NvrtcCompiler nvrtc("sm_90a", NvrtcSearch::standard(library, "", {}));
+  ASSERT_EQ(nvrtc.major_version(), major) << library;
+  const auto families = cuda_families();
+  ASSERT_EQ(families.size(), 6u) << "a family was added or removed: this list is every CUDA family";
+  TempDir work;
+  int compiled = 0;
+  for (const auto& [family, specs] : families) {
+    ASSERT_FALSE(specs.empty()) << family << " plans nothing for CUDA here: it would not be compiled";
+    for (const KernelSpec& spec : specs) {
+      SCOPED_TRACE(spec.describe() + " with " + nvrtc.identity());
+      const fs::path dir = work.path() / std::to_string(compiled++);
+      fs::create_directories(dir);
+      try {
+        const auto out = nvrtc.compile(spec.source, kernels::embedded_files(), dir);
+        const auto set = unpack_cubin_set(out.binary);
+        const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
+        ASSERT_FALSE(images.empty());
+        for (const auto image : images) {
+          EXPECT_EQ(std::string(reinterpret_cast<const char*>(image.data()), 4), "\x7f" "ELF");
+        }
+      } catch (const Error& e) {
+        ADD_FAILURE() << family << " does not compile: " << e.message() << "\n" << e.log().substr(0, 2000);
+      }
+    }
+  }
+}
+
+TEST(NvrtcMajors, EveryCudaFamilyCompilesUnderTheToolkitsNvrtc13) {
+  std::error_code ec;
+  if (!fs::exists(kToolkitNvrtc, ec)) GTEST_SKIP() << "no CUDA 13 toolkit NVRTC at " << kToolkitNvrtc;
+  expect_every_family_compiles(kToolkitNvrtc, 13);
+}
+
+TEST(NvrtcMajors, EveryCudaFamilyCompilesUnderNvrtc129FromTheWheel) {
+  const std::string lib = wheel_nvrtc12();
+  if (lib.empty()) {
+    GTEST_SKIP() << "NVRTC 12.x wheel not installed: no " HCWARM_SOURCE_DIR
+                    "/.venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 (scripts/setup.sh "
+                    "installs nvidia-cuda-nvrtc-cu12==12.9.*)";
+  }
+  expect_every_family_compiles(lib, 12);
+}
+
+}  // namespace
+}  // namespace hcwarm::jit
