@@ -144,6 +144,12 @@ def eps(name: str, v: Any) -> float:
 _checked_constants: set = set()
 
 
+def _remember(c: tuple) -> None:
+    if len(_checked_constants) >= 4096:  # a server uses a few; the set starts over past that
+        _checked_constants.clear()
+    _checked_constants.add(c)
+
+
 def constants_seen(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> None:
     """constants() for the C++ operators' callers, remembered per value tuple: a call repeats its
     constants, and a tuple is remembered only when its types are exactly int and floats (a bool
@@ -155,9 +161,7 @@ def constants_seen(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any
         return
     constants(*c)
     if exact:
-        if len(_checked_constants) >= 4096:
-            _checked_constants.clear()
-        _checked_constants.add(c)
+        _remember(c)
 
 
 def epsilons_seen(hc_eps: Any, rms_eps: Any) -> None:
@@ -169,7 +173,7 @@ def epsilons_seen(hc_eps: Any, rms_eps: Any) -> None:
     eps("hc_eps", hc_eps)
     eps("rms_eps", rms_eps)
     if exact:
-        _checked_constants.add(c)
+        _remember(c)
 
 
 def constants(sinkhorn_iters: Any, hc_eps: Any, rms_eps: Any, norm_eps: Any, post_mult: Any) -> tuple:
