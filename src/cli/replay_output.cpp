@@ -39,22 +39,24 @@ void print_replay_table(std::ostream& os, const std::vector<sim::RunReport>& run
   // waited: forwards in which a call blocked on a compile (the runtime's counters);
   // generic: calls a generic kernel served while their specialization compiled in the
   // background; slow: forwards over 10x their bucket's median (a timing heuristic);
-  // bucket max/p99: the largest max / p99 within one split bucket of >= 100 forwards.
+  // bucket max/p99: the largest max / p99 within one split bucket of >= 100 forwards;
+  // of bucket: that bucket's split count.
   // start-up s: construction and warmup (compiles may finish during construction; warmup s is what remained).
-  os << fmt::format("\n{:<38} {:>10} {:>9} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>8} {:>9} {:>5} {:>14}\n",
+  os << fmt::format("\n{:<38} {:>10} {:>9} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>8} {:>9} {:>5} {:>14} {:>9}\n",
                     "configuration", "start-up s", "warmup s", "forwards", "p50 ms", "p99 ms", "max ms", "waited",
-                    "wait s", "generic", "compiles", "slow", "bucket max/p99");
+                    "wait s", "generic", "compiles", "slow", "bucket max/p99", "of bucket");
   for (const auto& r : runs) {
     const sim::LatencySummary s = sim::summarize(r.records);
     const auto& tail = s.worst_bucket_tail;
-    const std::string tail_cell =
-        tail.forwards == 0 ? "-" : fmt::format("{:.2f} ({} spl)", tail.max_over_p99(), tail.num_splits);
+    const std::string tail_cell = tail.forwards == 0 ? "-" : fmt::format("{:.2f}", tail.max_over_p99());
+    const std::string tail_bucket = tail.forwards == 0 ? "-" : fmt::format("{} spl", tail.num_splits);
     const std::string startup =
         r.extra.contains("startup_seconds") ? fmt::format("{:.3f}", r.extra["startup_seconds"].get<double>()) : "-";
-    os << fmt::format("{:<38} {:>10} {:>9.3f} {:>8} {:>8.2f} {:>8.2f} {:>9.2f} {:>7} {:>8.3f} {:>8} {:>9} {:>5} {:>14}\n",
-                      r.name, startup, r.warmup_seconds, s.forwards, s.p50_ms, s.p99_ms, s.max_ms,
-                      s.forwards_waited_for_compile, s.compile_wait_s, s.served_by_generic,
-                      s.compiles_during_forwards, s.slow_forwards.size(), tail_cell);
+    os << fmt::format(
+        "{:<38} {:>10} {:>9.3f} {:>8} {:>8.2f} {:>8.2f} {:>9.2f} {:>7} {:>8.3f} {:>8} {:>9} {:>5} {:>14} {:>9}\n", r.name,
+        startup, r.warmup_seconds, s.forwards, s.p50_ms, s.p99_ms, s.max_ms, s.forwards_waited_for_compile,
+        s.compile_wait_s, s.served_by_generic, s.compiles_during_forwards, s.slow_forwards.size(), tail_cell,
+        tail_bucket);
   }
   print_request_table(os, runs);
   for (const auto& r : runs) {
