@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/mhc_pre_cuda.hpp"
 #include "cli/byte_units.hpp"
 #include "cli/cache_dir.hpp"
 #include "cli/commands.hpp"
@@ -69,6 +70,7 @@ nlohmann::json to_json(const Facts& f) {
     j["nvrtc"]["skipped"].push_back({{"candidate", candidate}, {"reason", reason}});
   }
   j["host_compiler"] = compiler_json(f.host, "command");
+  j["generic_cuda_kernels"] = cuda::generic_kernels_built();
   const CacheFacts& c = f.cache;
   nlohmann::json ns = nlohmann::json::array();
   for (const auto& n : c.namespaces) {
@@ -104,6 +106,11 @@ void print_text(std::ostream& os, const Facts& f) {
   } else {
     os << fmt::format("NVRTC: unavailable: {} (the cuda backend cannot compile kernels)\n", f.nvrtc.error);
   }
+  os << (cuda::generic_kernels_built()
+             ? "generic CUDA kernels: built in (sm_90a, compute_90 PTX): tiered execution serves them while a "
+               "specialization compiles\n"
+             : "generic CUDA kernels: none (built without nvcc): on CUDA tiered execution is off, and a kernel "
+               "prewarm did not load compiles in the call's path\n");
   if (f.host.error.empty()) {
     os << fmt::format("host compiler: {} = {}, target {}\n", f.host.location, f.host.identity, f.host.target);
   } else {

@@ -3,11 +3,13 @@
 #include "mhc/hc_pre_op.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "backends/cpu/hc_pre_cpu_backend.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/hc_pre_cuda_backend.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_pre_arguments.hpp"
 #include "mhc/hc_pre_reference_run.hpp"
@@ -100,8 +102,16 @@ void HcPreOp::set_cpu_pool(std::shared_ptr<ThreadPool> pool) {
 }
 
 bool HcPreOp::tiered() const {
-  return tiered_ && uses_fast_path() && modules_ != nullptr && modules_->tiered() && device_backend_ &&
-         device_backend_->has_generic();
+  const bool wanted = tiered_ && uses_fast_path() && modules_ != nullptr && modules_->tiered() && device_backend_;
+  if (wanted && backend_ == Backend::Cuda && !cuda::generic_kernels_built()) {
+    // Said once per process, so that tiering being off is never silent.
+    static std::once_flag once;
+    std::call_once(once, [] {
+      log::warn("tiered execution is off on CUDA: this build of hcwarm has no generic CUDA kernels (nvcc was not "
+                "found when it was built), so a kernel that prewarm did not load compiles in the call's path");
+    });
+  }
+  return wanted && device_backend_->has_generic();
 }
 
 // The workspace, the last member, waits for queued kernels before anything is freed.

@@ -28,6 +28,7 @@ TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   EXPECT_NE(text.out.find("/nonexistent/libcuda.so.1"), std::string::npos) << text.out;  // why
   EXPECT_NE(text.out.find("NVRTC:"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("host compiler:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("generic CUDA kernels: "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(cache), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("writable"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("v" HCWARM_VERSION "/host-"), std::string::npos) << text.out;
@@ -41,6 +42,12 @@ TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   EXPECT_TRUE(j["gpu"].is_null()) << j.dump(2);
   EXPECT_NE(j["gpu_unavailable"].get<std::string>().find("/nonexistent/libcuda.so.1"), std::string::npos);
   ASSERT_TRUE(j["nvrtc"].is_object());
+  ASSERT_TRUE(j["generic_cuda_kernels"].is_boolean()) << j.dump(2);
+  // The text and the JSON say the same.
+  EXPECT_NE(text.out.find(j["generic_cuda_kernels"].get<bool>() ? "generic CUDA kernels: built in"
+                                                                  : "generic CUDA kernels: none (built without nvcc)"),
+            std::string::npos)
+      << text.out;
   if (j["nvrtc"]["available"].get<bool>()) {
     EXPECT_NE(j["nvrtc"]["identity"].get<std::string>().find("nvrtc"), std::string::npos);
     EXPECT_FALSE(j["nvrtc"]["library"].get<std::string>().empty());

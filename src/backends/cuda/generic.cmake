@@ -41,6 +41,10 @@ std::span<const std::byte> ${name}_fatbin() { return {}; }
   target_sources(hcwarm_objects PRIVATE ${gen_cpp})
 endfunction()
 
+if(NOT HCWARM_NVCC)
+  message(STATUS "hcwarm: no nvcc: the generic CUDA kernels are not built, so on CUDA tiered execution is off "
+                 "(a kernel prewarm did not load compiles in the call's path); `hcwarm info` says so too")
+endif()
 hcwarm_generic_fatbin(mhc_pre_generic backends/cuda/mhc_pre_cuda.hpp)
 hcwarm_generic_fatbin(mhc_post_generic backends/cuda/hc_post_cuda.hpp)
 if(HCWARM_NVCC)

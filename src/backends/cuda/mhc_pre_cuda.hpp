@@ -119,6 +119,9 @@ inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_
 // The generic kernels built ahead of time by nvcc (sm_90a SASS + compute_90 PTX),
 // embedded in the library; empty when the library was built without nvcc.
 std::span<const std::byte> mhc_pre_generic_fatbin();
+// Whether this build carries the generic CUDA kernels (nvcc was found when it was built):
+// without them tiered execution is off on CUDA.
+inline bool generic_kernels_built() { return !mhc_pre_generic_fatbin().empty(); }
 // The entry points, by input kind (HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST),
 // fused norm and fast_finish; the one-pass kernel reads residual streams only.
 inline constexpr const char* kGenericPartialSymbols[3] = {"hcwarm_mhc_pre_partial_generic_residual",
