@@ -15,19 +15,8 @@ namespace hcwarm {
 namespace {
 namespace fs = std::filesystem;
 
-std::string wheel_nvrtc12() {
-  std::error_code ec;
-  fs::directory_iterator it(fs::path(HCWARM_SOURCE_DIR) / ".venv" / "lib", ec);
-  if (ec) return {};
-  for (const auto& e : it) {
-    const fs::path lib = e.path() / "site-packages" / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so.12";
-    if (e.path().filename().string().starts_with("python") && fs::exists(lib, ec)) return lib.string();
-  }
-  return {};
-}
-
 TEST(CliCacheCheckNvrtc, ABundleOfAnotherNvrtcReleaseIsNamedWithTheRunningOne) {
-  const std::string nvrtc12 = wheel_nvrtc12(), nvrtc13 = "/usr/local/cuda/lib64/libnvrtc.so.13";
+  const std::string nvrtc12 = test::wheel_nvrtc12(), nvrtc13 = "/usr/local/cuda/lib64/libnvrtc.so.13";
   if (nvrtc12.empty()) GTEST_SKIP() << "NVRTC 12.x wheel not installed in " HCWARM_SOURCE_DIR "/.venv";
   if (!fs::exists(nvrtc13)) GTEST_SKIP() << "no CUDA 13 toolkit NVRTC at " << nvrtc13;
   TempDir dir;

@@ -68,6 +68,18 @@ std::vector<std::string> dir_names(const std::filesystem::path& p) {
   return out;
 }
 
+std::string wheel_nvrtc12() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::directory_iterator it(fs::path(HCWARM_SOURCE_DIR) / ".venv" / "lib", ec);
+  if (ec) return {};
+  for (const auto& e : it) {
+    const fs::path lib = e.path() / "site-packages" / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so.12";
+    if (e.path().filename().string().starts_with("python") && fs::exists(lib, ec)) return lib.string();
+  }
+  return {};
+}
+
 std::vector<char*> c_array(std::vector<std::string>& strings) {
   std::vector<char*> out;
   for (auto& s : strings) out.push_back(s.data());

@@ -58,6 +58,9 @@ void write_file(const std::filesystem::path& p, const std::string& content);
 // The names in directory p, sorted.
 std::vector<std::string> dir_names(const std::filesystem::path& p);
 
+// NVRTC 12.x from the nvidia-cuda-nvrtc-cu12 wheel in the project's .venv (scripts/setup.sh), or "".
+std::string wheel_nvrtc12();
+
 // Captures what hcwarm logs (its own logger, core/logging.hpp) while alive, at info level and above.
 class LogCapture {
  public:

@@ -24,20 +24,9 @@ namespace hcwarm::jit {
 namespace {
 namespace fs = std::filesystem;
 using hcwarm::test::TempDir;
+using hcwarm::test::wheel_nvrtc12;
 
 constexpr const char* kToolkitNvrtc = "/usr/local/cuda/lib64/libnvrtc.so.13";
-
-// NVRTC 12.x from the nvidia-cuda-nvrtc-cu12 wheel in the project's .venv, or "".
-std::string wheel_nvrtc12() {
-  std::error_code ec;
-  fs::directory_iterator it(fs::path(HCWARM_SOURCE_DIR) / ".venv" / "lib", ec);
-  if (ec) return {};
-  for (const auto& e : it) {
-    const fs::path lib = e.path() / "site-packages" / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so.12";
-    if (e.path().filename().string().starts_with("python") && fs::exists(lib, ec)) return lib.string();
-  }
-  return {};
-}
 
 // A shared library with NVRTC's entry points whose nvrtcVersion says 12.2.
 std::vector<std::byte> fake_old_nvrtc(const fs::path& work) {
