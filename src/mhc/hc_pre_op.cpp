@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "jit/jit_runtime.hpp"
+#include "kernels/common/mhc_params.hpp"
 #include "mhc/hc_pre_arguments.hpp"
 #include "mhc/hc_pre_reference_run.hpp"
 #include "mhc/split_policy.hpp"
@@ -60,8 +61,9 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
     HCWARM_CHECK_ARG(dynamic_cast<cuda::CudaDevice*>(&device) != nullptr,
                      "the cuda backend needs a CUDA device, got {}", device.name());
     HCWARM_CHECK_ARG(dims.hc_mult == 4, "the cuda kernels are built for hc_mult 4, got {}", dims.hc_mult);
-    HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= 8192,
-                     "the cuda kernels need hidden % 8 == 0 and hidden <= 8192, got {}", dims.hidden);
+    HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= HCWARM_MHC_CUDA_MAX_HIDDEN,
+                     "the cuda kernels need hidden % 8 == 0 and hidden <= {}, got {}", HCWARM_MHC_CUDA_MAX_HIDDEN,
+                     dims.hidden);
   }
   rebuild_device_backend();
 }

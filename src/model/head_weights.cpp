@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/tensor.hpp"
+#include "core/device_upload.hpp"
 #include "model/safetensors.hpp"
 
 namespace hcwarm::model {
@@ -12,12 +13,6 @@ namespace {
 
 // Seeds the head apart from every layer's parameters (those use seed * 1000003 + layer).
 constexpr uint64_t kHeadSeedSalt = 0x68635f68656164ull;  // "hc_head"
-
-DeviceBuffer upload(const HostTensor<float>& t, Device& device) {
-  DeviceBuffer b(device, static_cast<size_t>(t.numel()) * sizeof(float));
-  device.copy_from_host(b.get(), t.data(), b.bytes());
-  return b;
-}
 
 struct Shapes {
   Shape fn, scale, base;
@@ -42,9 +37,9 @@ HeadWeights HeadWeights::random(const ModelConfig& config, uint64_t seed, int ow
     return t;
   };
   HeadWeights w;
-  w.fn = upload(normal(s.fn, 1e-3f), device);
-  w.scale = upload(normal(s.scale, 0.1f), device);
-  w.base = upload(normal(s.base, 0.1f), device);
+  w.fn = upload_to_device(normal(s.fn, 1e-3f), device);
+  w.scale = upload_to_device(normal(s.scale, 0.1f), device);
+  w.base = upload_to_device(normal(s.base, 0.1f), device);
   return w;
 }
 
@@ -52,9 +47,9 @@ HeadWeights HeadWeights::load(const ModelConfig& config, const SafetensorsFile& 
                               Device& device) {
   const Shapes s(config);
   HeadWeights w;
-  w.fn = upload(file.get_f32(prefix + "hc_head_fn", s.fn), device);
-  w.scale = upload(file.get_f32(prefix + "hc_head_scale", s.scale), device);
-  w.base = upload(file.get_f32(prefix + "hc_head_base", s.base), device);
+  w.fn = upload_to_device(file.get_f32(prefix + "hc_head_fn", s.fn), device);
+  w.scale = upload_to_device(file.get_f32(prefix + "hc_head_scale", s.scale), device);
+  w.base = upload_to_device(file.get_f32(prefix + "hc_head_base", s.base), device);
   return w;
 }
 

@@ -4,17 +4,11 @@
 
 #include <random>
 
+#include "core/device_upload.hpp"
 #include "model/safetensors.hpp"
 
 namespace hcwarm::model {
 namespace {
-
-template <class T>
-DeviceBuffer upload(const HostTensor<T>& t, Device& device) {
-  DeviceBuffer b(device, static_cast<size_t>(t.numel()) * sizeof(T));
-  device.copy_from_host(b.get(), t.data(), b.bytes());
-  return b;
-}
 
 struct Shapes {
   Shape fn, scale, base, norm;
@@ -41,13 +35,13 @@ DecoderLayerWeights DecoderLayerWeights::random(const ModelConfig& config, int l
     const HostTensor<float> f = normal(s.norm, 1.0f, 0.05f);
     HostTensor<bf16> b(s.norm);
     for (int64_t i = 0; i < f.numel(); ++i) b[i] = bf16::from_float(f[i]);
-    return upload(b, device);
+    return upload_to_device(b, device);
   };
   DecoderLayerWeights w;
   for (MhcPathWeights* p : {&w.attn, &w.ffn}) {
-    p->fn = upload(normal(s.fn, 0.0f, 1e-3f), device);
-    p->scale = upload(normal(s.scale, 0.0f, 0.1f), device);
-    p->base = upload(normal(s.base, 0.0f, 0.1f), device);
+    p->fn = upload_to_device(normal(s.fn, 0.0f, 1e-3f), device);
+    p->scale = upload_to_device(normal(s.scale, 0.0f, 0.1f), device);
+    p->base = upload_to_device(normal(s.base, 0.0f, 0.1f), device);
   }
   w.input_layernorm = norm();
   w.post_attention_layernorm = norm();
@@ -60,12 +54,12 @@ DecoderLayerWeights DecoderLayerWeights::load(const ModelConfig& config, int lay
   auto name = [&](const char* p) { return layer_tensor_name(layer, p); };
   DecoderLayerWeights w;
   for (auto [p, prefix] : {std::pair{&w.attn, "hc_attn_"}, std::pair{&w.ffn, "hc_ffn_"}}) {
-    p->fn = upload(file.get_f32(name((std::string(prefix) + "fn").c_str()), s.fn), device);
-    p->scale = upload(file.get_f32(name((std::string(prefix) + "scale").c_str()), s.scale), device);
-    p->base = upload(file.get_f32(name((std::string(prefix) + "base").c_str()), s.base), device);
+    p->fn = upload_to_device(file.get_f32(name((std::string(prefix) + "fn").c_str()), s.fn), device);
+    p->scale = upload_to_device(file.get_f32(name((std::string(prefix) + "scale").c_str()), s.scale), device);
+    p->base = upload_to_device(file.get_f32(name((std::string(prefix) + "base").c_str()), s.base), device);
   }
-  w.input_layernorm = upload(file.get_bf16(name("input_layernorm.weight"), s.norm), device);
-  w.post_attention_layernorm = upload(file.get_bf16(name("post_attention_layernorm.weight"), s.norm), device);
+  w.input_layernorm = upload_to_device(file.get_bf16(name("input_layernorm.weight"), s.norm), device);
+  w.post_attention_layernorm = upload_to_device(file.get_bf16(name("post_attention_layernorm.weight"), s.norm), device);
   return w;
 }
 

@@ -1,6 +1,6 @@
 #include "runtime/kernel_plan.hpp"
 
-#include "backends/cuda/swiglu_cuda.hpp"
+#include "model/standin/swiglu_cuda.hpp"
 #include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "model/deepseek_v4.hpp"

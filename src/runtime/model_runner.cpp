@@ -10,9 +10,9 @@
 #include <chrono>
 #include <random>
 
-#include "backends/cpu/swiglu_cpu.hpp"
+#include "model/standin/swiglu_cpu.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/swiglu_cuda.hpp"
+#include "model/standin/swiglu_cuda.hpp"
 #include "core/thread_pool.hpp"
 #include "model/nextn.hpp"
 #include "model/standin/swiglu_mlp.hpp"

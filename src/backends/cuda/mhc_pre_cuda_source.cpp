@@ -72,14 +72,16 @@ std::string generate(const SourceShape& s) {
   const std::string fast = s.fast_finish ? "true" : "false";
   std::string src = fmt::format(
       "// hcwarm: parts={}\n"
-      "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} fast_finish={} input={}\n"
-      "#include \"cuda/mhc_pre.cuh\"\n",
+      "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} fast_finish={} input={}\n",
       parts, cuda_split_class_name(s.split_class), s.hc, s.hidden, norm, fast, input_word(s.input));
-  src += part(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
+  // Each part includes only its own kernel's header: a part's NVRTC front end parses that much.
+  src += part(0, fmt::format("#include \"cuda/mhc_pre_partial.cuh\"\n"
+                             "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}>(p);\n}}\n",
                              32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, s.split_class, s.hc, s.hidden,
                              input_macro(s.input)));
-  src += part(1, fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
+  src += part(1, fmt::format("#include \"cuda/mhc_pre_finish.cuh\"\n"
+                             "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
                              HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(s.split_class) ? 8 : 3,
                              kCudaFinishSymbol, s.split_class, s.hc, s.hidden, norm, fast, input_macro(s.input)));

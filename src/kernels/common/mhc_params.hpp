@@ -25,6 +25,9 @@
 #define HCWARM_MHC_TOKENS_PER_TILE 64
 #define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
 #define HCWARM_MHC_CUDA_THREADS 128
+// The CUDA hc_pre kernels' largest hidden size: the finish holds a token's y in
+// registers (hidden / 8 vectors over 128 threads).
+#define HCWARM_MHC_CUDA_MAX_HIDDEN 8192
 // Warps of the specialized mma_smem partial kernel (16 tokens each): 8 for the
 // large-T buckets (num_splits <= 2, at least 45 tiles of 64), where a 128-token
 // tile halves the fn reads from L2 (one fn chunk serves twice the tokens);
@@ -80,31 +83,19 @@
 #define HCWARM_MHC_ONE_PASS_PARTS 64
 #define HCWARM_MHC_ONE_PASS_TOKENS 128
 #define HCWARM_MHC_ONE_PASS_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
-// The tuning values below are #ifndef so that tools/experiments/one_pass_l2.cu can
-// build variants with -D; the library uses them as they are.
 // TMA boxes in flight per block: more in flight only lengthens every round trip.
-#ifndef HCWARM_MHC_ONE_PASS_STAGES
 #define HCWARM_MHC_ONE_PASS_STAGES 6
-#endif
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
 // L2 before their re-read. Fewer starve the GPU; more no longer fit the rows
 // of all blocks in the L2.
-#ifndef HCWARM_MHC_ONE_PASS_WINDOW
 #define HCWARM_MHC_ONE_PASS_WINDOW 5
-#endif
 // Chunks a block's TMA may run ahead of its own comb warps; the record ring
 // bounds it (WINDOW + COMB_WINDOW < RING).
-#ifndef HCWARM_MHC_ONE_PASS_COMB_WINDOW
 #define HCWARM_MHC_ONE_PASS_COMB_WINDOW 5
-#endif
-#ifndef HCWARM_MHC_ONE_PASS_RING
 #define HCWARM_MHC_ONE_PASS_RING 16
-#endif
 // Comb warps: pre (first, for the y warps), post and the Sinkhorn of every
 // COMB_WARPS-th chunk each; two cannot keep up with the y warps.
-#ifndef HCWARM_MHC_ONE_PASS_COMB_WARPS
 #define HCWARM_MHC_ONE_PASS_COMB_WARPS 3
-#endif
 #define HCWARM_MHC_ONE_PASS_PRE_RING 8    // pre slots, comb warps -> y warps (at least WINDOW)
 #define HCWARM_MHC_ONE_PASS_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
 #define HCWARM_MHC_ONE_PASS_MAX_HIDDEN 7168

@@ -46,16 +46,11 @@
 // HCWARM_MHC_ONE_PASS_THREADS(hidden), its dynamic shared memory
 // HCWARM_MHC_ONE_PASS_SMEM(hidden), and p.partials HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)
 // with the counters zero.
-#include "cuda/mhc_pre.cuh"
+#include "cuda/mhc_pre_scalar.cuh"
 #include "cuda/ptx/cache_policy.cuh"
 #include "cuda/ptx/mbarrier.cuh"
 #include "cuda/ptx/named_barrier.cuh"
 #include "cuda/ptx/tma.cuh"
-
-// Timing hook for tools/experiments/one_pass_l2.cu (-DSTAMPS builds): point p of chunk c.
-#ifndef HCWARM_MHC_ONE_PASS_STAMP
-#define HCWARM_MHC_ONE_PASS_STAMP(p, c)
-#endif
 
 namespace hcwarm_kernels {
 namespace cuda {
@@ -281,7 +276,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       if (e >= 0) {
         while (comb_done[e % kCombWarps] < e / kCombWarps + 1) __nanosleep(kTmaPollNs);
       }
-      HCWARM_MHC_ONE_PASS_STAMP(0, c);
       for (int s = 0; s < spc; ++s, ++n) {
         const int st = n % kStages;
         MBarrier(empty + st).wait(((unsigned)(n / kStages) & 1u) ^ 1u);
@@ -435,14 +429,12 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       }
       // Records written: to the signal warp (bar.arrive orders them before its bar.sync).
       signal_barrier(c).arrive();
-      if (m == 0 && lane == 0) HCWARM_MHC_ONE_PASS_STAMP(7, c);
     }
   } else if (warp == roles.signal()) {
     // ---- signal: chunk c's records are in; count the block in ----
     for (int c = 0; c < nchunks; ++c) {
       signal_barrier(c).sync();
       if (lane == 0) red_release_add_u32(my_counters + 2 * c, 1);
-      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(1, c);
     }
   } else if (warp < c0) {
     // ---- y: token c * 128 + b. No global round trip on the way: the rows are
@@ -470,9 +462,7 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
     for (int c = 0; c < nchunks; ++c) {
       const long long t = (long long)c * kChunk + b;
       const int slot = c % kPreRing;
-      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(4, c);
       MBarrier(pre_full + slot).wait((unsigned)(c / kPreRing) & 1u);
-      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(5, c);
       float pre[HC];
 #pragma unroll
       for (int i = 0; i < HC; ++i) pre[i] = pre_s[4 * slot + i];
@@ -491,7 +481,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       // and the comb warps may reuse the slot (PRE_RING >= WINDOW).
       y_barrier.sync();
       if (yt == 0) *y_done = c + 1;
-      if (yt == 0) HCWARM_MHC_ONE_PASS_STAMP(6, c);
       if (FUSED_NORM) {
         float tot = 0.f;
         for (int w = 0; w < y_warps; ++w) tot += ssq_s[(c & 1) * 8 + w];
@@ -565,7 +554,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       }
       __syncwarp();
       if (lane == 0) MBarrier(pre_full + slot).arrive();  // release: pre[0..HC) to the y warps
-      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(2, c);
       // The next chunk's records go out before the Sinkhorn if they are in.
       bool fetched = false;
       if (more) {
@@ -580,7 +568,6 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
       if (!HEAD) scalar_comb<HC, FAST>(p, t, t < T, mine, base_s, scale_s, lane, r);
       __syncwarp();
       if (lane == 0) comb_done[k] = c / kCombWarps + 1;
-      if (lane == 0) HCWARM_MHC_ONE_PASS_STAMP(3, c);
       if (more && !fetched) load(c + kCombWarps, vn);
       if (more) {
 #pragma unroll

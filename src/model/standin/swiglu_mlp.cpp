@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/cpu/swiglu_cpu.hpp"
+#include "model/standin/swiglu_cpu.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/safetensors.hpp"

@@ -4,12 +4,13 @@
 // with bf16 weights and activations and f32 accumulation. It stands in for
 // the host engine's attention and MoE so a decoder layer runs end to end; it
 // is not DeepSeek V4's MoE. The math runs in a backend chosen per device
-// (backends/swiglu_backend.hpp: backends/cpu and backends/cuda).
+// (swiglu_backend.hpp beside it: swiglu_cpu and swiglu_cuda, with the GEMM kernel
+// in kernels/standin/gemm_nt.cuh).
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "backends/swiglu_backend.hpp"
+#include "model/standin/swiglu_backend.hpp"
 #include "core/bf16.hpp"
 #include "core/device.hpp"
 #include "core/thread_pool.hpp"

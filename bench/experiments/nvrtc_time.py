@@ -4,7 +4,7 @@ norm, fast finish, residual input), each as the library's part declares it,
 in one process: the first compile and the best of the repeats after it, with
 NVRTC's own phase times; then the three parts at once in three threads, as
 the library compiles the bucket.
-  tools/experiments/nvrtc_time.py [--hidden 7168] [--reps 3] [--without ROLE] [-- NVRTC options...]
+  bench/experiments/nvrtc_time.py [--hidden 7168] [--reps 3] [--without ROLE] [-- NVRTC options...]
 --without mma|y|comb|signal compiles the one-pass kernel with that warp role's
 body left out (a patched copy of cuda/mhc_pre_one_pass.cuh first on the include
 path): the role's share of the compile time; such a kernel does not run.

@@ -3,7 +3,7 @@
 // in ulps, post / comb relative differences, and both against a double
 // reference on sampled tokens. Inputs as models see them: residual U(-2, 2)
 // in bf16, fn ~ 1e-3 N(0, 1), scale / base ~ 0.1 N(0, 1); fused norm.
-//   tools/experiments/build.sh one_pass_l2   -> build/experiments/one_pass_l2
+//   bench/experiments/build.sh one_pass_l2   -> build/experiments/one_pass_l2
 // then on the GPU machine: ./one_pass_l2 [T [HIDDEN]]   (ITERS=N timed calls, default 30)
 //   VARIANT=precise|generic: the kernel with precise reciprocals, or the generic
 //           fatbin's (hidden at run time, fast reciprocals), instead of the
@@ -13,9 +13,8 @@
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's
 //           clocks are up, ~15 us above a checked run at T 8192.
-// Variants: build with -D of the HCWARM_MHC_ONE_PASS_* tuning values
-// (common/mhc_params.hpp), and -DSTAMPS for clock64 stamps at the kernel's
-// HCWARM_MHC_ONE_PASS_STAMP points, summarized per chunk.
+// Tuning variants and per-chunk clock64 stamps edit a copy of the kernel: the
+// production header carries no experiment hooks.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +23,6 @@
 #include <vector>
 #include <cuda_runtime.h>
 #include <cuda.h>
-#ifdef STAMPS  // -DSTAMPS: clock64 at the kernel's HCWARM_MHC_ONE_PASS_STAMP points, [block][chunk][point]
-__device__ unsigned long long* g_stamps;
-#define HCWARM_MHC_ONE_PASS_STAMP(p, c) \
-  ((c) < 256 ? (void)(g_stamps[((size_t)blockIdx.x * 256 + (c)) * 8 + (p)] = clock64()) : (void)0)  // T <= 32768
-#endif
 #include "cuda/mhc_pre_one_pass.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int kSplitParts = HCWARM_MHC_CUDA_SUBSPLITS(1);
@@ -298,52 +292,7 @@ int run(long long T) {
       void* args[] = {&q, &tmap};
       CK(cudaLaunchCooperativeKernel((const void*)kern, HCWARM_MHC_ONE_PASS_BLOCKS, threads, args, smem));
     };
-#ifdef STAMPS
-    unsigned long long* stamps;
-    const size_t nst = (size_t)HCWARM_MHC_ONE_PASS_BLOCKS * 256 * 8;
-    CK(cudaMalloc(&stamps, nst * 8));
-    CK(cudaMemset(stamps, 0, nst * 8));
-    CK(cudaMemcpyToSymbol(g_stamps, &stamps, sizeof(stamps)));
-#endif
     const double us = timeit(launch);
-#ifdef STAMPS
-    {
-      std::vector<unsigned long long> st(nst);
-      CK(cudaMemcpy(st.data(), stamps, nst * 8, cudaMemcpyDeviceToHost));
-      const int nc = (int)std::min<long long>(256, (T + 127) / 128);  // the stamps hold 256 chunks
-      auto at = [&](int b, int c, int pt) { return (double)st[((size_t)b * 256 + c) * 8 + pt]; };
-      // points: 0 TMA start, 7 mma records out, 1 signal, 2 pre out, 3 comb done, 4 y asks pre, 5 y has pre, 6 y past norm barrier
-      const int order[8] = {0, 7, 1, 2, 3, 4, 5, 6};
-      for (int b : {0, 100}) {
-        double base = 1e30;
-        for (int c = 0; c < nc; ++c)
-          for (int pt = 0; pt < 8; ++pt) base = std::min(base, at(b, c, pt));
-        printf("block %d (kcycles from its first stamp): c | tma mma sig pre comb yask yhas ydone\n", b);
-        for (int c = 0; c < nc; c += (c < 12 || c > nc - 4) ? 1 : 4) {
-          printf("  %3d |", c);
-          for (int pt : order) printf(" %7.1f", (at(b, c, pt) - base) / 1000);
-          printf("\n");
-        }
-      }
-      double sums[8] = {}, n = 0;
-      const char* names[8] = {"y period (ydone - ydone prev)", "y waits pre (yhas - yask)", "y has pre -> past norm barrier",
-                              "y past barrier -> asks next (stores)", "pre ready ahead of y's ask (yask - pre)",
-                              "mma out -> pre out (same block)", "TMA period", "TMA start - own ydone(c - W)"};
-      for (int b = 0; b < HCWARM_MHC_ONE_PASS_BLOCKS; ++b)
-        for (int c = 8; c < nc - 8; ++c) {
-          sums[0] += at(b, c, 6) - at(b, c - 1, 6);
-          sums[1] += at(b, c, 5) - at(b, c, 4);
-          sums[2] += at(b, c, 6) - at(b, c, 5);
-          sums[3] += at(b, c + 1, 4) - at(b, c, 6);
-          sums[4] += at(b, c, 4) - at(b, c, 2);
-          sums[5] += at(b, c, 2) - at(b, c, 7);
-          sums[6] += at(b, c, 0) - at(b, c - 1, 0);
-          sums[7] += at(b, c, 0) - at(b, c - HCWARM_MHC_ONE_PASS_WINDOW, 6);
-          n += 1;
-        }
-      for (int i = 0; i < 8; ++i) printf("  mean %-42s %8.2f kcycles\n", names[i], sums[i] / n / 1000);
-    }
-#endif
     if (fast) {
       printf("one-pass (mhc_pre_one_pass)  %8.2f us\n", us);
       return 0;

@@ -4,7 +4,7 @@
 // silu(g) * u is rounded to bf16 before down_proj, as a bf16 model's activations are.
 #include <memory>
 
-#include "backends/swiglu_backend.hpp"
+#include "model/standin/swiglu_backend.hpp"
 #include "core/thread_pool.hpp"
 
 namespace hcwarm::cpu {

@@ -16,7 +16,7 @@
 //   memset+fn    the 256-byte memset, then the fn kernel
 // Then the fn kernel alone in other grids: blocks x threads x 16-byte loads in
 // flight per thread (how fast a decode call could read fn).
-// Standalone: tools/experiments/build.sh launch_floor, then ./launch_floor.
+// Standalone: bench/experiments/build.sh launch_floor, then ./launch_floor.
 #include <cuda_runtime.h>
 
 #include <algorithm>

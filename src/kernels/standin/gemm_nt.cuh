@@ -3,24 +3,16 @@
 //   C[m, n] = sum_k A[m, k] * B[n, k]       (both operands K-contiguous, "NT")
 // with f32 accumulation on the CUDA cores; the MLP's first half (gate and up,
 // K = hidden) is split along K with f32 atomics, then silu(gate) * up -> bf16.
-// It is a stand-in for the host engine's attention/MoE, not a tuned GEMM.
-// Compiled by NVRTC: no includes.
+// A STAND-IN for the host engine's attention/MoE in the demo model
+// (model/standin/), not a production kernel and not a tuned GEMM.
+// Compiled by NVRTC: no system includes.
+#include "cuda/bf16.cuh"
+#include "standin/gemm_tiles.hpp"
 
 namespace hcwarm_gemm {
 
-constexpr int kTileM = 64;
-constexpr int kTileN = 64;
-constexpr int kTileK = 32;
-constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
-
-__device__ __forceinline__ float bf16_to_f32(unsigned short h) {
-  return __uint_as_float(static_cast<unsigned int>(h) << 16);
-}
-__device__ __forceinline__ unsigned short f32_to_bf16(float f) {
-  unsigned short r;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-  return r;
-}
+using hcwarm_bf16::bf16_to_f32;
+using hcwarm_bf16::f32_to_bf16;
 
 // Loads a kTile x kTileK slab of a K-contiguous matrix into shared memory as
 // f32, zero-filling rows past `rows` and columns past `k_total`.

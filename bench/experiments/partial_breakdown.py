@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a copy of the mma_smem partial kernel (src/kernels/cuda/mhc_pre.cuh,
+"""Writes a copy of the mma_smem partial kernel (src/kernels/cuda/mhc_pre_partial.cuh,
 partial_smem_impl) with a MODE template parameter that switches parts of it
 off, for timing where stage (a)'s time goes (partial_breakdown.cu). Timing only:
 with parts off, the partials are wrong by design.
@@ -10,7 +10,7 @@ import pathlib
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-src = (root / "src/kernels/cuda/mhc_pre.cuh").read_text()
+src = (root / "src/kernels/cuda/mhc_pre_partial.cuh").read_text()
 sig = ("template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>\n"
        "__device__ __forceinline__ void partial_smem_impl(")
 start = src.index(sig)

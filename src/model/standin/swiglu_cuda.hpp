@@ -7,7 +7,7 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "jit/kernel_spec.hpp"
-#include "backends/swiglu_backend.hpp"
+#include "model/standin/swiglu_backend.hpp"
 
 namespace hcwarm::jit {
 class JitRuntime;

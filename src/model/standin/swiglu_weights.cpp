@@ -2,7 +2,7 @@
 #include <cmath>
 #include <random>
 
-#include "backends/swiglu_backend.hpp"
+#include "model/standin/swiglu_backend.hpp"
 #include "core/error.hpp"
 
 namespace hcwarm::backends {

@@ -5,7 +5,7 @@
 //           the residual through shared memory (a warp load covers 8 rows x 64 B),
 //   map 1 = row-contiguous (a warp load covers 2 rows x 256 B),
 // with 1 or 2 chunks of 128 k in flight per thread, and a flat read of the same
-// bytes (the ceiling). Standalone: tools/experiments/build.sh partial_stream, then
+// bytes (the ceiling). Standalone: bench/experiments/build.sh partial_stream, then
 // ./partial_stream on the GPU machine. Timing only.
 #include <cstdio>
 #include <cstdlib>

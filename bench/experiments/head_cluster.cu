@@ -5,7 +5,7 @@
 // narrow/wide switch. Each figure: one CUDA graph of 20 launches over residual
 // rows that together exceed the L2, replayed 10 times, the median per launch.
 // Every variant's y is compared bit for bit with the first one's.
-// Standalone: tools/experiments/build.sh head_cluster, then ./head_cluster.
+// Standalone: bench/experiments/build.sh head_cluster, then ./head_cluster.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -1,21 +1,19 @@
-#include "backends/cuda/swiglu_cuda.hpp"
+#include "model/standin/swiglu_cuda.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "core/device_upload.hpp"
 #include "jit/jit_runtime.hpp"
+#include "kernels/standin/gemm_tiles.hpp"
 
 namespace hcwarm::cuda {
 namespace {
 
-DeviceBuffer upload(const HostTensor<bf16>& t, Device& device) {
-  DeviceBuffer b(device, static_cast<size_t>(t.numel()) * sizeof(bf16));
-  device.copy_from_host(b.get(), t.data(), b.bytes());
-  return b;
-}
-
-constexpr int kTile = 64;  // kTileM == kTileN in cuda/gemm_nt.cuh
+constexpr int kTile = hcwarm_gemm::kTileM;
+constexpr unsigned kThreads = hcwarm_gemm::kThreads;
+static_assert(hcwarm_gemm::kTileM == hcwarm_gemm::kTileN, "the launcher sizes both grid axes by one tile");
 
 }  // namespace
 
@@ -26,9 +24,9 @@ CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const backends::SwigluWeigh
   HCWARM_CHECK_ARG(max_tokens >= 1, "swiglu_mlp: max_tokens must be >= 1, got {}", max_tokens);
   hidden_act_ = DeviceBuffer(device_, static_cast<size_t>(max_tokens) * weights_->width * sizeof(bf16));
   gate_up_ = DeviceBuffer(device_, static_cast<size_t>(max_tokens) * 2 * weights_->width * sizeof(float));
-  gate_ = upload(weights_->gate, device_);
-  up_ = upload(weights_->up, device_);
-  down_ = upload(weights_->down, device_);
+  gate_ = upload_to_device(weights_->gate, device_);
+  up_ = upload_to_device(weights_->up, device_);
+  down_ = upload_to_device(weights_->down, device_);
 }
 
 jit::KernelSpec CudaSwigluBackend::kernel_spec(int hidden, int width, const std::string& arch) {
@@ -38,17 +36,17 @@ jit::KernelSpec CudaSwigluBackend::kernel_spec(int hidden, int width, const std:
   s.target = jit::TargetKind::Cuda;
   s.arch = arch;
   s.source = fmt::format(
-      "#include \"cuda/gemm_nt.cuh\"\n"
+      "#include \"standin/gemm_nt.cuh\"\n"
       "// hidden={0} width={1}\n"
-      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_gate_up(int t, int k_per_split,\n"
+      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_gate_up(int t, int k_per_split,\n"
       "    const unsigned short* x, const unsigned short* gate, const unsigned short* up, float* c32) {{\n"
       "  hcwarm_gemm::gemm_nt_gate_up_splitk(t, {1}, {0}, k_per_split, x, gate, up, c32);\n"
       "}}\n"
-      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_act(long long count, const float* c32,\n"
+      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_act(long long count, const float* c32,\n"
       "    unsigned short* h) {{\n"
       "  hcwarm_gemm::swiglu_activation(count, {1}, c32, h);\n"
       "}}\n"
-      "extern \"C\" __global__ void __launch_bounds__(256) hcwarm_swiglu_down(int t, const unsigned short* h,\n"
+      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_down(int t, const unsigned short* h,\n"
       "    const unsigned short* down, unsigned short* out) {{\n"
       "  hcwarm_gemm::gemm_nt(t, {0}, {1}, h, down, out);\n"
       "}}\n",
@@ -72,7 +70,7 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   const unsigned tiles_m = static_cast<unsigned>((T + kTile - 1) / kTile);
   const unsigned tiles_n = static_cast<unsigned>((width + kTile - 1) / kTile);
   // Split K so that about two blocks per multiprocessor run even for one token.
-  constexpr int kTileK = 32;  // hcwarm_gemm::kTileK
+  constexpr int kTileK = hcwarm_gemm::kTileK;
   const int k_tiles = (hidden + kTileK - 1) / kTileK;
   const int want = std::max(1, static_cast<int>((2 * device_.num_sms() + tiles_m * tiles_n - 1) / (tiles_m * tiles_n)));
   const int splits = std::min(k_tiles, want);
@@ -87,19 +85,19 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   void* c32 = gate_up_.get();
   void* gate_up_params[] = {&t, &k_per_split, &xp, &gp, &upp, &c32};
   HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_gate_up")), tiles_n,
-                                          tiles_m, grid_z, 256, 1, 1, 0, stream, gate_up_params, nullptr));
+                                          tiles_m, grid_z, kThreads, 1, 1, 0, stream, gate_up_params, nullptr));
   long long count = T * width;
   void* hp = hidden_act_.get();
   void* act_params[] = {&count, &c32, &hp};
   HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_act")),
-                                          static_cast<unsigned>((count + 255) / 256), 1, 1, 256, 1, 1, 0, stream,
+                                          static_cast<unsigned>((count + kThreads - 1) / kThreads), 1, 1, kThreads, 1, 1, 0, stream,
                                           act_params, nullptr));
   const void* hcp = hidden_act_.get();
   const void* dp = down_.get();
   void* op = out;
   void* down_params[] = {&t, &hcp, &dp, &op};
   HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_down")),
-                                          (hidden + kTile - 1) / kTile, tiles_m, 1, 256, 1, 1, 0, stream, down_params,
+                                          (hidden + kTile - 1) / kTile, tiles_m, 1, kThreads, 1, 1, 0, stream, down_params,
                                           nullptr));
 }
 

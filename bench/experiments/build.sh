@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds experiments into build/experiments/ (standalone binaries, CUDA runtime linked
-# statically, sm_90a), to copy to a GPU host: tools/experiments/build.sh NAME...
+# statically, sm_90a), to copy to a GPU host: bench/experiments/build.sh NAME...
 # NAME.cu is compiled with src/kernels on the include path; where NAME.py
 # exists, it first writes the kernel copies NAME.cu includes as "variants.cuh".
 set -eu

@@ -3,7 +3,7 @@
 // switched off (partial_breakdown.py); the same code with other warps, residual
 // stages and blocks per SM; and the finish kernel (stage b) at other occupancies
 // and streaming batch sizes (its GB/s column counts only the residual).
-// Standalone: tools/experiments/build.sh partial_breakdown, then ./partial_breakdown on
+// Standalone: bench/experiments/build.sh partial_breakdown, then ./partial_breakdown on
 // the GPU machine. Timing only: outputs are not checked.
 #include <cstdio>
 #include <cstdlib>

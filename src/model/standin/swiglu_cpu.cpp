@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "backends/cpu/swiglu_cpu.hpp"
+#include "model/standin/swiglu_cpu.hpp"
 
 // The 32-byte vectors only pass between inline functions of this file, so the
 // ABI note GCC gives for them without -mavx does not matter.

@@ -1,7 +1,7 @@
 #pragma once
 // What a backend provides for the stand-in SwiGLU MLP sublayer
 // (model/standin/swiglu_mlp.hpp): the weights it is given and the one call it
-// must implement. Implemented in backends/cpu/swiglu_cpu and backends/cuda/swiglu_cuda.
+// must implement. Implemented beside it: swiglu_cpu and swiglu_cuda.
 #include <cstdint>
 #include <memory>
 #include <string>
