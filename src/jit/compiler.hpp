@@ -35,10 +35,12 @@ class Compiler {
   virtual std::vector<std::string> flags() const = 0;
   // File name of the artifact in a cache entry: "kernel.cubin" / "kernel.so".
   virtual std::string artifact_name() const = 0;
-  // Compiles `source` with `headers` includable by their relative paths. `workdir` is a
-  // private, existing, empty directory the compiler may write into. Throws
-  // ErrorKind::Compile with the log on failure (the runtime adds the key).
-  virtual CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+  // Compiles `source`, which holds `parts` independent kernels (KernelSource;
+  // the host compiler takes 1), with `headers` includable by their relative
+  // paths. `workdir` is a private, existing, empty directory the compiler may
+  // write into. Throws ErrorKind::Compile with the log on failure (the runtime
+  // adds the key), ErrorKind::InvalidArgument for a parts count out of range.
+  virtual CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
                                 const std::filesystem::path& workdir) const = 0;
 };
 
@@ -61,7 +63,7 @@ class HostCompiler final : public Compiler {
   std::string target() const override { return isa_; }
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.so"; }
-  CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+  CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
 
  private:
@@ -92,11 +94,11 @@ class NvrtcCompiler final : public Compiler {
   std::string target() const override { return arch_; }
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.cubin"; }
-  // A cubin; for a source that declares parts (jit/cubin_set.hpp), the parts
+  // A cubin; for a source of several parts (jit/cubin_set.hpp), the parts
   // compiled in parallel and packed as a cubin set when the budget has a
   // thread for every part but the caller's, else one program, one cubin (the
   // same kernels either way).
-  CompileOutput compile(const std::string& source, std::span<const EmbeddedFile> headers,
+  CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
   // The shared library that was opened (for messages): the candidate as tried,
   // a path or, from the loader's path, a bare name.

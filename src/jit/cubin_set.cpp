@@ -5,35 +5,16 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/json_util.hpp"
+#include "jit/kernel_spec.hpp"
 
 namespace hcwarm::jit {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'C', 'W', 'C', 'U', 'B', 'S', '1'};
-constexpr std::string_view kMarker = "// hcwarm: parts=";
-constexpr int kMaxParts = 8;
 
 size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 
 }  // namespace
-
-int source_parts(std::string_view source) {
-  if (source.substr(0, kMarker.size()) != kMarker) return 1;
-  const std::string_view rest = source.substr(kMarker.size(), source.find('\n') - kMarker.size());
-  int n = 0;
-  bool digits = !rest.empty();
-  for (char c : rest) {
-    if (c < '0' || c > '9' || n > kMaxParts) {
-      digits = false;
-      break;
-    }
-    n = n * 10 + (c - '0');
-  }
-  HCWARM_CHECK_ARG(digits && n >= 2 && n <= kMaxParts, "bad parts marker {}: the count must be 2..{}",
-                   quoted_excerpt(std::string(kMarker) + std::string(rest)), kMaxParts);
-  return n;
-}
 
 std::vector<std::byte> pack_cubin_set(const std::vector<std::vector<std::byte>>& cubins) {
   size_t size = sizeof(kMagic) + 8 + 8 * cubins.size();
@@ -63,7 +44,7 @@ std::optional<std::vector<std::span<const std::byte>>> unpack_cubin_set(std::spa
   std::memcpy(header, artifact.data() + sizeof(kMagic), sizeof(header));
   const size_t count = header[0];
   const size_t table = sizeof(kMagic) + sizeof(header);
-  HCWARM_ASSERT(count >= 1 && count <= kMaxParts && artifact.size() >= table + 8 * count,
+  HCWARM_ASSERT(count >= 1 && count <= kMaxSourceParts && artifact.size() >= table + 8 * count,
                 "cubin set of {} bytes declares {} images", artifact.size(), count);
   std::vector<std::span<const std::byte>> images;
   size_t pos = table + 8 * count;

@@ -4,24 +4,19 @@
 // so that one specialization's compile takes about as long as its slowest
 // kernel instead of the sum. The CUDA module loader loads each image.
 //
-// A source declares its parts on its first line, "// hcwarm: parts=N" (2..8),
-// and guards each part with `#if !defined(HCWARM_PART) || HCWARM_PART == i`;
-// NVRTC compiles it N times with -DHCWARM_PART=i (or once, without the macro,
-// into one plain cubin when the cores are busy with other compiles).
+// The spec carries the count (KernelSource::parts, 1..8) and the source guards
+// each part with `#if !defined(HCWARM_PART) || HCWARM_PART == i`; NVRTC
+// compiles it N times with -DHCWARM_PART=i (or once, without the macro, into
+// one plain cubin when the cores are busy with other compiles).
 //
 // Layout: "HCWCUBS1", u32 count, u32 0, count x u64 sizes, then the images,
 // each at an offset that is a multiple of 8 (little-endian, as the host).
 #include <cstddef>
 #include <optional>
 #include <span>
-#include <string_view>
 #include <vector>
 
 namespace hcwarm::jit {
-
-// The parts a source declares: N from its first line, or 1 without the marker.
-// A marker with a count outside 2..8 throws ErrorKind::InvalidArgument.
-int source_parts(std::string_view source);
 
 std::vector<std::byte> pack_cubin_set(const std::vector<std::vector<std::byte>>& cubins);
 

@@ -91,8 +91,9 @@ std::vector<std::string> HostCompiler::flags() const {
   return f;
 }
 
-CompileOutput HostCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
+CompileOutput HostCompiler::compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
                                     const fs::path& workdir) const {
+  HCWARM_CHECK_ARG(parts == 1, "the host compiler builds one shared object per source, not {} parts", parts);
   write_headers(workdir / "include", headers);
   fsu::write_file(workdir / "kernel.cpp", source);
   // Relative paths with the compiler's cwd in workdir: nothing in the output names

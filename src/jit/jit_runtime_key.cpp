@@ -80,6 +80,8 @@ std::shared_ptr<const JitRuntime::Resolved> JitRuntime::resolve(const KernelSpec
   for (const auto& [k, v] : spec.params) {
     id += std::to_string(k.size()) + ":" + k + std::to_string(v.size()) + ":" + v;
   }
+  id += '|';
+  id += std::to_string(spec.parts);
   {
     std::lock_guard lock(memo_mu_);
     if (auto it = memo_.find(id); it != memo_.end()) return it->second;
@@ -105,6 +107,7 @@ JitRuntime::Resolved JitRuntime::resolve_uncached(const KernelSpec& spec) const 
   h.field("family", spec.family);
   for (const auto& [k, v] : spec.params) h.field("param", k, v);
   h.field("source", spec.source);
+  h.field("parts", std::to_string(spec.parts));
   for (const auto& f : r.headers) {
     h.field("header", fs::path(std::string(f.path)).lexically_normal().generic_string(), f.content);
   }

@@ -17,13 +17,31 @@ enum class TargetKind {
 
 const char* to_string(TargetKind kind);
 
+// Independent kernels one CUDA source may hold (jit/cubin_set.hpp).
+inline constexpr int kMaxSourceParts = 8;
+
+// A generated translation unit: its text, and the independent kernels it holds,
+// each under `#if !defined(HCWARM_PART) || HCWARM_PART == i` (1 to
+// kMaxSourceParts). NVRTC may compile the parts as separate programs in parallel
+// (jit/cubin_set.hpp); 1: one program, no guards needed.
+struct KernelSource {
+  std::string text;
+  int parts = 1;
+  bool operator==(const KernelSource&) const = default;
+};
+
 struct KernelSpec {
   std::string family;                                       // e.g. "mhc_pre"
   std::vector<std::pair<std::string, std::string>> params;  // ordered, e.g. {"num_splits", "16"}
   std::string source;      // the generated translation unit; includes embedded kernel headers by relative path
   TargetKind target = TargetKind::Host;
   std::string arch;        // Cuda: "sm_90a"; Host: empty means the runtime's host ISA
+  int parts = 1;           // the source's independent kernels (KernelSource::parts)
 
+  void set_source(KernelSource s) {
+    source = std::move(s.text);
+    parts = s.parts;
+  }
   // The value of parameter `name`, or "" when the spec has none.
   std::string_view param(std::string_view name) const;
   // "mhc_pre[num_splits=16,hc=4,hidden=7168,norm=1]@sm_90a": for logs and reports.

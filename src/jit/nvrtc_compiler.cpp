@@ -236,14 +236,15 @@ CompileOutput NvrtcCompiler::compile_program(const std::string& source, const st
   return out;
 }
 
-CompileOutput NvrtcCompiler::compile(const std::string& source, std::span<const EmbeddedFile> headers,
+CompileOutput NvrtcCompiler::compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
                                      const fs::path& workdir) const {
+  HCWARM_CHECK_ARG(parts >= 1 && parts <= kMaxSourceParts, "a CUDA source holds 1 to {} parts, not {}", kMaxSourceParts,
+                   parts);
   const fs::path inc = workdir / "include";
   write_headers(inc, headers);
   std::vector<std::string> opts = flags();
   opts.push_back("--include-path=" + inc.string());
   for (const auto& d : include_dirs_) opts.push_back("--include-path=" + d.string());
-  const int parts = source_parts(source);
   // Parts run in parallel only when the budget has a thread for each part beyond
   // the caller's: in a batch (warmup, cache build) the threads already have a
   // key each, and one program per key costs less (each part repeats the front end).

@@ -40,7 +40,7 @@ jit::KernelSpec HcHeadOp::cuda_spec(MhcDims dims, const std::string& arch) {
   s.params = {{"hc", std::to_string(dims.hc_mult)}, {"hidden", std::to_string(dims.hidden)}};
   s.target = jit::TargetKind::Cuda;
   s.arch = arch;
-  s.source = cuda::mhc_head_cuda_source(dims.hc_mult, dims.hidden);
+  s.set_source(cuda::mhc_head_cuda_source(dims.hc_mult, dims.hidden));
   return s;
 }
 

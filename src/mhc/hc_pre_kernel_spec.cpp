@@ -48,7 +48,7 @@ jit::KernelSpec hc_pre_kernel_spec(const HcPreLaunchPlan& plan) {
     s.arch = plan.arch;
     if (plan.one_pass()) s.params.emplace_back("one_pass", "1");
     if (plan.fast_finish) s.params.emplace_back("finish", "fast");
-    s.source = cuda::mhc_pre_cuda_source(plan);
+    s.set_source(cuda::mhc_pre_cuda_source(plan));
   }
   return s;
 }

@@ -161,7 +161,8 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
-    const std::string src = cuda::mhc_head_cuda_source(hc, hidden);
+    const jit::KernelSource head = cuda::mhc_head_cuda_source(hc, hidden);
+    const std::string& src = head.text;
     EXPECT_NE(src.find(fmt::format("__launch_bounds__({}, {})", HCWARM_MHC_HEAD_THREADS(hidden),
                                    HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden))),
               std::string::npos)
@@ -170,7 +171,7 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
               std::string::npos)
         << src;
     EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", HCWARM_MHC_HEAD_CLUSTER(hidden))), std::string::npos);
-    const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
+    const auto out = nvrtc->compile(src, head.parts, kernels::embedded_files(), work.path());
     // One cubin, or a set of one per part: every image an ELF, the symbols in one of them.
     const auto set = jit::unpack_cubin_set(out.binary);
     std::string bytes;
@@ -186,13 +187,13 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
     const bool one_pass = hc == 4 && hidden % 1024 == 0;
     EXPECT_EQ(cuda::head_has_one_pass(hc, hidden), one_pass) << hidden;
     EXPECT_EQ(bytes.find(cuda::kCudaHeadOnePassSymbol) != std::string::npos, one_pass) << hidden;
-    EXPECT_EQ(jit::source_parts(src), one_pass ? 2 : 1) << src;
+    EXPECT_EQ(head.parts, one_pass ? 2 : 1) << src;
   }
   try {
     nvrtc->compile(
         "#include \"cuda/mhc_head.cuh\"\n"
         "extern \"C\" __global__ void k(hcwarm_mhc_head_params p) { hcwarm_head::mhc_head_cluster<4, 100>(p); }\n",
-        kernels::embedded_files(), work.path());
+        1, kernels::embedded_files(), work.path());
     FAIL() << "hidden 100 compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Compile);

@@ -124,8 +124,8 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
   {
-    const auto out = nvrtc->compile(cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, HCWARM_MHC_INPUT_EMBED),
-                                    kernels::embedded_files(), work.path());
+    const jit::KernelSource src = cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, HCWARM_MHC_INPUT_EMBED);
+    const auto out = nvrtc->compile(src.text, src.parts, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;

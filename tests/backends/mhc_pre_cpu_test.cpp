@@ -231,8 +231,8 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
   // Each kernel is a part of its own: a cubin set of one image per kernel
   // (or one cubin with all of them where the cores cannot take every part at
   // once, as a 3-part source on 2 cores). Returns the images holding `names`.
-  auto compile = [&](const std::string& source, std::vector<std::string> names) {
-    const auto out = nvrtc->compile(source, kernels::embedded_files(), work.path());
+  auto compile = [&](const jit::KernelSource& source, std::vector<std::string> names) {
+    const auto out = nvrtc->compile(source.text, source.parts, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;

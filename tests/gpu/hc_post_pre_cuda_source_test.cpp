@@ -37,8 +37,8 @@ TEST(HcPostPreCudaSource, CompilesUnderNvrtc) {
     bool norm;
   };
   for (const Spec s : {Spec{1, 7168, true}, Spec{16, 7168, false}, Spec{64, 4096, true}, Spec{3, 4096, false}}) {
-    const auto out = nvrtc->compile(cuda::mhc_pre_cuda_source(s.splits, 4, s.hidden, s.norm, false, true, kPost),
-        kernels::embedded_files(), work.path());
+    const jit::KernelSource src = cuda::mhc_pre_cuda_source(s.splits, 4, s.hidden, s.norm, false, true, kPost);
+    const auto out = nvrtc->compile(src.text, src.parts, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;
@@ -83,7 +83,7 @@ TEST(HcPostPreCudaSource, SpecsAndSources) {
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true));
   EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, HCWARM_MHC_INPUT_EMBED),
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, /*embed=*/true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).find("INPUT_POST"),
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).text.find("INPUT_POST"),
             std::string::npos);
 }
 

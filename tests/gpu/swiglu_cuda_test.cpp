@@ -6,7 +6,7 @@
 #include <random>
 
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/swiglu_cuda.hpp"
+#include "model/standin/swiglu_cuda.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
 #include "model/standin/swiglu_mlp.hpp"

@@ -79,7 +79,7 @@ KernelSpec parts_spec(int value, int parts) {
   KernelSpec s;
   s.family = "parts";
   s.params = {{"value", std::to_string(value)}, {"parts", std::to_string(parts)}};
-  s.source = "// hcwarm: parts=" + std::to_string(parts) + "\n";
+  s.parts = parts;
   for (int i = 0; i < parts; ++i) {
     s.source += "#if !defined(HCWARM_PART) || HCWARM_PART == " + std::to_string(i) + "\n" +
                 "extern \"C\" __global__ void kernel_" + std::to_string(i) + "(int* p) { *p = " +
@@ -102,14 +102,14 @@ TEST(JitBuildBudget, NvrtcPartsSplitOnlyIntoFreeSlots) {
   const KernelSpec s = parts_spec(1, 4);
   {
     hcwarm::test::TempDir work("hcwarm-parts");
-    EXPECT_EQ(images_of(nvrtc.compile(s.source, {}, work.path()).binary), 4u);  // three slots free: split
+    EXPECT_EQ(images_of(nvrtc.compile(s.source, s.parts, {}, work.path()).binary), 4u);  // three slots free: split
     EXPECT_EQ(budget->peak(), 3);
     EXPECT_EQ(budget->in_use(), 0);
   }
   {
     auto held = budget->try_acquire(2);  // two left: not one per extra part
     hcwarm::test::TempDir work("hcwarm-parts");
-    EXPECT_EQ(images_of(nvrtc.compile(s.source, {}, work.path()).binary), 1u);  // one program
+    EXPECT_EQ(images_of(nvrtc.compile(s.source, s.parts, {}, work.path()).binary), 1u);  // one program
     EXPECT_EQ(budget->in_use(), 2);
   }
 }

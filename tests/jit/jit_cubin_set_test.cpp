@@ -52,20 +52,24 @@ TEST(CubinSet, TruncatedOrPaddedSetsAreRejected) {
   EXPECT_THROW(unpack_cubin_set(longer), Error);
 }
 
-TEST(CubinSet, SourcePartsMarker) {
-  EXPECT_EQ(source_parts("extern \"C\" __global__ void k() {}\n"), 1);
-  EXPECT_EQ(source_parts("// hcwarm: parts=2\n#include \"x.cuh\"\n"), 2);
-  EXPECT_EQ(source_parts("// hcwarm: parts=8"), 8);
-  for (const char* bad : {"// hcwarm: parts=1\n", "// hcwarm: parts=9\n", "// hcwarm: parts=\n",
-                          "// hcwarm: parts=2x\n", "// hcwarm: parts=99999999999\n"}) {
+// The parts count comes from the spec, never from the text: outside 1..8 it is
+// refused before NVRTC runs, and the host compiler takes one part only.
+TEST(CubinSet, PartsCountOutOfRangeIsRefusedNamingIt) {
+  if (!test::nvrtc_available()) GTEST_SKIP() << "NVRTC not installed";
+  const NvrtcCompiler nvrtc("sm_90a");
+  hcwarm::test::TempDir work("hcwarm-cubin-set");
+  for (int bad : {0, -1, kMaxSourceParts + 1}) {
     try {
-      source_parts(bad);
-      ADD_FAILURE() << "accepted " << bad;
+      nvrtc.compile("extern \"C\" __global__ void k() {}\n", bad, {}, work.path());
+      ADD_FAILURE() << "accepted " << bad << " parts";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << bad;
-      EXPECT_NE(e.message().find("parts="), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("not " + std::to_string(bad)), std::string::npos) << e.message();
     }
   }
+  // A marker-like comment is plain text: one part, one cubin.
+  const auto out = nvrtc.compile("// hcwarm: parts=2\nextern \"C\" __global__ void k() {}\n", 1, {}, work.path());
+  EXPECT_FALSE(unpack_cubin_set(out.binary).has_value());
 }
 
 // A two-part source compiles (alone, with a core per part) to a set of two
@@ -77,12 +81,11 @@ TEST(CubinSet, NvrtcCompilesEachPartApart) {
   const NvrtcCompiler nvrtc("sm_90a");
   hcwarm::test::TempDir work("hcwarm-cubin-set");
   const std::string src =
-      "// hcwarm: parts=2\n"
       "#if !defined(HCWARM_PART) || HCWARM_PART == 0\n"
       "extern \"C\" __global__ void kernel_zero(int* p) { *p = 0; }\n#endif\n"
       "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n"
       "extern \"C\" __global__ void kernel_one(int* p) { *p = 1; }\n#endif\n";
-  const auto out = nvrtc.compile(src, {}, work.path());
+  const auto out = nvrtc.compile(src, 2, {}, work.path());
   const auto images = unpack_cubin_set(out.binary);
   ASSERT_TRUE(images.has_value());
   ASSERT_EQ(images->size(), 2u);
@@ -97,7 +100,7 @@ TEST(CubinSet, NvrtcCompilesEachPartApart) {
   hcwarm::test::TempDir work2("hcwarm-cubin-set");
   const std::string broken = src.substr(0, src.rfind("*p = 1;")) + "nope(); }\n#endif\n";
   try {
-    nvrtc.compile(broken, {}, work2.path());
+    nvrtc.compile(broken, 2, {}, work2.path());
     FAIL() << "a broken part compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Compile);

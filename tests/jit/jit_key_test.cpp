@@ -46,7 +46,7 @@ TEST_F(JitKey, IsSha256HexAndStable) {
   EXPECT_EQ(k, key(host_spec(1)));
 }
 
-TEST_F(JitKey, ChangesWithSourceFamilyAndParams) {
+TEST_F(JitKey, ChangesWithSourceFamilyParamsAndParts) {
   const auto base = key(host_spec(1));
   EXPECT_NE(base, key(host_spec(2)));               // source and params
   EXPECT_NE(base, key(host_spec(1, "answer2")));    // family
@@ -56,6 +56,9 @@ TEST_F(JitKey, ChangesWithSourceFamilyAndParams) {
   s = host_spec(1);
   s.params.emplace_back("extra", "1");
   EXPECT_NE(base, key(s));                          // params only
+  s = host_spec(1);
+  s.parts = 2;
+  EXPECT_NE(base, key(s));                          // parts only: the artifact's form differs
 }
 
 TEST_F(JitKey, ChangesWithAnIncludedHeaderOnly) {

@@ -55,7 +55,7 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
   const bool in_source = spec.source.find(cuda::kCudaOnePassSymbol) != std::string::npos;
   EXPECT_EQ(in_source, plan.one_pass()) << where;
-  EXPECT_EQ(spec.source.find("// hcwarm: parts=3") != std::string::npos, plan.one_pass()) << where;
+  EXPECT_EQ(spec.parts, plan.one_pass() ? 3 : 2) << where;
   if (plan.one_pass()) {
     EXPECT_EQ(plan.kernel_splits, 1) << where;
     EXPECT_EQ(plan.one_pass_threads, cuda::one_pass_threads(plan.dims.hidden)) << where;

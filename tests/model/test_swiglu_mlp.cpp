@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "backends/cpu/swiglu_cpu.hpp"
+#include "model/standin/swiglu_cpu.hpp"
 #include "common/test_util.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"

@@ -29,7 +29,7 @@ int64_t head_one_pass_min_tokens(int /*hidden*/) {
   return 512;
 }
 
-std::string mhc_head_cuda_source(int hc, int hidden) {
+jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
   const char* bad = head_shape_unsupported(hc, hidden);
   HCWARM_CHECK_ARG(bad == nullptr, "bad mhc_head specialization (hc {}, hidden {}): {}", hc, hidden, bad ? bad : "");
   // The narrow and the wide instantiation of the cluster kernel (1 and `wide`
@@ -44,11 +44,10 @@ std::string mhc_head_cuda_source(int hc, int hidden) {
         head_cluster(hidden), head_threads(hidden), HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden), symbol, hc, hidden,
         tokens_per_thread);
   };
-  std::string src = one_pass ? "// hcwarm: parts=2\n" : "";
-  src += fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n",
+  std::string src = fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n",
                      hc, hidden, head_threads(hidden), head_cluster(hidden), wide, one_pass ? 1 : 0);
   const std::string cluster = "#include \"cuda/mhc_head.cuh\"\n" + kernel(kCudaHeadSymbol, 1) + kernel(kCudaHeadWideSymbol, wide);
-  if (!one_pass) return src + cluster;
+  if (!one_pass) return {src + cluster, 1};
   src += "#if !defined(HCWARM_PART) || HCWARM_PART == 0\n" + cluster + "#endif\n";
   src += fmt::format(
       "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n"
@@ -58,7 +57,7 @@ std::string mhc_head_cuda_source(int hc, int hidden) {
       "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, false, false, true>(p, &tmap);\n}}\n"
       "#endif\n",
       HCWARM_MHC_ONE_PASS_THREADS(hidden), kCudaHeadOnePassSymbol, hc, hidden);
-  return src;
+  return {std::move(src), 2};
 }
 
 void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {

@@ -31,8 +31,9 @@ bool head_has_one_pass(int hc, int hidden);
 // where the H200's cluster kernel falls behind it (docs/BENCHMARKS.md, "The rest of the family").
 // The same at both DeepSeek V4 widths; the argument keeps the door open for others.
 int64_t head_one_pass_min_tokens(int hidden);
-// The translation unit of one (hc, hidden) specialization.
-std::string mhc_head_cuda_source(int hc, int hidden);
+// The translation unit of one (hc, hidden) specialization: the cluster kernels,
+// and the one-pass kernel as a second part where the shape has it.
+jit::KernelSource mhc_head_cuda_source(int hc, int hidden);
 
 class CudaHcHeadBackend final : public backends::HcHeadBackend {
  public:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_driver.hpp"
+#include "jit/kernel_spec.hpp"
 #include "kernels/common/mhc_params.hpp"
 
 namespace hcwarm::mhc {
@@ -34,14 +35,14 @@ std::string cuda_split_class_name(int split_class);
 // the plan's block shapes as launch bounds, each kernel a part of its own
 // (jit/cubin_set.hpp) so that NVRTC compiles them in parallel. It reads the
 // plan's choices and makes none.
-std::string mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan);
+jit::KernelSource mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan);
 // The same with the form given explicitly (tests, tools): num_splits' class,
 // one_pass (num_splits 1 only, else InvalidArgument), fast_finish: branch-free
 // reciprocals in the finish's scalar part. input (HCWARM_MHC_INPUT_*):
 // _RESIDUAL, the hc streams; _EMBED, the first layer's (T, D) embedding as hc
 // identical streams; _POST, the fused sublayer boundary. Neither of the last
 // two with one_pass (InvalidArgument).
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
+jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
                                 bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
 
 // A one-pass kernel ready to launch (prepare_one_pass): hc_pre's, or the head's

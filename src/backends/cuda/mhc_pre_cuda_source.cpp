@@ -50,7 +50,7 @@ struct SourceShape {
   unsigned one_pass_threads;  // the one-pass kernel's block (one_pass only)
 };
 
-std::string generate(const SourceShape& s) {
+jit::KernelSource generate(const SourceShape& s) {
   HCWARM_CHECK_ARG(s.input == HCWARM_MHC_INPUT_RESIDUAL || s.input == HCWARM_MHC_INPUT_EMBED ||
                        s.input == HCWARM_MHC_INPUT_POST,
                    "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST", s.input);
@@ -71,9 +71,8 @@ std::string generate(const SourceShape& s) {
   const std::string norm = s.fused_norm ? "true" : "false";
   const std::string fast = s.fast_finish ? "true" : "false";
   std::string src = fmt::format(
-      "// hcwarm: parts={}\n"
       "// mhc_pre CUDA: split class {} hc={} hidden={} norm={} fast_finish={} input={}\n",
-      parts, cuda_split_class_name(s.split_class), s.hc, s.hidden, norm, fast, input_word(s.input));
+      cuda_split_class_name(s.split_class), s.hc, s.hidden, norm, fast, input_word(s.input));
   // Each part includes only its own kernel's header: a part's NVRTC front end parses that much.
   src += part(0, fmt::format("#include \"cuda/mhc_pre_partial.cuh\"\n"
                              "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
@@ -93,19 +92,19 @@ std::string generate(const SourceShape& s) {
                                "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, {}, {}>(p, &tmap);\n}}\n",
                                s.one_pass_threads, kCudaOnePassSymbol, s.hc, s.hidden, norm, fast));
   }
-  return src;
+  return {std::move(src), parts};
 }
 
 }  // namespace
 
-std::string mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan) {
+jit::KernelSource mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan) {
   HCWARM_CHECK_ARG(plan.backend == mhc::Backend::Cuda, "mhc_pre: a {} plan has no CUDA source",
                    mhc::to_string(plan.backend));
   return generate({plan.split_class, plan.dims.hc_mult, static_cast<int>(plan.dims.hidden), plan.fused_norm,
                    plan.one_pass(), plan.fast_finish, plan.input_code, plan.partial_warps, plan.one_pass_threads});
 }
 
-std::string mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
+jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
                                 int input) {
   HCWARM_CHECK_ARG(num_splits >= 1 && hc >= 1 && hidden >= 1, "bad mhc_pre specialization ({}, {}, {})", num_splits,
                    hc, hidden);
