@@ -137,6 +137,10 @@ std::string line_chart_panel(const LineChart& chart, double x, double y) {
     };
     for (const auto& p : s.points) take(p);
     for (const auto& m : s.marks) take(m.at);
+    if (s.span_lo < s.span_hi) {
+      xr.lo = std::min(xr.lo, s.span_lo);
+      xr.hi = std::max(xr.hi, s.span_hi);
+    }
   }
   if (xr.lo > xr.hi) xr = {0, 1};
   if (xr.hi - xr.lo <= 0) xr = {xr.lo - 0.5, xr.hi + 0.5};
@@ -171,6 +175,17 @@ std::string line_chart_panel(const LineChart& chart, double x, double y) {
   out += text(kLeft + pw / 2, chart.height - 12, chart.x_label, "text-anchor=\"middle\" font-size=\"12\"");
   out += fmt::format("<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",
                      num(kTop + ph / 2), escape_xml(chart.y_label + (chart.log_y ? " (log scale)" : "")));
+
+  // Spans: one band per series, stacked up from the bottom of the plot.
+  constexpr double kBand = 6;
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const auto& s = chart.series[i];
+    if (!(s.span_lo < s.span_hi)) continue;
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.45\"><title>{}</title></rect>\n",
+        num(ax(s.span_lo)), num(kTop + ph - kBand * (i + 1)), num(std::max(ax(s.span_hi) - ax(s.span_lo), 1.0)),
+        num(kBand - 1), series_color(i), escape_xml(s.span_tooltip));
+  }
 
   // Series lines, the first on top (reports put the configuration with stalls
   // first), then the marks above every line so nothing hides a stall.

@@ -22,6 +22,10 @@ struct LineSeries {
   std::string name;
   std::vector<Point> points;  // in x order
   std::vector<Mark> marks;    // drawn on top, never decimated
+  // An interval of x drawn as a band in the series' colour along the bottom of
+  // the plot (a replay's start-up: before its first point); empty when lo >= hi.
+  double span_lo = 0.0, span_hi = 0.0;
+  std::string span_tooltip;
 };
 
 struct LineChart {

@@ -340,3 +340,29 @@ TEST(LatencyReportTest, WarmupAxisLabelsKeepTheirFractions) {
 
 }  // namespace
 }  // namespace hcwarm::sim
+
+namespace hcwarm::sim {
+namespace {
+
+// The time axis starts at each run's start-up: a band from 0 to its start-up
+// seconds (construction and warmup), and its forwards after it; a run with a
+// long warmup starts serving later on the chart, where a reader sees the cost.
+TEST(LatencyReportTest, TimeAxisStartsAtStartUpWithABandPerRun) {
+  RunReport cold, warm;
+  cold.name = "cold";
+  add(cold.records, 3, 8, 1000, 1.0);
+  warm.name = "warm";
+  warm.warmup_seconds = 20.0;
+  warm.extra["startup_seconds"] = 22.5;
+  add(warm.records, 3, 8, 1000, 1.0);
+  const std::string svg = render_report_svg({cold, warm}, "axis");
+  EXPECT_NE(svg.find("warm: start-up 22.5 s (warmup 20 s)"), std::string::npos) << svg.substr(0, 2000);
+  EXPECT_EQ(svg.find("cold: start-up"), std::string::npos);  // no band, no tooltip
+  EXPECT_EQ(count(svg, "fill-opacity=\"0.45\""), 1u);  // the cold run's empty start-up draws no band
+  // Ticks reach past 22.5 s: the warm run's forwards were shifted by its start-up.
+  EXPECT_NE(svg.find(">20</text>"), std::string::npos);
+  EXPECT_NE(svg.find("seconds from start-up"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcwarm::sim
