@@ -13,6 +13,7 @@
 #include "cli/env_listing.hpp"
 #include "cli/info_probe.hpp"
 #include "cli/json_output.hpp"
+#include "jit/cuda_targets.hpp"
 
 namespace hcwarm::cli {
 namespace {
@@ -58,7 +59,8 @@ nlohmann::json to_json(const Facts& f) {
                 {"memory_gb", f.gpu.memory_gb},
                 {"device_count", f.gpu.device_count},
                 {"driver_version", f.gpu.driver_version},
-                {"driver_library", f.gpu.driver_library}};
+                {"driver_library", f.gpu.driver_library},
+                {"support", jit::describe_gpu_support(f.gpu.cc_major, f.gpu.cc_minor)}};
   } else {
     j["gpu"] = nullptr;
   }
@@ -96,6 +98,7 @@ void print_text(std::ostream& os, const Facts& f) {
     os << fmt::format("GPU: {}: {} SMs, compute capability {}.{} ({}), {:.1f} GB; {} device{}\n", g.name, g.num_sms,
                       g.cc_major, g.cc_minor, g.arch, g.memory_gb, g.device_count, g.device_count == 1 ? "" : "s");
     os << fmt::format("CUDA driver: {} ({})\n", g.driver_version, g.driver_library);
+    os << fmt::format("GPU support: {}\n", jit::describe_gpu_support(g.cc_major, g.cc_minor));
   }
   if (f.nvrtc.error.empty()) {
     os << fmt::format("NVRTC: {} at {} (identity in keys: {})\n", f.nvrtc.version, f.nvrtc.location,

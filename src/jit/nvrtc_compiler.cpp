@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "jit/cuda_targets.hpp"
 #include "core/json_util.hpp"
 #include "core/thread_pool.hpp"
 #include "jit/compiler.hpp"
@@ -175,6 +176,7 @@ NvrtcCompiler::NvrtcCompiler(std::string arch, const NvrtcSearch& search, std::v
   HCWARM_CHECK_ARG(arch_.rfind("sm_", 0) == 0 && arch_.size() > 3,
                    "CUDA architecture {} must be a real one such as sm_90a (a cubin is built)",
                    quoted_excerpt(arch_));
+  require_supported_cuda_arch(arch_, "NVRTC target");
   api_ = load_api(search, skipped_);
   // nvrtcVersion gives only major.minor; the library's size separates patch
   // releases without naming where it is installed.

@@ -28,7 +28,7 @@ int input_code(HcPreInput input) {
 bool runs_one_pass(const HcPreLaunchRequest& r) {
   if (r.backend != Backend::Cuda || !r.cuda.one_pass || r.input != HcPreInput::Residual) return false;
   const int hidden = static_cast<int>(r.dims.hidden);
-  if (!cuda::one_pass_supported(r.dims.hc_mult, hidden, arch_major(r.cuda.arch))) return false;
+  if (!cuda::one_pass_supported(r.dims.hc_mult, hidden, arch_major(r.cuda.arch), r.cuda.num_sms)) return false;
   return r.splits_are == HcPreSplitsAre::Kernel ? r.num_splits == 1 : r.num_splits <= cuda::one_pass_max_splits(hidden);
 }
 
@@ -56,6 +56,7 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
   if (r.backend == Backend::Cuda) {
     p.arch = r.cuda.arch;
     p.fast_finish = r.cuda.fast_finish;
+    p.num_sms = r.cuda.num_sms;
     // CUDA kernels read the split count at run time: one specialization serves a class.
     p.split_class = cuda::cuda_split_class(p.kernel_splits);
     p.split_parts = cuda::cuda_num_parts(p.kernel_splits);

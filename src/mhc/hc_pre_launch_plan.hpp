@@ -18,6 +18,7 @@ struct CudaKernelOptions {
   std::string arch = "sm_90a";      // the device's, e.g. sm_90a on Hopper
   bool one_pass = true;             // allow the one-pass kernel where the plan's rule admits it
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
+  int num_sms = 0;                  // the device's (or the plan's) SMs: the one-pass kernel needs 128; 0: no limit
 };
 
 enum class HcPreKernelForm {
@@ -55,6 +56,7 @@ struct HcPreLaunchPlan {
   int64_t num_tokens = 0;
   std::string arch;          // Cuda: the target the kernels are compiled for
   bool fast_finish = false;  // Cuda: branch-free reciprocals in the finish
+  int num_sms = 0;           // Cuda: the SMs it was planned for (CudaKernelOptions::num_sms)
   // The decision.
   int bucket_splits = 1;  // the request's num_splits
   HcPreKernelForm form = HcPreKernelForm::SplitKPair;

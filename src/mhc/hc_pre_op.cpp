@@ -10,6 +10,7 @@
 #include "backends/cuda/hc_pre_cuda_backend.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "jit/cuda_targets.hpp"
 #include "jit/jit_runtime.hpp"
 #include "kernels/common/mhc_params.hpp"
 #include "mhc/hc_pre_arguments.hpp"
@@ -60,6 +61,7 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
   if (backend == Backend::Cuda) {
     HCWARM_CHECK_ARG(dynamic_cast<cuda::CudaDevice*>(&device) != nullptr,
                      "the cuda backend needs a CUDA device, got {}", device.name());
+    jit::require_supported_cuda_arch(static_cast<cuda::CudaDevice&>(device).arch(), "GPU " + device.name());
     HCWARM_CHECK_ARG(dims.hc_mult == 4, "the cuda kernels are built for hc_mult 4, got {}", dims.hc_mult);
     HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= HCWARM_MHC_CUDA_MAX_HIDDEN,
                      "the cuda kernels need hidden % 8 == 0 and hidden <= {}, got {}", HCWARM_MHC_CUDA_MAX_HIDDEN,

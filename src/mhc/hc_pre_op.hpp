@@ -152,7 +152,7 @@ class HcPreOp {
   void set_cpu_pool(std::shared_ptr<ThreadPool> pool);
 
   std::string cuda_arch() const;
-  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_}; }
+  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_, num_sms_}; }
 
  private:
   using KernelsId = std::tuple<int, bool, int>;

@@ -192,12 +192,12 @@ TEST(NvrtcSearch, TakesTheFirstNewEnoughAndSaysWhyEachBeforeWasSkipped) {
 // Every kernel family the runner and `cache build` plan for CUDA, each planned
 // spec of it (DeepSeek V4 Flash on an H200: every split class, the one-pass
 // form, the embedding and boundary inputs), for sm_90a.
-std::map<std::string, std::vector<KernelSpec>> cuda_families() {
+std::map<std::string, std::vector<KernelSpec>> cuda_families(const std::string& arch) {
   runtime::KernelPlanInput in;
   in.model = model::resolve_model("dsv4-flash");
   in.env = EnvConfig::from_map({});
   in.backend = mhc::Backend::Cuda;
-  in.cuda.arch = "sm_90a";
+  in.cuda.arch = arch;
   in.cuda.one_pass = true;
   std::map<std::string, std::vector<KernelSpec>> out;
   const auto names = runtime::make_kernel_registry(in).families();
@@ -213,10 +213,10 @@ std::map<std::string, std::vector<KernelSpec>> cuda_families() {
 
 // Compiles every family with the NVRTC at `library`; a family that fails is
 // reported with its first error line, so that one run names all of them.
-void expect_every_family_compiles(const std::string& library, int major) {
-  const NvrtcCompiler nvrtc("sm_90a", NvrtcSearch::standard(library, "", {}));
+void expect_every_family_compiles(const std::string& library, int major, const std::string& arch = "sm_90a") {
+  const NvrtcCompiler nvrtc(arch, NvrtcSearch::standard(library, "", {}));
   ASSERT_EQ(nvrtc.major_version(), major) << library;
-  const auto families = cuda_families();
+  const auto families = cuda_families(arch);
   ASSERT_EQ(families.size(), 6u) << "a family was added or removed: this list is every CUDA family";
   TempDir work;
   int compiled = 0;
@@ -255,6 +255,21 @@ TEST(NvrtcMajors, EveryCudaFamilyCompilesUnderNvrtc129FromTheWheel) {
                     "installs nvidia-cuda-nvrtc-cu12==12.9.*)";
   }
   expect_every_family_compiles(lib, 12);
+}
+
+// Blackwell: what the matrix (jit/cuda_targets.hpp) says compiles does, for the
+// plan of that target (sm_120: no one-pass kernel). Not run on such a GPU.
+TEST(NvrtcMajors, EveryCudaFamilyCompilesForDatacenterAndWorkstationBlackwellUnderNvrtc13) {
+  std::error_code ec;
+  if (!fs::exists(kToolkitNvrtc, ec)) GTEST_SKIP() << "no CUDA 13 toolkit NVRTC at " << kToolkitNvrtc;
+  expect_every_family_compiles(kToolkitNvrtc, 13, "sm_100a");
+  expect_every_family_compiles(kToolkitNvrtc, 13, "sm_120");
+}
+
+TEST(NvrtcMajors, EveryCudaFamilyCompilesForBlackwellUnderNvrtc129) {
+  const std::string lib = wheel_nvrtc12();
+  if (lib.empty()) GTEST_SKIP() << "NVRTC 12.x wheel not installed (scripts/setup.sh installs it)";
+  expect_every_family_compiles(lib, 12, "sm_100a");
 }
 
 }  // namespace

@@ -39,12 +39,14 @@ HcPreLaunchPlan plan_for_tokens(Backend backend, MhcDims dims, int num_sms, int6
 // The rule as docs/BENCHMARKS.md ("The one-pass kernel for the larger buckets")
 // and mhc_pre_cuda.hpp state it, spelled out with its constants.
 bool documented_one_pass(Backend backend, MhcDims dims, int bucket_splits, const std::string& arch, bool option,
-                         HcPreInput input) {
-  const bool sm90_or_newer = arch != "sm_80" && arch != "sm_86" && arch != "sm_89";
+                         HcPreInput input, int num_sms = 0) {
+  // Hopper and datacenter Blackwell (the block's shared memory), with 128 SMs for its co-resident blocks.
+  const bool sm90_or_newer = arch.starts_with("sm_90") || arch.starts_with("sm_100") || arch.starts_with("sm_103");
+  const bool enough_sms = num_sms == 0 || num_sms >= 128;
   const bool shape = dims.hc_mult == 4 && dims.hidden % 1024 == 0 && dims.hidden >= 1024 && dims.hidden <= 7168;
   const int max_splits = dims.hidden >= 7168 ? 21 : 14;
-  return backend == Backend::Cuda && option && input == HcPreInput::Residual && sm90_or_newer && shape &&
-         bucket_splits <= max_splits;
+  return backend == Backend::Cuda && option && input == HcPreInput::Residual && sm90_or_newer && enough_sms &&
+         shape && bucket_splits <= max_splits;
 }
 
 // What the CUDA backend would compile for the plan carries exactly its choice:
@@ -76,6 +78,7 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   CudaKernelOptions cuda;
   cuda.arch = plan.arch;
   cuda.fast_finish = plan.fast_finish;
+  cuda.num_sms = plan.num_sms;
   const jit::KernelSpec same =
       hc_pre_kernel_spec(Backend::Cuda, plan.dims, plan.kernel_splits, plan.fused_norm, cuda, plan.input);
   EXPECT_EQ(same.params, spec.params) << where;
@@ -96,7 +99,8 @@ struct Row {
 
 TEST(HcPreLaunchPlan, OnePassChoiceFollowsTheDocumentedRule) {
   // hidden 7168 on 132 SMs: one-pass up to 21 splits (from 385 tokens); 4096: up
-  // to 14 (from 513); sm_90 or newer; hidden a multiple of 1024 up to 7168; hc 4.
+  // to 14 (from 513); sm_90 or sm_100 targets with 128 SMs or more; hidden a multiple of
+  // 1024 up to 7168; hc 4.
   const Row rows[] = {
       {448, 7168, 4, true, 132, "sm_90a", 18, true, 1},
       {448, 7168, 4, false, 132, "sm_90a", 18, true, 1},
@@ -110,12 +114,14 @@ TEST(HcPreLaunchPlan, OnePassChoiceFollowsTheDocumentedRule) {
       {576, 4096, 4, false, 148, "sm_100a", 16, false, 16},
       {4096, 7168, 4, true, 132, "sm_80", 2, false, 2},     // not an sm_90 target
       {16384, 7168, 4, true, 132, "sm_80", 1, false, 1},    // one split, still the pair
-      {4096, 4096, 4, true, 132, "sm_120", 2, true, 1},     // newer than sm_90
+      {4096, 4096, 4, true, 188, "sm_120", 2, false, 2},    // 99 KB of shared memory per block
+      {4096, 4096, 4, true, 148, "sm_103a", 2, true, 1},    // datacenter Blackwell
       {4096, 4608, 4, true, 132, "sm_90a", 2, false, 2},    // hidden not a multiple of 1024
       {16384, 8192, 4, true, 132, "sm_90a", 1, false, 1},   // more than 7 y warps
       {4096, 1024, 4, true, 132, "sm_90a", 2, true, 1},     // one y warp
       {4096, 4096, 2, true, 132, "sm_90a", 2, false, 2},    // hc 2
-      {2048, 4096, 4, false, 78, "sm_90a", 2, true, 1},
+      {2048, 4096, 4, false, 78, "sm_90a", 2, false, 2},    // H20: fewer SMs than co-resident blocks
+      {16384, 7168, 4, true, 114, "sm_90a", 1, false, 1},   // H100 PCIe
   };
   for (const Row& r : rows) {
     const std::string where = fmt::format("T={} hidden={} hc={} norm={} sms={} arch={}", r.tokens, r.hidden, r.hc,
@@ -123,13 +129,14 @@ TEST(HcPreLaunchPlan, OnePassChoiceFollowsTheDocumentedRule) {
     const MhcDims dims{r.hc, r.hidden};
     CudaKernelOptions cuda;
     cuda.arch = r.arch;
+    cuda.num_sms = r.sms;
     const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, cuda);
     EXPECT_EQ(plan.bucket_splits, r.bucket_splits) << where;
     EXPECT_EQ(plan.one_pass(), r.one_pass) << where;
     EXPECT_EQ(plan.form, r.one_pass ? HcPreKernelForm::OnePass : HcPreKernelForm::SplitKPair) << where;
     EXPECT_EQ(plan.kernel_splits, r.kernel_splits) << where;
     EXPECT_EQ(plan.one_pass(),
-              documented_one_pass(Backend::Cuda, dims, r.bucket_splits, r.arch, true, HcPreInput::Residual))
+              documented_one_pass(Backend::Cuda, dims, r.bucket_splits, r.arch, true, HcPreInput::Residual, r.sms))
         << where;
     EXPECT_EQ(hc_pre_kernel_splits(Backend::Cuda, dims, r.bucket_splits, cuda), r.kernel_splits) << where;
     expect_spec_carries_plan(plan, where);

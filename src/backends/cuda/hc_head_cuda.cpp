@@ -64,7 +64,7 @@ void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
   narrow_ = static_cast<CUfunction>(module->function(kCudaHeadSymbol));
   wide_ = static_cast<CUfunction>(module->function(kCudaHeadWideSymbol));
   one_pass_ = {};
-  if (one_pass_supported(hc_, hidden_, device_.cc_major())) {
+  if (one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms())) {
     const CudaDriver& d = device_.driver();
     HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaHeadOnePassSymbol)), hidden_,
                                         device_.num_sms(), one_pass_));
@@ -82,7 +82,7 @@ bool CudaHcHeadBackend::capturing(const LaunchContext& launch) const {
 
 bool CudaHcHeadBackend::one_pass_wanted(int64_t num_tokens) const {
   if (num_tokens < one_pass_min_tokens_) return false;
-  return module_ ? one_pass_.f != nullptr : one_pass_supported(hc_, hidden_, device_.cc_major());
+  return module_ ? one_pass_.f != nullptr : one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms());
 }
 
 size_t CudaHcHeadBackend::workspace_bytes(int64_t num_tokens) const {

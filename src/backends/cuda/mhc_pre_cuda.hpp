@@ -83,8 +83,11 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& 
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
-// of 1024 up to 7168) on a target: sm_90 or newer.
-bool one_pass_supported(int hc_mult, int hidden, int cc_major);
+// of 1024 up to 7168) on a target: Hopper or datacenter Blackwell (cc 9 or 10:
+// its block takes up to 117 KB of shared memory, more than cc 12's 99 KB), with
+// at least kOnePassBlocks SMs for its co-resident blocks (num_sms 0: not known,
+// no limit; jit/cuda_targets.hpp's matrix says the same).
+bool one_pass_supported(int hc_mult, int hidden, int cc_major, int num_sms = 0);
 // The split buckets the one-pass kernel serves where it is supported: those of
 // at most this many splits (the larger token counts), where its single read of
 // the residual beats the split-K pair's two (docs/BENCHMARKS.md, "The one-pass kernel for the larger buckets").

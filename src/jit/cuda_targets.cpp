@@ -1,0 +1,83 @@
+#include "jit/cuda_targets.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace hcwarm::jit {
+namespace {
+
+// sm_90 and newer: thread-block clusters (the head), TMA and mbarriers (the
+// one-pass kernel) and programmatic dependent launch (griddepcontrol) are in
+// every kernel family. Compiling for a target below refuses in NVRTC itself.
+constexpr int kOldestMajor = 9;
+
+constexpr GpuArchRow kMatrix[] = {
+    {12, "sm_120, sm_121", "RTX PRO 6000 Blackwell, GeForce RTX 50, DGX Spark (GB10)", GpuSupport::CompilesOnly,
+     "99 KB of shared memory per block: hc_pre runs the split-K pair at every token count (no one-pass kernel)"},
+    {11, "sm_110", "Jetson Thor", GpuSupport::CompilesOnly, "fewer than 128 SMs: no one-pass kernel"},
+    {10, "sm_100a, sm_103a", "B200, GB200, B300, GB300", GpuSupport::CompilesOnly,
+     "the one-pass kernel where there are at least 128 SMs, as on Hopper"},
+    {9, "sm_90a", "H100, H200, H800, H20, GH200", GpuSupport::Ran,
+     "GPU suite and benchmarks on an H200 (132 SMs); below 128 SMs (H100 PCIe, H20) no one-pass kernel"},
+};
+
+}  // namespace
+
+const char* to_string(GpuSupport s) {
+  switch (s) {
+    case GpuSupport::Ran: return "ran";
+    case GpuSupport::CompilesOnly: return "compiles, not run";
+    case GpuSupport::Refused: return "refused";
+  }
+  return "?";
+}
+
+std::span<const GpuArchRow> gpu_matrix() { return kMatrix; }
+
+std::optional<std::pair<int, int>> parse_cuda_arch(std::string_view arch) {
+  if (!arch.starts_with("sm_")) return std::nullopt;
+  std::string_view digits = arch.substr(3);
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
+  if (digits.size() < 2 || digits.size() > 3) return std::nullopt;
+  int v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return std::pair{v / 10, v % 10};
+}
+
+GpuSupport gpu_support(int cc_major) {
+  for (const auto& row : kMatrix) {
+    if (row.cc_major == cc_major) return row.support;
+  }
+  return cc_major < kOldestMajor ? GpuSupport::Refused : GpuSupport::CompilesOnly;
+}
+
+std::string describe_gpu_support(int cc_major, int cc_minor) {
+  for (const auto& row : kMatrix) {
+    if (row.cc_major == cc_major) {
+      return fmt::format("sm_{}{}: {} ({}: {})", cc_major, cc_minor, to_string(row.support), row.gpus, row.note);
+    }
+  }
+  if (cc_major < kOldestMajor) {
+    return fmt::format("sm_{}{}: refused (the kernels need sm_{}0 or newer: thread-block clusters, TMA, "
+                       "programmatic dependent launch)",
+                       cc_major, cc_minor, kOldestMajor);
+  }
+  return fmt::format("sm_{}{}: compiles, not run (newer than every architecture hcwarm names)", cc_major, cc_minor);
+}
+
+void require_supported_cuda_arch(std::string_view arch, std::string_view what) {
+  const auto cc = parse_cuda_arch(arch);
+  HCWARM_CHECK_ARG(cc.has_value(), "{} {}: not a CUDA architecture such as sm_90a", what, arch);
+  if (gpu_support(cc->first) == GpuSupport::Refused) {
+    HCWARM_THROW(ErrorKind::Unavailable,
+                 "{} {} is not supported: hcwarm's CUDA kernels need sm_{}0 or newer (thread-block clusters, TMA, "
+                 "programmatic dependent launch); use the cpu backend there, or a Hopper or Blackwell GPU",
+                 what, arch, kOldestMajor);
+  }
+}
+
+}  // namespace hcwarm::jit
