@@ -102,28 +102,8 @@ def time_eager(call, sets, n, repeats):
 
 
 def time_graph(call, sets, n, repeats, dev):
-    """One graph of n calls; median over repeats of (one replay, timed by events) / n, in microseconds."""
-    side = torch.cuda.Stream(dev)  # torch wants a side-stream warm-up before capture
-    side.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(side):
-        call(sets[0])
-    torch.cuda.current_stream(dev).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(n):
-            call(sets[i % len(sets)])
-    graph.replay()  # untimed: first replay uploads the graph
-    torch.cuda.synchronize()
-    start, end = events()
-    per_call = []
-    for _ in range(repeats):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e3 / n)
-    graph.reset()
-    return statistics.median(per_call)
+    """One graph of n calls over the rotating sets; median over repeats of (one replay, timed by events) / n, in microseconds."""
+    return op_calls.graph_us([lambda s=sets[i % len(sets)]: call(s) for i in range(n)], dev, repeats)
 
 
 def host_cost(call, sets, n, rounds=5):

@@ -120,17 +120,20 @@ def eager_device_us(call, n, repeats=5):
     return statistics.median(per_call)
 
 
-def graph_device_us(call, n, dev, repeats=5):
-    side = torch.cuda.Stream(dev)
+def graph_us(calls, dev, repeats=5):
+    """One CUDA graph of `calls` (callables, captured in order after a side-stream
+    warm-up of the first); median over `repeats` of one replay timed by events,
+    over the number of calls: device microseconds per call under graph replay."""
+    side = torch.cuda.Stream(dev)  # torch wants a side-stream warm-up before capture
     side.wait_stream(torch.cuda.current_stream(dev))
     with torch.cuda.stream(side):
-        call()
+        calls[0]()
     torch.cuda.current_stream(dev).wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(n):
+        for call in calls:
             call()
-    graph.replay()
+    graph.replay()  # untimed: the first replay uploads the graph
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     per_call = []
@@ -139,9 +142,13 @@ def graph_device_us(call, n, dev, repeats=5):
         graph.replay()
         end.record()
         end.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e3 / n)
+        per_call.append(start.elapsed_time(end) * 1e3 / len(calls))
     graph.reset()
     return statistics.median(per_call)
+
+
+def graph_device_us(call, n, dev, repeats=5):
+    return graph_us([call] * n, dev, repeats)
 
 
 def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
