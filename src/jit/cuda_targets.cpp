@@ -15,7 +15,7 @@ constexpr int kOldestMajor = 9;
 constexpr GpuArchRow kMatrix[] = {
     {12, "sm_120, sm_121", "RTX PRO 6000 Blackwell, GeForce RTX 50, DGX Spark (GB10)", GpuSupport::CompilesOnly,
      "99 KB of shared memory per block: hc_pre runs the split-K pair at every token count (no one-pass kernel)"},
-    {11, "sm_110", "Jetson Thor", GpuSupport::CompilesOnly, "fewer than 128 SMs: no one-pass kernel"},
+    {11, "sm_110", "Jetson Thor", GpuSupport::CompilesOnly, "no one-pass kernel: the plan admits it on cc 9 and 10 only"},
     {10, "sm_100a, sm_103a", "B200, GB200, B300, GB300", GpuSupport::CompilesOnly,
      "the one-pass kernel where there are at least 128 SMs, as on Hopper"},
     {9, "sm_90a", "H100, H200, H800, H20, GH200", GpuSupport::Ran,
