@@ -4,18 +4,12 @@
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
+#include "jit/cuda_targets.hpp"
 #include "kernels/common/mhc_params.hpp"
 
 namespace hcwarm::mhc {
 
 namespace {
-
-// "sm_90a" -> 9, "sm_100a" -> 10, "sm_80" -> 8; 0 when unreadable.
-int arch_major(std::string_view arch) {
-  int v = 0;
-  for (size_t i = arch.rfind('_') + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
-  return v / 10;
-}
 
 // The kernels' name of an input kind (kernels/common/mhc_params.hpp).
 int input_code(HcPreInput input) {
@@ -28,7 +22,8 @@ int input_code(HcPreInput input) {
 bool runs_one_pass(const HcPreLaunchRequest& r) {
   if (r.backend != Backend::Cuda || !r.cuda.one_pass || r.input != HcPreInput::Residual) return false;
   const int hidden = static_cast<int>(r.dims.hidden);
-  if (!cuda::one_pass_supported(r.dims.hc_mult, hidden, arch_major(r.cuda.arch), r.cuda.num_sms)) return false;
+  const auto cc = jit::parse_cuda_arch(r.cuda.arch);  // an unreadable target: no one-pass kernel
+  if (!cc || !cuda::one_pass_supported(r.dims.hc_mult, hidden, cc->first, r.cuda.num_sms)) return false;
   return r.splits_are == HcPreSplitsAre::Kernel ? r.num_splits == 1 : r.num_splits <= cuda::one_pass_max_splits(hidden);
 }
 
