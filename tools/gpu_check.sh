@@ -10,7 +10,8 @@
 # Other steps: calls (bench_ops.py --part calls: each op's first, host, eager and graph cost), check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
 # head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
-# COLD_REPEAT=5), multigpu (scripts/multi_gpu_check.py, RANKS=2).
+# COLD_REPEAT=5), hosts (bench cold-start --hosts 2 and bench/python/group_prewarm.py: kernels exchanged
+# between 2 simulated hosts of 2 ranks), multigpu (scripts/multi_gpu_check.py, RANKS=2).
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -89,6 +90,17 @@ case " $STEPS " in *" coldstart "*)
     --processes "${COLD_PROCESSES:-8}" --repeat "${COLD_REPEAT:-5}" --cache-dir /tmp/hcwarm-cold \
     --out "$OUT/cold_start.json" >"$OUT/cold_start.txt" 2>&1
   echo "bench cold-start rc=$?"; tail -12 "$OUT/cold_start.txt" ;;
+esac
+case " $STEPS " in *" hosts "*)
+  log "bench cold-start --hosts and group_prewarm.py (2 simulated hosts of 2 ranks on the one GPU)"
+  rm -rf /tmp/hcwarm-hosts
+  timeout 300 build/src/hcwarm bench cold-start --hosts 2 --processes 2 --backend cuda --model dsv4-pro \
+    --chunked-prefill-size 16384 --repeat 3 --cache-dir /tmp/hcwarm-hosts \
+    --out "$OUT/cold_start_hosts.json" >"$OUT/cold_start_hosts.txt" 2>&1
+  echo "bench cold-start --hosts rc=$?"; tail -8 "$OUT/cold_start_hosts.txt"
+  PYTHONPATH=$PKG timeout 300 "$PY" bench/python/group_prewarm.py --device cuda --model dsv4-pro \
+    --chunked-prefill-size 16384 --json "$OUT/group_prewarm.json" >"$OUT/group_prewarm.txt" 2>&1
+  echo "group_prewarm rc=$?"; tail -20 "$OUT/group_prewarm.txt" ;;
 esac
 case " $STEPS " in *" multigpu "*)
   log "multi_gpu_check"

@@ -96,7 +96,13 @@ class PrewarmReport:
     rank: int = 0            # in the group (0 without one)
     world_size: int = 1
     shard_keys: List[str] = field(default_factory=list)  # with a group: the keys this rank was to compile
-    barrier_seconds: float = 0.0  # with a group: time spent in the barrier, waiting for the other ranks
+    # With a group: the kernel exchange (docs/PYTHON.md, "group"): other ranks' entries published into
+    # this rank's cache, those refused ("<key> from rank <r>: <why>", compiled here instead), its seconds,
+    # and the whole exchange report.
+    received: int = 0
+    refused: List[str] = field(default_factory=list)
+    exchange_seconds: float = 0.0
+    exchange: dict = field(default_factory=dict)
     first_calls: List[str] = field(default_factory=list)  # entry points prewarm called once (hcwarm.first_calls_pending)
     peak_bytes: int = 0  # peak memory above the context's own during the prewarm: host RSS on CPU, device memory on CUDA
 
@@ -134,11 +140,14 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
     this would build, without building it.
 
     group: a torch.distributed process group whose ranks prewarm together (torch is imported only
-    then). Rank r of N first compiles planned keys r, r+N, r+2N, ... into the cache directory, then
-    waits in torch.distributed.barrier(group), then prewarms as above: for ranks that share the cache
-    directory (one host, or a shared file system) every key then is a disk hit, so each key is
-    compiled once in the group and no rank sits in a later collective while another compiles.
-    Ranks that do not share one compile what they miss after the barrier, which is still correct.
+    then), so that each planned key is compiled once in the group whatever the host layout: rank r of
+    N compiles keys r, r+N, ... into its cache, the ranks all-gather what they built (CPU tensors:
+    on the group when it is gloo, else on a gloo group over its ranks), and each rank verifies every
+    entry from a rank on another cache directory as `hcwarm cache import` does and publishes it into
+    its own cache; then it prewarms as above, every key a disk hit. An entry that does not verify is
+    refused naming the key and the sending rank and compiled here. Each collective waits at most
+    HCWARM_GROUP_TIMEOUT_S (else the group's timeout): WaitTimeoutError when a rank stopped;
+    CompileError naming the key and the rank when a rank failed to build one.
     Every rank must call it with the same configuration."""
     args = _request_args(config, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm)
     if cache_dir is not None:
@@ -150,18 +159,11 @@ def prewarm(config: Any, *, chunked_prefill_size: Optional[int] = None, dp_size:
     if group is not None:
         from ._group import group_ops
 
-        rank, world, barrier = group_ops(group)
-        error: Optional[Exception] = None
-        shard: List[str] = []
-        try:
-            shard = ctx.prewarm_shard(*args, rank, world)
-        except Exception as e:  # the other ranks wait in the barrier: reach it, then raise
-            error = e
-        t0 = time.monotonic()
-        barrier()
-        if error is not None:
-            raise error
-        group_fields = dict(rank=rank, world_size=world, shard_keys=shard, barrier_seconds=time.monotonic() - t0)
+        rank, world, gather = group_ops(group)
+        ex = ctx.prewarm_exchange(*args, rank, world, gather)
+        group_fields = dict(rank=rank, world_size=world, shard_keys=ex["shard_keys"], received=ex["received"],
+                            refused=ex["refused"], exchange_seconds=ex["shard_seconds"] + ex["exchange_seconds"],
+                            exchange=ex)
     d = ctx.prewarm(*args)
     # The first call of every public op, here rather than in the first request (_first_call).
     first_calls = _first_call.after_prewarm(ctx, kind, index, model_config(config), fused_norm)

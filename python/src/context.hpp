@@ -288,15 +288,46 @@ class Context {
     return d;
   }
 
-  // A group rank's share of prewarm()'s keys (runtime::OpContext::prewarm_shard).
-  std::vector<std::string> prewarm_shard(const std::string& model, std::optional<std::string> config_json,
-                                         std::optional<int64_t> chunked_prefill_size, int dp_size,
-                                         bool enable_dp_attention, bool fused_norm, bool unfused_norm, int rank,
-                                         int world) {
+  // The group's kernel exchange before prewarm (runtime::OpContext::prewarm_exchange).
+  // gather(bytes) -> list of bytes, one per rank: the Python transport (hcwarm._group),
+  // called with the GIL held; the builds and the publishing run without it.
+  nb::dict prewarm_exchange(const std::string& model, std::optional<std::string> config_json,
+                            std::optional<int64_t> chunked_prefill_size, int dp_size, bool enable_dp_attention,
+                            bool fused_norm, bool unfused_norm, int rank, int world, nb::callable gather) {
     const auto req = request(model, config_json, chunked_prefill_size, dp_size, enable_dp_attention, fused_norm,
                              unfused_norm);
-    nb::gil_scoped_release release;
-    return ctx_->prewarm_shard(req, rank, world);
+    const jit::GatherBytes gather_bytes = [&gather](const std::string& mine) {
+      nb::gil_scoped_acquire gil;
+      nb::object got = gather(nb::bytes(mine.data(), mine.size()));
+      std::vector<std::string> all;
+      for (nb::handle h : got) {
+        HCWARM_CHECK_ARG(nb::isinstance<nb::bytes>(h), "group gather: expected a list of bytes");
+        const nb::bytes b = nb::borrow<nb::bytes>(h);
+        all.emplace_back(b.c_str(), b.size());
+      }
+      return all;
+    };
+    jit::ExchangeReport r;
+    {
+      nb::gil_scoped_release release;
+      r = ctx_->prewarm_exchange(req, rank, world, gather_bytes);
+    }
+    nb::dict d;
+    d["rank"] = r.rank;
+    d["world_size"] = r.world;
+    d["planned_keys"] = r.planned_keys;
+    d["shard_keys"] = r.shard_keys;
+    d["shard_compiled"] = r.compiled;
+    d["shard_present"] = r.shard_present;
+    d["received"] = r.received;
+    d["received_present"] = r.already_present;
+    d["shared"] = r.shared;
+    d["refused"] = r.refused;
+    d["bytes_sent"] = r.bytes_sent;
+    d["bytes_received"] = r.bytes_received;
+    d["shard_seconds"] = r.build_seconds;
+    d["exchange_seconds"] = r.exchange_seconds;
+    return d;
   }
 
   // How many JIT events are recorded so far; compiled_keys_since(n) lists the keys compiled after the n-th.

@@ -3,6 +3,7 @@
 // library's ErrorKind; torch_bridge() hands the PyTorch operator library
 // (torch_ops/) the same contexts.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 
 #include <cstdint>
 
@@ -64,8 +65,8 @@ NB_MODULE(_core, m) {
   nb::object timeout_bases = nb::make_tuple(nb::handle(g_error), nb::handle(PyExc_TimeoutError));
   g_timeout = PyErr_NewExceptionWithDoc(
       "hcwarm.WaitTimeoutError",
-      "Waited past HCWARM_LOCK_TIMEOUT_S for another process's kernel lock or host compile slots, or past "
-      "HCWARM_COMPILE_TIMEOUT_S for the host compiler.",
+      "Waited past HCWARM_LOCK_TIMEOUT_S for another process's kernel lock or host compile slots, past "
+      "HCWARM_COMPILE_TIMEOUT_S for the host compiler, or past HCWARM_GROUP_TIMEOUT_S for a group's kernel exchange.",
       timeout_bases.ptr(), nullptr);
   m.attr("HcwarmError") = nb::handle(g_error);
   m.attr("WaitTimeoutError") = nb::handle(g_timeout);
@@ -98,6 +99,7 @@ NB_MODULE(_core, m) {
 
   // The address of the table the PyTorch operator library binds to (torch_bridge.hpp).
   m.def("torch_bridge", [] { return reinterpret_cast<uintptr_t>(&torch_bridge()); });
+  m.def("group_timeout_s", []() -> std::optional<int> { return hcwarm::EnvConfig::from_environment().group_timeout_s; });
   m.def("torch_cpp_ops_enabled", [] { return hcwarm::EnvConfig::from_environment().torch_cpp_ops; });
 
   nb::class_<Context>(m, "Context")
@@ -117,7 +119,7 @@ NB_MODULE(_core, m) {
       .def("prewarm", &Context::prewarm)
       .def("planned_keys", &Context::planned_keys)
       .def("plan", &Context::plan)
-      .def("prewarm_shard", &Context::prewarm_shard)
+      .def("prewarm_exchange", &Context::prewarm_exchange)
       .def("event_count", &Context::event_count)
       .def("compiled_keys_since", &Context::compiled_keys_since)
       .def("stats", &Context::stats)

@@ -30,6 +30,8 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_TIERED", b(env.tiered), false, ""},
       {"HCWARM_LOCK_TIMEOUT_S", std::to_string(env.lock_timeout_s), false, ""},
       {"HCWARM_COMPILE_TIMEOUT_S", std::to_string(env.compile_timeout_s), false, ""},
+      {"HCWARM_GROUP_TIMEOUT_S", env.group_timeout_s ? std::to_string(*env.group_timeout_s) : "", false,
+       env.group_timeout_s ? "" : "the process group's own timeout (bench cold-start --hosts: 600)"},
       {"HCWARM_JOBS", std::to_string(env.jobs), false,
        env.jobs == 0 ? std::to_string(env.compile_jobs) + ": hardware threads (" +
                            std::to_string(std::thread::hardware_concurrency()) + ") / local world size (" +

@@ -147,6 +147,9 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
   if (const auto* v = get("HCWARM_COMPILE_TIMEOUT_S")) {
     c.compile_timeout_s = static_cast<int>(parse_int("HCWARM_COMPILE_TIMEOUT_S", *v, 1, 86400));
   }
+  if (const auto* v = get("HCWARM_GROUP_TIMEOUT_S")) {
+    c.group_timeout_s = static_cast<int>(parse_int("HCWARM_GROUP_TIMEOUT_S", *v, 1, 86400));
+  }
   if (const auto* v = get("HCWARM_JOBS")) c.jobs = static_cast<int>(parse_int("HCWARM_JOBS", *v, 0, 1024));
   for (const char* k : {"HCWARM_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE"}) {
     if (const auto* v = get(k)) {

@@ -65,6 +65,10 @@ struct EnvConfig {
   // HCWARM_COMPILE_TIMEOUT_S: longest run of the host compiler for one kernel
   // (default 600); past it the compiler is killed and the call fails naming it.
   int compile_timeout_s = 600;
+  // HCWARM_GROUP_TIMEOUT_S: longest wait in each collective of a group's kernel
+  // exchange (prewarm(group=...), `bench cold-start --hosts`); past it the rank
+  // fails naming the wait. Unset: the process group's own timeout (the bench: 600).
+  std::optional<int> group_timeout_s;
   // HCWARM_JOBS as given: the compile-thread budget (0 or unset: compile_jobs' default).
   int jobs = 0;
   // HCWARM_LOCAL_WORLD_SIZE, else torchrun's LOCAL_WORLD_SIZE, else 1: the processes

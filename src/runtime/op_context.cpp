@@ -185,18 +185,10 @@ std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> OpContext::pla
   return out;
 }
 
-std::vector<std::string> OpContext::prewarm_shard(const PrewarmRequest& req, int rank, int world) {
-  HCWARM_CHECK_ARG(world >= 1 && rank >= 0 && rank < world, "group rank {} of {} is not in [0, {})", rank, world,
-                   world);
-  auto [keys, specs] = planned_keys(req);
-  std::vector<std::string> shard;
-  std::vector<jit::KernelSpec> shard_specs;
-  for (size_t i = static_cast<size_t>(rank); i < keys.size(); i += static_cast<size_t>(world)) {
-    shard.push_back(std::move(keys[i]));
-    shard_specs.push_back(std::move(specs[i]));
-  }
-  if (jit_->disk_writable()) jit_->build(shard_specs, jit::BuildMode::CompileOnly);
-  return shard;
+jit::ExchangeReport OpContext::prewarm_exchange(const PrewarmRequest& req, int rank, int world,
+                                                const jit::GatherBytes& gather) {
+  const std::vector<jit::KernelSpec> specs = planned_keys(req).second;
+  return jit::exchange_kernels(*jit_, specs, rank, world, gather);
 }
 
 PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {

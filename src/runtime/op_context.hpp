@@ -18,6 +18,7 @@
 #include "core/device.hpp"
 #include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
+#include "jit/kernel_exchange.hpp"
 #include "mhc/hc_head_op.hpp"
 #include "mhc/hc_post_op.hpp"
 #include "mhc/hc_pre_op.hpp"
@@ -91,12 +92,13 @@ class OpContext {
   std::vector<jit::KernelSpec> prewarm_specs(const PrewarmRequest& request);
   // prewarm_specs' distinct keys with their first spec, in order.
   std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> planned_keys(const PrewarmRequest& request);
-  // A group rank's share of the planned keys (key i when i % world == rank), built
-  // compile-only into the disk cache, so that the group's ranks compile each key
-  // once. Nothing is loaded, and a kernel that fails is left for prewarm() to
-  // report, so every rank reaches the group's barrier. Without a writable disk
-  // cache nothing is shared and nothing is built. Returns the shard's keys.
-  std::vector<std::string> prewarm_shard(const PrewarmRequest& request, int rank, int world);
+  // The group's kernel exchange before prewarm(request) (jit/kernel_exchange.hpp):
+  // this rank builds its share of the planned keys compile-only, the ranks
+  // gather what each built, and every entry from a rank on another cache
+  // directory is verified and published here, so that prewarm() then finds
+  // every key on disk. Nothing is loaded.
+  jit::ExchangeReport prewarm_exchange(const PrewarmRequest& request, int rank, int world,
+                                       const jit::GatherBytes& gather);
   // The server arguments prewarm(request) plans with: this context's SM count and
   // device memory (for the default chunked_prefill_size), DP attention applied once.
   model::ServerArgs prewarm_server(const PrewarmRequest& request) const;

@@ -97,6 +97,57 @@ TEST(CliColdStart, RepeatRunsPairsOnFreshDirectoriesAndReportsMedians) {
   EXPECT_FALSE(fs::exists(dir / "new"));
 }
 
+// Two simulated hosts of two ranks, a cache directory each: every key compiled
+// once in the job, each host ends with every key, and a restart compiles nothing.
+TEST(CliColdStart, TwoHostsExchangeKernelsCompileEachKeyOnceAndARestartCompilesNothing) {
+  TempDir dir("hcwarm-cold-start");
+  const fs::path caches = dir / "bench";
+  const auto r = run_cli(cat({"bench", "cold-start", "--hosts", "2", "--processes", "2", "--cache-dir",
+                              caches.string(), "--json"},
+                             test::tiny_model_args(dir, false)));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_EQ(j["hosts"], 2);
+  EXPECT_EQ(j["host_cpus"].size(), 2u);
+  const auto& g = j["group"];
+  const int keys = j["one_process"]["planned_keys"].get<int>();
+  EXPECT_GE(keys, 3);
+  EXPECT_EQ(g["hosts"], 2);
+  EXPECT_EQ(g["planned_keys"], keys);
+  EXPECT_EQ(g["compiled_total"], keys);  // once in the job, not once per host
+  EXPECT_EQ(g["all_loaded"], true);
+  ASSERT_EQ(g["per_process"].size(), 4u);
+  int received[2] = {0, 0}, compiled[2] = {0, 0};
+  for (int i = 0; i < 4; ++i) {
+    const auto& p = g["per_process"][i];
+    EXPECT_EQ(p["rank"], i);
+    EXPECT_EQ(p["host"], i / 2);
+    EXPECT_EQ(p["refused"].size(), 0u) << p;
+    EXPECT_EQ(p["warmup_compiled"], 0) << p;  // every key was on its host's disk by warmup
+    EXPECT_EQ(p["loaded_from_disk"], keys) << p;
+    received[i / 2] += p["received"].get<int>();
+    compiled[i / 2] += p["compiled"].get<int>();
+  }
+  // What one host compiled, the other received once.
+  EXPECT_EQ(received[0], compiled[1]);
+  EXPECT_EQ(received[1], compiled[0]);
+  for (const char* host : {"host-0", "host-1"}) {
+    const fs::path c = caches / "hosts-2x2" / host;
+    const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", c.string()}).out);
+    EXPECT_EQ(ls["entries"].size(), static_cast<size_t>(keys)) << host;
+  }
+  EXPECT_EQ(j["restart"]["compiled_total"], 0);
+  EXPECT_EQ(j["restart"]["all_loaded"], true);
+  for (const auto& p : j["restart"]["per_process"]) EXPECT_EQ(p["received"], 0) << p;
+
+  const auto bad = run_cli(cat({"bench", "cold-start", "--hosts", "65", "--cache-dir", (dir / "new").string()},
+                               test::tiny_model_args(dir, false)));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--hosts"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "new"));
+}
+
 TEST(CliColdStart, StartsOnlyFromAnEmptyDirectory) {
   TempDir dir("hcwarm-cold-start");
   test::write_file(dir / "bench" / "old", "x");

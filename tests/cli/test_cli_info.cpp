@@ -14,7 +14,7 @@ const char* const kVariables[] = {
     "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",  "HCWARM_TIERED",               "HCWARM_LOCK_TIMEOUT_S",
     "HCWARM_COMPILE_TIMEOUT_S", "HCWARM_JOBS",     "HCWARM_CXX",               "HCWARM_NUM_SMS",
     "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME",
-    "HCWARM_LOCAL_WORLD_SIZE", "HCWARM_TORCH_CPP_OPS"};
+    "HCWARM_LOCAL_WORLD_SIZE", "HCWARM_TORCH_CPP_OPS", "HCWARM_GROUP_TIMEOUT_S"};
 
 TEST(CliInfo, WithoutAGpuSaysSoAndShowsCompilersCacheAndConfiguration) {
   TempDir dir;

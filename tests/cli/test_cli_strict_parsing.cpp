@@ -42,7 +42,8 @@ TEST(CliStrictParsing, IntegerOptionsTakePlainDecimalsOnly) {
 }
 
 TEST(CliStrictParsing, IntegerVariablesTakePlainDecimalsOnly) {
-  for (const char* name : {"HCWARM_NUM_SMS", "HCWARM_JOBS", "HCWARM_LOCK_TIMEOUT_S", "HCWARM_CACHE_MAX_MB"}) {
+  for (const char* name : {"HCWARM_NUM_SMS", "HCWARM_JOBS", "HCWARM_LOCK_TIMEOUT_S", "HCWARM_CACHE_MAX_MB",
+                           "HCWARM_GROUP_TIMEOUT_S"}) {
     for (const char* v : kNotDecimal) {
       try {
         EnvConfig::from_map({{name, v}});
