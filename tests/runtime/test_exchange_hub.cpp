@@ -25,7 +25,7 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome gather_in_thread_body(int port, int rank, const std::string& mine, double timeout_s) {
+Outcome timed_gather(int port, int rank, const std::string& mine, double timeout_s) {
   Outcome o;
   const auto t0 = Clock::now();
   try {
@@ -45,7 +45,7 @@ TEST(ExchangeHub, EveryRankGetsEveryPayloadInRankOrder) {
   // Rank 2's payload is large (several socket buffers), rank 1's empty.
   const std::vector<std::string> payloads{"zero", "", std::string(5 << 20, 'x') + "end"};
   for (int r = 2; r >= 0; --r) {
-    ts.emplace_back([&, r] { out[static_cast<size_t>(r)] = gather_in_thread_body(hub.port(), r, payloads[r], 30); });
+    ts.emplace_back([&, r] { out[static_cast<size_t>(r)] = timed_gather(hub.port(), r, payloads[r], 30); });
   }
   for (auto& t : ts) t.join();
   for (const Outcome& o : out) {
@@ -58,8 +58,8 @@ TEST(ExchangeHub, ARankThatStopsMidExchangeFailsTheOthersNamingIt) {
   const double timeout_s = 30;
   ExchangeHub hub(3, timeout_s);
   std::vector<Outcome> out(3);
-  std::thread t0([&] { out[0] = gather_in_thread_body(hub.port(), 0, "zero", timeout_s); });
-  std::thread t2([&] { out[2] = gather_in_thread_body(hub.port(), 2, "two", timeout_s); });
+  std::thread t0([&] { out[0] = timed_gather(hub.port(), 0, "zero", timeout_s); });
+  std::thread t2([&] { out[2] = timed_gather(hub.port(), 2, "two", timeout_s); });
   {  // Rank 1 announces a payload of 1000 bytes, sends 10 and stops.
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -88,8 +88,8 @@ TEST(ExchangeHub, RanksThatNeverSendTimeOutNamingThemWithinTheBound) {
   const double timeout_s = 1;
   ExchangeHub hub(4, timeout_s);
   std::vector<Outcome> out(2);
-  std::thread t0([&] { out[0] = gather_in_thread_body(hub.port(), 0, "zero", timeout_s); });
-  std::thread t2([&] { out[1] = gather_in_thread_body(hub.port(), 2, "two", timeout_s); });
+  std::thread t0([&] { out[0] = timed_gather(hub.port(), 0, "zero", timeout_s); });
+  std::thread t2([&] { out[1] = timed_gather(hub.port(), 2, "two", timeout_s); });
   t0.join();
   t2.join();
   for (const Outcome& o : out) {
