@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what hcwarm needs (only what is missing), builds the C++ library, CLI
-# and tests into build/, and the Python package (with the CLI) as a wheel into
-# build-python/, installed into .venv/.
-# Safe to run again: it does only what is left.
+# Installs what hcwarm needs (only what is missing) and builds, in one CMake tree
+# (build/), the C++ library, the CLI and the Python package; then packs that package
+# as a wheel into build-python/ from the same tree (nothing compiled twice) and
+# installs it into .venv/. scripts/test.sh sets HCWARM_SETUP_TESTS=ON to add the
+# tests and benchmarks to the tree. Safe to run again: it does only what is left.
 #   scripts/setup.sh [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +22,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The CUDA toolkit is optional: with it, the ahead-of-time generic GPU kernels are embedded.
-export PATH="$PATH:/usr/local/cuda/bin"
-jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build build -j "$jobs"
-
-# The Python package, in a virtual environment of the system's Python (the one
-# python3-dev has headers for): its build tools and test runner from PyPI.
+# The Python package's build tools and test runner from PyPI, in a virtual
+# environment of the system's Python (the one python3-dev has headers for).
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
 [ -x .venv/bin/python ] || "$python" -m venv .venv
@@ -41,16 +36,28 @@ fi
 # family under both NVRTC majors (tests/jit/jit_nvrtc_search_test.cpp). hcwarm
 # never needs it at run time (it finds the toolkit's NVRTC, or a wheel where one
 # is installed); without it those tests skip.
-if ! compgen -G ".venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" >/dev/null; then
+if [ "${HCWARM_SETUP_TESTS:-OFF}" = ON ] &&
+   ! compgen -G ".venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" >/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc-cu12==12.9.*" ||
     echo "hcwarm setup: could not install nvidia-cuda-nvrtc-cu12 (the NVRTC 12.9 tests will skip)"
 fi
+
+# The CUDA toolkit is optional: with it, the ahead-of-time generic GPU kernels are embedded.
+# One tree for everything: the wheel below is packed from it, so each source compiles once.
+export PATH="$PATH:/usr/local/cuda/bin"
+tests=${HCWARM_SETUP_TESTS:-OFF}
+tree=(-DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_TESTS="$tests" -DHCWARM_BUILD_BENCH="$tests")
+cmake -S . -B build -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python" "${tree[@]}" "$@" >/dev/null
+cmake --build build -j "$(nproc)"
+
 # The package as a wheel (the module, the CLI and, where this Python has PyTorch,
 # the C++ operators), made self-contained by auditwheel (spdlog, fmt and OpenSSL
 # carried in hcwarm.libs), then installed: what a pip user gets, and what
 # python/tests/test_wheel.py installs into a clean virtual environment.
 rm -rf build-python/dist build-python/wheelhouse
-.venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build-python/dist .
+.venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build-python/dist \
+  --config-settings=build-dir=build --config-settings=cmake.define.HCWARM_BUILD_TESTS="$tests" \
+  --config-settings=cmake.define.HCWARM_BUILD_BENCH="$tests" .
 wheel=$(ls build-python/dist/hcwarm-*.whl)
 if PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair -w build-python/wheelhouse "$wheel" >/dev/null 2>&1; then
   wheel=$(ls build-python/wheelhouse/hcwarm-*.whl)

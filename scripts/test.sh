@@ -4,6 +4,6 @@
 # "gpu") skip themselves without a CUDA device (and, in Python, without PyTorch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+HCWARM_SETUP_TESTS=ON scripts/setup.sh
 ctest --test-dir build -j "$(nproc)" --output-on-failure --timeout 600 "$@"
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
