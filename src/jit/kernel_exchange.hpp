@@ -10,7 +10,9 @@
 //
 //   hcwarm-kernel-exchange 1\n
 //   <H>\n
-//   <header JSON, H bytes>\n    {"rank", "world", "cache", "hcwarm_version",
+//   <header JSON, H bytes>\n    {"rank", "world", "cache" (the cache directory's identity),
+//                                "plan" (digest of the planned keys), "hcwarm_version",
+//                                ["error" (the rank could not build its share at all)],
 //                                "failed": [{"key", "error"}], "entries": [{"key", "bytes"}]}
 //   <entries>                   per header entry, in order: a kernel bundle
 //                               (cache_bundle.hpp) holding that one entry
