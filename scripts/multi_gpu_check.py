@@ -179,7 +179,7 @@ def rank_main(rank, args, phase, world, backend, result_dir):
         ready = time.time() - float(start.item())
         # compiled_keys: this rank's compiles in the whole call (its shard, then any misses).
         report.update(device=str(device), keys=warm.keys, compiled=len(warm.compiled_keys),
-                      shard=len(warm.shard_keys), barrier_s=round(warm.barrier_seconds, 4),
+                      shard=len(warm.shard_keys), received=warm.received, exchange_s=round(warm.exchange_seconds, 4),
                       loaded_from_disk=warm.loaded_from_disk, memory_hits=warm.memory_hits,
                       seconds=round(warm.seconds, 4), ready_s=round(ready, 4))
         if phase == "cold":
