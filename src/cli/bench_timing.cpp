@@ -6,13 +6,13 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "jit/jit_runtime.hpp"
 
 namespace hcwarm::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A captured graph and its executable instance, freed on every exit path (an
 // instance still replaying is freed by the driver when it completes).

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "jit/cache_bundle.hpp"
 #include "jit/sha256.hpp"
 
@@ -18,10 +19,6 @@ namespace hcwarm::jit {
 namespace {
 
 constexpr std::string_view kMagic = "hcwarm-kernel-exchange";
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // One planned key: where it lives and how to build it.
 struct PlannedKey {
@@ -112,16 +109,21 @@ std::string pack_payload(const nlohmann::json& header, const std::vector<std::st
   return out;
 }
 
+// A payload header with nothing failed and nothing sent yet.
+nlohmann::json empty_header(int rank, int world, const std::string& identity, const std::string& digest) {
+  return {{"rank", rank},
+          {"world", world},
+          {"cache", identity},
+          {"plan", digest},
+          {"hcwarm_version", HCWARM_VERSION},
+          {"failed", nlohmann::json::array()},
+          {"entries", nlohmann::json::array()}};
+}
+
 // This rank's payload: every shard entry as a one-entry bundle, or why it has none.
 std::string pack_shard(const JitRuntime& jit, const std::vector<PlannedKey>& shard, const BuildReport& built,
                        int rank, int world, const std::string& identity, const std::string& digest) {
-  nlohmann::json header{{"rank", rank},
-                        {"world", world},
-                        {"cache", identity},
-                        {"plan", digest},
-                        {"hcwarm_version", HCWARM_VERSION},
-                        {"failed", nlohmann::json::array()},
-                        {"entries", nlohmann::json::array()}};
+  nlohmann::json header = empty_header(rank, world, identity, digest);
   std::vector<std::string> bundles;
   const DiskCache* cache = jit.disk_writable() ? jit.disk_cache() : nullptr;
   if (cache == nullptr) return pack_payload(header, bundles);  // nothing stored to send
@@ -197,9 +199,8 @@ ExchangeReport exchange_kernels(JitRuntime& jit, std::span<const KernelSpec> spe
     }
     payload = pack_shard(jit, mine, built, rank, world, identity, digest);
   } catch (const std::exception& e) {
-    nlohmann::json header{{"rank", rank}, {"world", world}, {"cache", identity}, {"plan", digest},
-                          {"hcwarm_version", HCWARM_VERSION}, {"error", e.what()},
-                          {"failed", nlohmann::json::array()}, {"entries", nlohmann::json::array()}};
+    nlohmann::json header = empty_header(rank, world, identity, digest);
+    header["error"] = e.what();
     payload = pack_payload(header, {});
   }
   r.build_seconds = seconds_since(t0);

@@ -1,5 +1,6 @@
 #include "runtime/model_runner.hpp"
 #include "core/logging.hpp"
+#include "core/stopwatch.hpp"
 #include "jit/report.hpp"
 
 #include "runtime/kernel_plan.hpp"
@@ -20,10 +21,6 @@
 
 namespace hcwarm::runtime {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "runtime/op_context.hpp"
 #include "core/logging.hpp"
+#include "core/stopwatch.hpp"
 #include "jit/report.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,10 +18,6 @@
 
 namespace hcwarm::runtime {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // One token of zeros through the op with an explicit split count: the same
 // kernels as the bucket's real calls, so the first real launch (and a capture)
@@ -187,8 +184,7 @@ std::pair<std::vector<std::string>, std::vector<jit::KernelSpec>> OpContext::pla
 
 jit::ExchangeReport OpContext::prewarm_exchange(const PrewarmRequest& req, int rank, int world,
                                                 const jit::GatherBytes& gather) {
-  const std::vector<jit::KernelSpec> specs = planned_keys(req).second;
-  return jit::exchange_kernels(*jit_, specs, rank, world, gather);
+  return jit::exchange_kernels(*jit_, prewarm_specs(req), rank, world, gather);  // it keeps each key once
 }
 
 PrewarmReport OpContext::prewarm(const PrewarmRequest& req) {
