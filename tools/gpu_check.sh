@@ -7,6 +7,8 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
+# BUILD_TARGETS limits the build to what the chosen steps need, e.g. "hcwarm_tests_gpu hcwarm_python"
+# for ctest -L gpu, pytest and every bench step (the CPU-only test binaries are most of a full build).
 # Other steps: calls (bench_ops.py --part calls: each op's first, host, eager and graph cost), check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
 # head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
@@ -37,7 +39,8 @@ case " $STEPS " in *" build "*)
   cat "$OUT/build.log"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_BENCH=OFF \
     -DPython_EXECUTABLE="$(command -v "$PY")" >>"$OUT/build.log" 2>&1 &&
-    cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+    cmake --build build -j "${BUILD_JOBS:-$(nproc)}" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >>"$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; exit 1; }
   rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/hcwarm "$PKG/" && cp build/python/_core*.so "$PKG/hcwarm/"
   # The C++ PyTorch operators, where this Python has PyTorch (the package falls back to its own without them).
   cp build/python/libhcwarm_torch_ops.so build/python/libhcwarm_torch_ops.txt "$PKG/hcwarm/" 2>/dev/null
