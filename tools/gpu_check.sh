@@ -9,6 +9,7 @@
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
 # BUILD_TARGETS limits the build to what the chosen steps need, e.g. "hcwarm_tests_gpu hcwarm_python"
 # for ctest -L gpu, pytest and every bench step (the CPU-only test binaries are most of a full build).
+# engine runs examples/torch_engine/engine.py on both models and through both engines' adapters.
 # Other steps: calls (bench_ops.py --part calls: each op's first, host, eager and graph cost), check (warm --check, cold then a restart), family (bench op --op all, FAMILY_TOKENS),
 # head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
@@ -64,7 +65,12 @@ case " $STEPS " in *" engine "*)
   echo "engine flash rc=$?"
   timeout 200 "$PY" examples/torch_engine/engine.py --model dsv4-pro --check-capture-error \
     --json "$OUT/engine_pro.json" >>"$OUT/engine.txt" 2>&1
-  echo "engine pro rc=$?"; tail -30 "$OUT/engine.txt" ;;
+  echo "engine pro rc=$?"
+  for via in sglang vllm; do  # the same model through each engine's adapters (hcwarm.integrations)
+    timeout 200 "$PY" examples/torch_engine/engine.py --via "$via" --json "$OUT/engine_$via.json" >>"$OUT/engine.txt" 2>&1
+    echo "engine via $via rc=$?"
+  done
+  tail -40 "$OUT/engine.txt" ;;
 esac
 case " $STEPS " in *" check "*)
   log "warm --check"
