@@ -36,7 +36,8 @@ fi
 # family under both NVRTC majors (tests/jit/jit_nvrtc_search_test.cpp). hcwarm
 # never needs it at run time (it finds the toolkit's NVRTC, or a wheel where one
 # is installed); without it those tests skip.
-if [ "${HCWARM_SETUP_TESTS:-OFF}" = ON ] &&
+tests=${HCWARM_SETUP_TESTS:-OFF}
+if [ "$tests" = ON ] &&
    ! compgen -G ".venv/lib/python*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" >/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc-cu12==12.9.*" ||
     echo "hcwarm setup: could not install nvidia-cuda-nvrtc-cu12 (the NVRTC 12.9 tests will skip)"
@@ -45,7 +46,6 @@ fi
 # The CUDA toolkit is optional: with it, the ahead-of-time generic GPU kernels are embedded.
 # One tree for everything: the wheel below is packed from it, so each source compiles once.
 export PATH="$PATH:/usr/local/cuda/bin"
-tests=${HCWARM_SETUP_TESTS:-OFF}
 tree=(-DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_PYTHON=ON -DHCWARM_BUILD_TESTS="$tests" -DHCWARM_BUILD_BENCH="$tests")
 cmake -S . -B build -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python" "${tree[@]}" "$@" >/dev/null
 cmake --build build -j "$(nproc)"

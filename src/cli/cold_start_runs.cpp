@@ -156,6 +156,13 @@ void run_child(const CliContext& ctx, const ColdStartOptions& o) {
   std::cout << j.dump() << std::endl;
 }
 
+namespace {
+// Each of n ranks sharing `cpus` compiles with an equal share of them.
+std::string host_jobs(const std::vector<int>& cpus, int n) {
+  return fmt::format("HCWARM_JOBS={}", std::max<size_t>(1, cpus.size() / static_cast<size_t>(n)));
+}
+}  // namespace
+
 // n children on one empty cache, started together (one process alone: n = 1,
 // on `cpus` when given, as one simulated host's share).
 Run run_group(const ColdStartOptions& o, const std::string& backend, int n, const fs::path& cache,
@@ -165,7 +172,7 @@ Run run_group(const ColdStartOptions& o, const std::string& backend, int n, cons
     c.env = {fmt::format("HCWARM_LOCAL_WORLD_SIZE={}", n)};
     c.args = {"--cache-dir", cache.string()};
     if (!cpus.empty()) {
-      c.env.push_back(fmt::format("HCWARM_JOBS={}", std::max<size_t>(1, cpus.size() / static_cast<size_t>(n))));
+      c.env.push_back(host_jobs(cpus, n));
       c.args.insert(c.args.end(), {"--child-cpus", cpu_list(cpus)});
     }
   }
@@ -184,8 +191,7 @@ Run run_hosts(const ColdStartOptions& o, const std::string& backend, const fs::p
     const std::vector<int>& cpus = slices[static_cast<size_t>(h)];
     ChildSpec c;
     c.host = h;
-    c.env = {fmt::format("HCWARM_LOCAL_WORLD_SIZE={}", n),
-             fmt::format("HCWARM_JOBS={}", std::max<size_t>(1, cpus.size() / static_cast<size_t>(n)))};
+    c.env = {fmt::format("HCWARM_LOCAL_WORLD_SIZE={}", n), host_jobs(cpus, n)};
     c.args = {"--cache-dir",  (base / fmt::format("host-{}", h)).string(),
               "--child-rank", std::to_string(rank),
               "--child-world", std::to_string(world),

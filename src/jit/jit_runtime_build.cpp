@@ -54,7 +54,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
     }
     ev.source = src;
     ev.seconds = secs;
-    ev.elapsed_s = since(t0);
+    ev.elapsed_s = seconds_since(t0);
     if (opts_.progress) {
       opts_.progress(ev);
     } else if (it != nullptr) {
@@ -85,7 +85,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
         }
         if (!in_memory) produce(*it.spec, it.r, &src);
       }
-      const double secs = since(ti);
+      const double secs = seconds_since(ti);
       record(*it.spec, it.r.key, src, secs);
       std::lock_guard lock(rep_mu);
       if (src == ArtifactSource::Compiled) ++rep.compiled;
@@ -104,7 +104,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
       ++rep.failed;
       if (rep.errors.empty()) rep.first_error_kind = he ? he->kind() : ErrorKind::Internal;
       rep.errors.push_back(fmt::format("{} (key {}): {}", it.spec->describe(), it.r.key, msg));
-      report(&it, std::nullopt, since(ti));
+      report(&it, std::nullopt, seconds_since(ti));
     }
   };
   auto worker = [&] {
@@ -144,7 +144,7 @@ BuildReport JitRuntime::build(std::span<const KernelSpec> specs, BuildMode mode)
     first_pass = false;
     run_pass();
   }
-  rep.seconds = since(t0);
+  rep.seconds = seconds_since(t0);
   return rep;
 }
 

@@ -95,7 +95,7 @@ std::shared_ptr<const LoadedModule> JitRuntime::get(const KernelSpec& spec) {
     ArtifactSource src = ArtifactSource::Memory;
     bool waited = false;
     auto m = get_impl(spec, *r, &src, &waited);
-    const double secs = since(t0);
+    const double secs = seconds_since(t0);
     record(spec, r->key, src, secs);
     if (waited) {
       std::lock_guard lock(stats_mu_);

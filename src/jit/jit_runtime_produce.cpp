@@ -60,7 +60,7 @@ std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Res
                 fmt::format("compiling {} (key {}) failed: {}", spec.describe(), r.key, e.message()), __FILE__,
                 __LINE__, e.log());
   }
-  const double secs = since(t0);
+  const double secs = seconds_since(t0);
   {
     std::lock_guard lock(stats_mu_);
     stats_.compile_seconds += secs;

@@ -11,13 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/stopwatch.hpp"
 #include "jit/jit_runtime.hpp"
 
 namespace hcwarm::jit {
 
 using Clock = std::chrono::steady_clock;
-
-inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 inline int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 

@@ -53,7 +53,7 @@ TieredModule JitRuntime::get_or_schedule(const KernelSpec& spec) {
       // Loaded already, or in flight elsewhere (never waited for here).
       std::lock_guard lock(slot->mu);
       if (slot->done && slot->module) {
-        record(spec, r.key, ArtifactSource::Memory, since(t0));
+        record(spec, r.key, ArtifactSource::Memory, seconds_since(t0));
         return {slot->module, nullptr};
       }
       return {nullptr, slot->ticket};
@@ -74,7 +74,7 @@ TieredModule JitRuntime::get_or_schedule(const KernelSpec& spec) {
         // A disk hit (or the worker's landed bytes) is loaded now: no compile, no wait.
         auto module = load(spec.target, r.key, *bytes);
         finish_slot(*slot, module, src, nullptr, false);
-        record(spec, r.key, src, since(t0));
+        record(spec, r.key, src, seconds_since(t0));
         return {module, nullptr};
       }
     } catch (...) {
@@ -109,7 +109,7 @@ void JitRuntime::run_background(const KernelSpec& spec, std::shared_ptr<const Re
   std::string failure;
   try {
     std::vector<std::byte> bytes = produce(spec, *r, &src, /*background=*/true);
-    const double secs = since(t0);
+    const double secs = seconds_since(t0);
     if (src == ArtifactSource::Compiled) {
       std::lock_guard lock(stats_mu_);
       ++stats_.background_compiled;
