@@ -1,7 +1,7 @@
 // How many tokens per thread (TPT) and resident blocks per SM (MB, through
 // __launch_bounds__) the head's cluster kernel (cuda/mhc_head.cuh) wants at
 // each T, on the H200 for hidden 4096 and 7168: the grid behind
-// HCWARM_MHC_HEAD_WIDE_TPT, HCWARM_MHC_HEAD_BLOCKS_PER_SM and the launcher's
+// hcwarm_mhc::head_wide_tpt, hcwarm_mhc::head_blocks_per_sm and the launcher's
 // narrow/wide switch. Each figure: one CUDA graph of 20 launches over residual
 // rows that together exceed the L2, replayed 10 times, the median per launch.
 // Every variant's y is compared bit for bit with the first one's.
@@ -25,8 +25,8 @@
   } while (0)
 
 template <int HID, int TPT, int MB>
-__global__ void __cluster_dims__(HCWARM_MHC_HEAD_CLUSTER(HID), 1, 1)
-    __launch_bounds__(HCWARM_MHC_HEAD_THREADS(HID), MB) k_cluster(hcwarm_mhc_head_params p) {
+__global__ void __cluster_dims__(hcwarm_mhc::head_cluster(HID), 1, 1)
+    __launch_bounds__(hcwarm_mhc::head_threads(HID), MB) k_cluster(hcwarm_mhc_head_params p) {
   hcwarm_head::mhc_head_cluster<4, HID, TPT>(p);
 }
 
@@ -41,9 +41,9 @@ using Launch = void (*)(const hcwarm_mhc_head_params&, cudaStream_t);
 
 template <int HID, int TPT, int MB>
 void launch_cluster(const hcwarm_mhc_head_params& p, cudaStream_t s) {
-  const int tile = HCWARM_MHC_HEAD_TOKENS * TPT;
-  dim3 grid(HCWARM_MHC_HEAD_CLUSTER(HID), (unsigned)((p.num_tokens + tile - 1) / tile));
-  k_cluster<HID, TPT, MB><<<grid, HCWARM_MHC_HEAD_THREADS(HID), 0, s>>>(p);
+  const int tile = hcwarm_mhc::kHeadTokens * TPT;
+  dim3 grid(hcwarm_mhc::head_cluster(HID), (unsigned)((p.num_tokens + tile - 1) / tile));
+  k_cluster<HID, TPT, MB><<<grid, hcwarm_mhc::head_threads(HID), 0, s>>>(p);
 }
 
 hcwarm_mhc_head_params params(const Bufs& b, int i, long long T, int hid) {

@@ -19,19 +19,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARTS = {
     "one_pass": """#include "cuda/mhc_pre_one_pass.cuh"
-extern "C" __global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS({h}), 1)
+extern "C" __global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads({h}), 1)
 hcwarm_mhc_pre_one_pass(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {{
   hcwarm_kernels::cuda::mhc_pre_one_pass<4, {h}, true, true>(p, &tmap);
 }}
 """,
     "partial": """#include "cuda/mhc_pre.cuh"
 extern "C" __global__ void __launch_bounds__(256, 2) hcwarm_mhc_pre_partial(hcwarm_mhc_pre_params p) {{
-  hcwarm_kernels::cuda::mhc_pre_partial<1, 4, {h}, HCWARM_MHC_INPUT_RESIDUAL>(p);
+  hcwarm_kernels::cuda::mhc_pre_partial<1, 4, {h}, hcwarm_mhc::kInputResidual>(p);
 }}
 """,
     "finish": """#include "cuda/mhc_pre.cuh"
 extern "C" __global__ void __launch_bounds__(128, 8) hcwarm_mhc_pre_finish(hcwarm_mhc_pre_params p) {{
-  hcwarm_kernels::cuda::mhc_pre_finish<1, 4, {h}, true, true, HCWARM_MHC_INPUT_RESIDUAL>(p);
+  hcwarm_kernels::cuda::mhc_pre_finish<1, 4, {h}, true, true, hcwarm_mhc::kInputResidual>(p);
 }}
 """,
 }

@@ -25,19 +25,19 @@
 #include <cuda.h>
 #include "cuda/mhc_pre_one_pass.cuh"
 using namespace hcwarm_kernels::cuda;
-constexpr int kSplitParts = HCWARM_MHC_CUDA_SUBSPLITS(1);
+constexpr int kSplitParts = hcwarm_mhc::cuda_subsplits(1);
 
 template <int kD>
 __global__ void __launch_bounds__(256) k_partial(hcwarm_mhc_pre_params p) { mhc_pre_partial<1, 4, kD>(p); }
 template <int kD>
 __global__ void __launch_bounds__(128, 8) k_finish(hcwarm_mhc_pre_params p) { mhc_pre_finish<1, 4, kD, true, true>(p); }
 template <int kD, bool kFast = true>
-__global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(kD), 1)
+__global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads(kD), 1)
     k_chunk(hcwarm_mhc_pre_params p, const __grid_constant__ CUtensorMap tmap) {
   mhc_pre_one_pass<4, kD, true, kFast>(p, &tmap);
 }
 // The generic fatbin's one-pass kernel (hidden at run time; fast reciprocals, its default form).
-__global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(HCWARM_MHC_ONE_PASS_MAX_HIDDEN), 1)
+__global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden), 1)
     k_chunk_generic(hcwarm_mhc_pre_params p, const __grid_constant__ CUtensorMap tmap) {
   mhc_pre_one_pass<4, 0, true, true>(p, &tmap);
 }
@@ -115,8 +115,8 @@ int run(long long T) {
   CK(cudaMalloc(&post1, T * 16));
   CK(cudaMalloc(&comb0, T * 64));
   CK(cudaMalloc(&comb1, T * 64));
-  CK(cudaMalloc(&part, (size_t)T * kSplitParts * HCWARM_MHC_PARTIAL_STRIDE * 4));
-  CK(cudaMalloc(&ws, HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)));
+  CK(cudaMalloc(&part, (size_t)T * kSplitParts * hcwarm_mhc::kPartialStride * 4));
+  CK(cudaMalloc(&ws, hcwarm_mhc::one_pass_workspace_bytes(T)));
 
   hcwarm_mhc_pre_params p{};
   p.residual = x;
@@ -146,7 +146,7 @@ int run(long long T) {
     CK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q));
     const cuuint64_t dims[2] = {(cuuint64_t)kK, (cuuint64_t)T};
     const cuuint64_t strides[1] = {(cuuint64_t)kK * 2};
-    const cuuint32_t box[2] = {HCWARM_MHC_ONE_PASS_BOX, HCWARM_MHC_ONE_PASS_BOX};
+    const cuuint32_t box[2] = {hcwarm_mhc::kOnePassBox, hcwarm_mhc::kOnePassBox};
     const cuuint32_t es[2] = {1, 1};
     CUresult r = ((Encode)f)(&tmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, es,
                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -203,7 +203,7 @@ int run(long long T) {
   };
   if (!fast) {
   // The shipped two kernels.
-  const int psmem = HCWARM_MHC_CUDA_PARTIAL_SMEM(8);
+  const int psmem = hcwarm_mhc::cuda_partial_smem(8);
   CK(cudaFuncSetAttribute(k_partial<kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, psmem));
   auto two = [&]() {
     hcwarm_mhc_pre_params q = p;
@@ -281,16 +281,16 @@ int run(long long T) {
     const char* variant = getenv("VARIANT") ? getenv("VARIANT") : "spec";
     auto kern = strcmp(variant, "generic") == 0 ? k_chunk_generic : strcmp(variant, "precise") == 0 ? k_chunk<kD, false> : k_chunk<kD>;
     if (strcmp(variant, "spec") != 0) printf("variant %s\n", variant);
-    const int smem = HCWARM_MHC_ONE_PASS_SMEM(kD);
-    const int threads = HCWARM_MHC_ONE_PASS_THREADS(kD);
+    const int smem = hcwarm_mhc::one_pass_smem(kD);
+    const int threads = hcwarm_mhc::one_pass_threads(kD);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaMemset(y1, 0, T * kD * 2));
     auto launch = [&]() {
       hcwarm_mhc_pre_params q = p;
-      q.y = y1, q.post = post1, q.comb = comb1, q.partials = ws, q.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
-      CK(cudaMemsetAsync(ws, 0, HCWARM_MHC_ONE_PASS_COUNTER_BYTES(T)));
+      q.y = y1, q.post = post1, q.comb = comb1, q.partials = ws, q.num_parts = hcwarm_mhc::kOnePassParts;
+      CK(cudaMemsetAsync(ws, 0, hcwarm_mhc::one_pass_counter_bytes(T)));
       void* args[] = {&q, &tmap};
-      CK(cudaLaunchCooperativeKernel((const void*)kern, HCWARM_MHC_ONE_PASS_BLOCKS, threads, args, smem));
+      CK(cudaLaunchCooperativeKernel((const void*)kern, hcwarm_mhc::kOnePassBlocks, threads, args, smem));
     };
     const double us = timeit(launch);
     if (fast) {

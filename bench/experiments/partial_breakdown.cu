@@ -50,7 +50,7 @@ int main() {
   p.y = y; p.scale = scale; p.base = base; p.post = post; p.comb = comb; p.sinkhorn_iters = 20;
   p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f;
   auto run = [&](auto kern, const char* name, int warps = 8, bool finish = false, int stages = 2) {
-    const int smem = finish ? 0 : HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, stages);
+    const int smem = finish ? 0 : hcwarm_mhc::cuda_partial_smem_stages(warps, stages);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     auto launch = [&](int i) {
       p.residual = x[i & 1];

@@ -11,11 +11,11 @@ import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
 src = (root / "src/kernels/cuda/mhc_pre_partial.cuh").read_text()
-sig = ("template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>\n"
+sig = ("template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = hcwarm_mhc::kInputResidual>\n"
        "__device__ __forceinline__ void partial_smem_impl(")
 start = src.index(sig)
 end = src.index("template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT>\n__device__ __forceinline__ void mhc_pre_partial_smem(")
-body = src[start:end].replace(sig, "template <int HC, int HIDDEN, int WARPS, int MODE, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>\n"
+body = src[start:end].replace(sig, "template <int HC, int HIDDEN, int WARPS, int MODE, int STAGES = 2, int INPUT = hcwarm_mhc::kInputResidual>\n"
                                    "__device__ __forceinline__ void partial_variant(")
 edits = [
     ("      if (kFnEarly) {\n        f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);",

@@ -95,10 +95,10 @@ int main() {
     const double us = ms * 1000 / iters;
     printf("%-44s %8.1f us  %6.0f GB/s\n", name, us, xbytes / (us * 1e-6) / 1e9);
   };
-  CK(cudaFuncSetAttribute(k_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, HCWARM_MHC_CUDA_PARTIAL_SMEM(8)));
+  CK(cudaFuncSetAttribute(k_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, hcwarm_mhc::cuda_partial_smem(8)));
   time("partial kernel (shipped, 8 warps)", [&](unsigned short* r) {
     p.residual = r;
-    k_partial<<<dim3(P, T / 128), 256, HCWARM_MHC_CUDA_PARTIAL_SMEM(8)>>>(p);
+    k_partial<<<dim3(P, T / 128), 256, hcwarm_mhc::cuda_partial_smem(8)>>>(p);
   });
   time("skeleton map 0, 1 chunk ahead, 8 warps", [&](unsigned short* r) { k_skel<0, 1, 8><<<dim3(P, T / 128), 256>>>(r, out); });
   time("skeleton map 0, 2 chunks ahead, 8 warps", [&](unsigned short* r) { k_skel<0, 2, 8><<<dim3(P, T / 128), 256>>>(r, out); });

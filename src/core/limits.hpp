@@ -13,7 +13,7 @@ namespace hcwarm::limits {
 // DeepSeek V4's largest default chunk (16384), and (T, 4, 8192) bf16 stays under 16 GiB.
 inline constexpr int64_t kMaxTokens = int64_t{1} << 20;
 // DeepSeek V4 Pro's hidden size is 7168; the CUDA kernels stop earlier
-// (HCWARM_MHC_CUDA_MAX_HIDDEN in kernels/common/mhc_params.hpp).
+// (hcwarm_mhc::kCudaMaxHidden in kernels/common/mhc_params.hpp).
 inline constexpr int64_t kMaxHiddenSize = 65536;
 // Residual streams: 4 in DeepSeek V4; the kernels' mix rows grow as hc^2.
 inline constexpr int64_t kMaxHcMult = 16;

@@ -15,7 +15,7 @@ int64_t fused_boundary_max_tokens(Backend backend, MhcDims dims, int num_sms) {
   // g tiles get sms / g splits, so the cap holds for g <= sms / cap; at least one.
   const int64_t cap = num_splits(1, dims.k(), std::numeric_limits<int>::max());
   const int64_t tiles = cap > 1 ? std::max<int64_t>(1, num_sms / cap) : 1;
-  return tiles * HCWARM_MHC_TOKENS_PER_TILE;
+  return tiles * hcwarm_mhc::kTokensPerTile;
 }
 
 bool boundary_fuses(Backend backend, MhcDims dims, int num_sms, int64_t num_tokens) {

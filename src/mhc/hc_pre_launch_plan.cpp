@@ -13,9 +13,9 @@ namespace {
 
 // The kernels' name of an input kind (kernels/common/mhc_params.hpp).
 int input_code(HcPreInput input) {
-  return input == HcPreInput::Embed  ? HCWARM_MHC_INPUT_EMBED
-         : input == HcPreInput::Post ? HCWARM_MHC_INPUT_POST
-                                     : HCWARM_MHC_INPUT_RESIDUAL;
+  return input == HcPreInput::Embed  ? hcwarm_mhc::kInputEmbed
+         : input == HcPreInput::Post ? hcwarm_mhc::kInputPost
+                                     : hcwarm_mhc::kInputResidual;
 }
 
 // The decision itself (see the header for the rule and its source).
@@ -60,7 +60,7 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
   }
   if (r.backend != Backend::Reference && p.num_tokens > 0) {
     p.workspace_bytes =
-        static_cast<size_t>(p.num_tokens) * p.split_parts * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+        static_cast<size_t>(p.num_tokens) * p.split_parts * hcwarm_mhc::kPartialStride * sizeof(float);
     if (p.one_pass()) p.workspace_bytes = std::max(p.workspace_bytes, cuda::one_pass_workspace_bytes(p.num_tokens));
   }
   return p;

@@ -51,7 +51,7 @@ struct HcPreLaunchPlan {
   Variant variant = Variant::Specialized;  // JIT specializations, or the library's generic kernels
   MhcDims dims;
   HcPreInput input = HcPreInput::Residual;
-  int input_code = 0;  // the kernels' name of `input` (HCWARM_MHC_INPUT_*)
+  int input_code = 0;  // the kernels' name of `input` (hcwarm_mhc::kInput*)
   bool fused_norm = false;
   int64_t num_tokens = 0;
   std::string arch;          // Cuda: the target the kernels are compiled for

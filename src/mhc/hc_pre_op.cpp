@@ -63,8 +63,8 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
                      "the cuda backend needs a CUDA device, got {}", device.name());
     jit::require_supported_cuda_arch(static_cast<cuda::CudaDevice&>(device).arch(), "GPU " + device.name());
     HCWARM_CHECK_ARG(dims.hc_mult == 4, "the cuda kernels are built for hc_mult 4, got {}", dims.hc_mult);
-    HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= HCWARM_MHC_CUDA_MAX_HIDDEN,
-                     "the cuda kernels need hidden % 8 == 0 and hidden <= {}, got {}", HCWARM_MHC_CUDA_MAX_HIDDEN,
+    HCWARM_CHECK_ARG(dims.hidden % 8 == 0 && dims.hidden <= hcwarm_mhc::kCudaMaxHidden,
+                     "the cuda kernels need hidden % 8 == 0 and hidden <= {}, got {}", hcwarm_mhc::kCudaMaxHidden,
                      dims.hidden);
   }
   rebuild_device_backend();

@@ -163,14 +163,14 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
     const jit::KernelSource head = cuda::mhc_head_cuda_source(hc, hidden);
     const std::string& src = head.text;
-    EXPECT_NE(src.find(fmt::format("__launch_bounds__({}, {})", HCWARM_MHC_HEAD_THREADS(hidden),
-                                   HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden))),
+    EXPECT_NE(src.find(fmt::format("__launch_bounds__({}, {})", hcwarm_mhc::head_threads(hidden),
+                                   hcwarm_mhc::head_blocks_per_sm(hidden))),
               std::string::npos)
         << src;
-    EXPECT_NE(src.find(fmt::format("mhc_head_cluster<{}, {}, {}>", hc, hidden, HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden))),
+    EXPECT_NE(src.find(fmt::format("mhc_head_cluster<{}, {}, {}>", hc, hidden, hcwarm_mhc::head_wide_tpt(hc, hidden))),
               std::string::npos)
         << src;
-    EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", HCWARM_MHC_HEAD_CLUSTER(hidden))), std::string::npos);
+    EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", hcwarm_mhc::head_cluster(hidden))), std::string::npos);
     const auto out = nvrtc->compile(src, head.parts, kernels::embedded_files(), work.path());
     // One cubin, or a set of one per part: every image an ELF, the symbols in one of them.
     const auto set = jit::unpack_cubin_set(out.binary);

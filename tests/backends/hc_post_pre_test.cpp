@@ -252,7 +252,7 @@ TEST(HcPostPre, MissingOrOverlappingPointersAreNamedAndNothingIsWritten) {
 TEST(HcPostPre, KernelsRefuseAPostCallWithoutItsPointers) {
   const PostPreCase c = make_post_pre_case(2, 64, 9);
   std::vector<uint16_t> y(2 * 64, 0x1234), out(2 * 4 * 64, 0x1234);
-  std::vector<float> post(8), comb(32), partials(2 * 2 * HCWARM_MHC_PARTIAL_STRIDE);
+  std::vector<float> post(8), comb(32), partials(2 * 2 * hcwarm_mhc::kPartialStride);
   hcwarm_mhc_pre_params p{};
   p.num_tokens = 2;
   p.residual = reinterpret_cast<const unsigned short*>(c.pre.residual.data());
@@ -268,7 +268,7 @@ TEST(HcPostPre, KernelsRefuseAPostCallWithoutItsPointers) {
   p.hc_mult = 4;
   p.hidden = 64;
   p.sinkhorn_iters = 20;
-  p.input = HCWARM_MHC_INPUT_POST;
+  p.input = hcwarm_mhc::kInputPost;
   p.post_x = reinterpret_cast<const unsigned short*>(c.x.data());
   p.prev_post = c.prev_post.data();
   p.prev_comb = c.prev_comb.data();
@@ -281,11 +281,11 @@ TEST(HcPostPre, KernelsRefuseAPostCallWithoutItsPointers) {
     if (missing == 1) q.prev_post = nullptr;
     if (missing == 2) q.prev_comb = nullptr;
     if (missing == 3) q.residual_out = nullptr;
-    EXPECT_EQ(cpu::launch_mhc_pre_host(kernels, q, pool), HCWARM_MHC_BAD_ARGUMENT) << missing;
+    EXPECT_EQ(cpu::launch_mhc_pre_host(kernels, q, pool), hcwarm_mhc::kBadArgument) << missing;
   }
   for (const uint16_t v : y) ASSERT_EQ(v, 0x1234);
   for (const uint16_t v : out) ASSERT_EQ(v, 0x1234);
-  EXPECT_EQ(cpu::launch_mhc_pre_host(kernels, p, pool), HCWARM_MHC_OK) << "complete, the same call runs";
+  EXPECT_EQ(cpu::launch_mhc_pre_host(kernels, p, pool), hcwarm_mhc::kOk) << "complete, the same call runs";
 }
 
 TEST(HcPostPre, KeysCarryInputPostOnePerBucket) {
@@ -300,11 +300,11 @@ TEST(HcPostPre, KeysCarryInputPostOnePerBucket) {
     EXPECT_NE(post.describe(), emb.describe());
   }
   const auto cpu_post = mhc::hc_pre_kernel_spec(Backend::Cpu, {4, 4096}, 4, true, {}, HcPreInput::Post);
-  EXPECT_NE(cpu_post.source.find(", 4, 4096, true, HCWARM_MHC_INPUT_POST>"), std::string::npos) << cpu_post.source;
+  EXPECT_NE(cpu_post.source.find(", 4, 4096, true, hcwarm_mhc::kInputPost>"), std::string::npos) << cpu_post.source;
   const auto specs = mhc::hc_pre_planned_specs(Backend::Cpu, {4, 7168}, 132, 16384, true, {}, HcPreInput::Post);
   EXPECT_EQ(specs.size(), mhc::hc_pre_planned_specs(Backend::Cpu, {4, 7168}, 132, 16384, true).size());
   for (const auto& s : specs) EXPECT_EQ(s.param("input"), "post");
-  EXPECT_THROW(cpu::mhc_pre_cpu_source(4, 4, 4096, true, HCWARM_MHC_INPUT_RUNTIME), Error)
+  EXPECT_THROW(cpu::mhc_pre_cpu_source(4, 4, 4096, true, hcwarm_mhc::kInputRuntime), Error)
       << "a specialization has one input kind";
   for (const HcPreInput i : {HcPreInput::Residual, HcPreInput::Embed, HcPreInput::Post}) {
     EXPECT_EQ(mhc::parse_hc_pre_input(mhc::to_string(i)), i);

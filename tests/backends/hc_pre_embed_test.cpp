@@ -70,7 +70,7 @@ TEST(HcPreEmbed, KeysCarryTheInputAndResidualKeysAreUnchanged) {
     EXPECT_EQ(emb.param("input"), "embed");
     EXPECT_EQ(emb.param("one_pass"), "") << "the embedding never takes the one-pass kernel";
     EXPECT_NE(emb.source, res.source);
-    EXPECT_NE(emb.source.find("HCWARM_MHC_INPUT_EMBED"), std::string::npos);
+    EXPECT_NE(emb.source.find("hcwarm_mhc::kInputEmbed"), std::string::npos);
   }
   EXPECT_EQ(mhc::hc_pre_kernel_spec(Backend::Cuda, {4, 4096}, 1, true).param("one_pass"), "1");
   // One key per bucket, as for the residual path.
@@ -86,7 +86,7 @@ TEST(HcPreEmbed, KernelsRefuseAMismatchedOrUnknownInput) {
   // A residual kernel handed an embedding (or an unknown input) writes nothing and says so.
   const EmbedCase c = make_case(2, 64, 9);
   std::vector<uint16_t> y(2 * 64, 0x1234);
-  std::vector<float> post(8), comb(32), partials(2 * 64 * HCWARM_MHC_PARTIAL_STRIDE);
+  std::vector<float> post(8), comb(32), partials(2 * 64 * hcwarm_mhc::kPartialStride);
   hcwarm_mhc_pre_params p{};
   p.num_tokens = 2;
   p.residual = reinterpret_cast<const unsigned short*>(c.embed.data());
@@ -104,7 +104,7 @@ TEST(HcPreEmbed, KernelsRefuseAMismatchedOrUnknownInput) {
   p.sinkhorn_iters = 20;
   ThreadPool pool(1);
   p.input = 7;
-  EXPECT_EQ(cpu::launch_mhc_pre_host(cpu::mhc_pre_generic_host_kernels(4, false), p, pool), HCWARM_MHC_BAD_ARGUMENT);
+  EXPECT_EQ(cpu::launch_mhc_pre_host(cpu::mhc_pre_generic_host_kernels(4, false), p, pool), hcwarm_mhc::kBadArgument);
   for (const uint16_t v : y) ASSERT_EQ(v, 0x1234);
 }
 
@@ -124,7 +124,7 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
   {
-    const jit::KernelSource src = cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, HCWARM_MHC_INPUT_EMBED);
+    const jit::KernelSource src = cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, hcwarm_mhc::kInputEmbed);
     const auto out = nvrtc->compile(src.text, src.parts, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});

@@ -184,7 +184,7 @@ TEST(MhcPreOp, PlannedSpecsFollowTheBuckets) {
     EXPECT_EQ(specs[i].params[0].second, std::to_string(op.num_splits(reps[i])));
     EXPECT_EQ(specs[i].target, jit::TargetKind::Host);
     EXPECT_NE(specs[i].source.find("mhc_pre_finish<" + std::to_string(op.num_splits(reps[i])) +
-                                   ", 4, 7168, true, HCWARM_MHC_INPUT_RESIDUAL>"),
+                                   ", 4, 7168, true, hcwarm_mhc::kInputResidual>"),
               std::string::npos);
   }
   EXPECT_TRUE(op.planned_specs(0, true).empty());
@@ -304,7 +304,7 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
     for (const int64_t k : {int64_t{4} * 4096, int64_t{4} * 7168}) {
       for (const auto& b : mhc::split_buckets(16384, k, sms)) {
         const int s = b.num_splits;
-        EXPECT_LE(cuda::cuda_num_parts(s), HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(cuda::cuda_split_class(s)))
+        EXPECT_LE(cuda::cuda_num_parts(s), hcwarm_mhc::cuda_finish_batch_parts(cuda::cuda_split_class(s)))
             << s << " splits, " << sms << " SMs";
       }
     }
@@ -412,7 +412,7 @@ TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm)
 // ring; and the 16-byte alignment every CUDA kernel needs.
 TEST(MhcPreCudaSource, OnePassWorkspaceAndAlignment) {
   const size_t ring = size_t{16} * 128 * 64 * 32 * 4;  // 16 chunks x 128 tokens x 64 parts x 32 floats
-  EXPECT_EQ(static_cast<size_t>(HCWARM_MHC_ONE_PASS_RECORD_BYTES), ring);
+  EXPECT_EQ(static_cast<size_t>(hcwarm_mhc::kOnePassRecordBytes), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(0), ring);
   EXPECT_EQ(cuda::one_pass_workspace_bytes(-5), ring);       // no tokens: no counters
   EXPECT_EQ(cuda::one_pass_workspace_bytes(1), 256 + ring);  // one chunk

@@ -19,7 +19,7 @@
 namespace hcwarm::test {
 namespace {
 
-constexpr int kPost = HCWARM_MHC_INPUT_POST;
+constexpr int kPost = hcwarm_mhc::kInputPost;
 
 // Specializations that cover the partial kernel's shapes: 8 warps (num_splits
 // <= 2, the finish streaming the residual), 4 warps with the streaming finish,
@@ -77,13 +77,13 @@ TEST(HcPostPreCudaSource, SpecsAndSources) {
   EXPECT_EQ(res.param("one_pass"), "1");
   EXPECT_EQ(post.param("one_pass"), "") << "input post takes the two kernels";
   EXPECT_NE(post.source, res.source);
-  EXPECT_NE(post.source.find("HCWARM_MHC_INPUT_POST"), std::string::npos);
+  EXPECT_NE(post.source.find("hcwarm_mhc::kInputPost"), std::string::npos);
   EXPECT_EQ(post.source.find(cuda::kCudaOnePassSymbol), std::string::npos);
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, HCWARM_MHC_INPUT_RESIDUAL),
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, hcwarm_mhc::kInputResidual),
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, HCWARM_MHC_INPUT_EMBED),
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, hcwarm_mhc::kInputEmbed),
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, /*embed=*/true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).text.find("INPUT_POST"),
+  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).text.find("kInputPost"),
             std::string::npos);
 }
 
@@ -95,7 +95,7 @@ TEST(HcPostPreCudaSource, AlignmentCheckNamesThePostPointers) {
   p.residual = reinterpret_cast<const unsigned short*>(buf);
   p.fn = reinterpret_cast<const float*>(buf + 64);
   p.y = reinterpret_cast<unsigned short*>(buf + 128);
-  p.input = HCWARM_MHC_INPUT_POST;
+  p.input = hcwarm_mhc::kInputPost;
   p.post_x = reinterpret_cast<const unsigned short*>(buf + 192);
   p.prev_post = reinterpret_cast<const float*>(buf + 256);
   p.prev_comb = reinterpret_cast<const float*>(buf + 320);
@@ -114,7 +114,7 @@ TEST(HcPostPreCudaSource, AlignmentCheckNamesThePostPointers) {
     const char* n = cuda::misaligned_argument(q);
     ASSERT_NE(n, nullptr) << c.name;
     EXPECT_STREQ(n, c.name);
-    q.input = HCWARM_MHC_INPUT_RESIDUAL;
+    q.input = hcwarm_mhc::kInputResidual;
     EXPECT_EQ(cuda::misaligned_argument(q), nullptr) << c.name << " is not read without input POST";
   }
   hcwarm_mhc_pre_params q = p;

@@ -220,7 +220,7 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   for (const int64_t t : {1, 100, 448, 4096, 16384}) {
     const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda);
     const size_t pair = static_cast<size_t>(t) * cuda::cuda_num_parts(plan.kernel_splits) *
-                        HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+                        hcwarm_mhc::kPartialStride * sizeof(float);
     EXPECT_EQ(plan.split_parts, cuda::cuda_num_parts(plan.kernel_splits)) << t;
     EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? std::max(pair, cuda::one_pass_workspace_bytes(t)) : pair) << t;
   }
@@ -242,7 +242,7 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
 // count other than 1 or an input other than the residual, and a CPU plan.
 TEST(HcPreLaunchPlan, SourceGeneratorOnlyReadsThePlan) {
   EXPECT_THROW(cuda::mhc_pre_cuda_source(2, 4, 4096, true, /*one_pass=*/true, true), Error);
-  EXPECT_THROW(cuda::mhc_pre_cuda_source(1, 4, 4096, true, true, true, HCWARM_MHC_INPUT_EMBED), Error);
+  EXPECT_THROW(cuda::mhc_pre_cuda_source(1, 4, 4096, true, true, true, hcwarm_mhc::kInputEmbed), Error);
   HcPreLaunchRequest r;
   r.backend = Backend::Cpu;
   r.dims = {4, 4096};

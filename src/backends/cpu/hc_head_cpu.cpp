@@ -23,17 +23,17 @@ HeadFn pick(int hc, std::integer_sequence<int, HC...>) {
 void CpuHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchContext&) {
   const HeadFn f = pick(p.hc_mult, std::make_integer_sequence<int, 8>{});
   HCWARM_CHECK_ARG(f != nullptr, "hc_head (cpu): hc_mult must be in [1, 8], got {}", p.hc_mult);
-  std::atomic<int> rc{HCWARM_MHC_OK};
+  std::atomic<int> rc{hcwarm_mhc::kOk};
   auto body = [&](int64_t b, int64_t e) {
     const int r = f(&p, b, e);
-    if (r != HCWARM_MHC_OK) rc.store(r);
+    if (r != hcwarm_mhc::kOk) rc.store(r);
   };
   if (pool_) {
     pool_->parallel_for(p.num_tokens, 4, body);
   } else {
     body(0, p.num_tokens);
   }
-  if (rc.load() != HCWARM_MHC_OK) {
+  if (rc.load() != hcwarm_mhc::kOk) {
     HCWARM_THROW(ErrorKind::Internal, "hc_head cpu kernel (hc {}, hidden {}) returned error {}", p.hc_mult, p.hidden,
                  rc.load());
   }

@@ -22,7 +22,7 @@ std::unique_ptr<backends::HcPreKernels> CpuHcPreBackend::bind(std::shared_ptr<co
   auto k = std::make_unique<CpuKernels>();
   using AbiFn = int (*)();
   const int abi = reinterpret_cast<AbiFn>(module->function(kCpuAbiSymbol))();
-  HCWARM_ASSERT(abi == HCWARM_MHC_PRE_ABI, "host kernel ABI {} != {}", abi, HCWARM_MHC_PRE_ABI);
+  HCWARM_ASSERT(abi == hcwarm_mhc::kPreAbi, "host kernel ABI {} != {}", abi, hcwarm_mhc::kPreAbi);
   k->host.partial = reinterpret_cast<MhcPreHostFn>(module->function(kCpuPartialSymbol));
   k->host.finish = reinterpret_cast<MhcPreHostFn>(module->function(kCpuFinishSymbol));
   k->module = std::move(module);
@@ -36,14 +36,14 @@ std::unique_ptr<backends::HcPreKernels> CpuHcPreBackend::bind_generic(bool fused
 }
 
 size_t CpuHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
-  return static_cast<size_t>(num_tokens) * num_splits * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  return static_cast<size_t>(num_tokens) * num_splits * hcwarm_mhc::kPartialStride * sizeof(float);
 }
 
 void CpuHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, const LaunchContext&,
                              int stages) {
   p.num_parts = p.num_splits;
   const int rc = launch_mhc_pre_host(static_cast<const CpuKernels&>(kernels).host, p, *pool_, stages);
-  if (rc != HCWARM_MHC_OK) {
+  if (rc != hcwarm_mhc::kOk) {
     HCWARM_THROW(ErrorKind::Internal, "mhc_pre cpu kernel (num_splits {}) returned error {}", p.num_splits, rc);
   }
 }

@@ -15,10 +15,10 @@ inline constexpr const char* kCpuAbiSymbol = "hcwarm_mhc_pre_cpu_abi";
 
 // The translation unit of one specialization: a few lines instantiating the
 // templates of kernels/cpu/mhc_pre.hpp and exporting them under the names above.
-// input (HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST; not _RUNTIME, else InvalidArgument):
+// input (hcwarm_mhc::kInputResidual, kInputEmbed or kInputPost; not kInputRuntime, else InvalidArgument):
 // what the kernels read (kernels/common/mhc_params.hpp).
 std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_norm,
-                               int input = HCWARM_MHC_INPUT_RESIDUAL);
+                               int input = hcwarm_mhc::kInputResidual);
 
 using MhcPreHostFn = int (*)(const hcwarm_mhc_pre_params*, long long, long long);
 struct MhcPreHostKernels {
@@ -30,7 +30,7 @@ struct MhcPreHostKernels {
 // into libhcwarm. hc_mult 4 only; other values throw ErrorKind::Unavailable.
 MhcPreHostKernels mhc_pre_generic_host_kernels(int hc_mult, bool fused_norm);
 
-// Launcher: both stages over the pool. Returns HCWARM_MHC_OK or the first
+// Launcher: both stages over the pool. Returns hcwarm_mhc::kOk or the first
 // error code an entry point returned (the binding layer turns it into an exception).
 // stages: bit 0 = partial, bit 1 = finish.
 int launch_mhc_pre_host(const MhcPreHostKernels& k, const hcwarm_mhc_pre_params& p, ThreadPool& pool,

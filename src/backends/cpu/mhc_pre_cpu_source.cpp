@@ -16,9 +16,9 @@ struct InputNames {
 
 InputNames input_names(int input) {
   switch (input) {
-    case HCWARM_MHC_INPUT_RESIDUAL: return {"residual", "HCWARM_MHC_INPUT_RESIDUAL"};
-    case HCWARM_MHC_INPUT_EMBED: return {"embed", "HCWARM_MHC_INPUT_EMBED"};
-    case HCWARM_MHC_INPUT_POST: return {"post", "HCWARM_MHC_INPUT_POST"};
+    case hcwarm_mhc::kInputResidual: return {"residual", "hcwarm_mhc::kInputResidual"};
+    case hcwarm_mhc::kInputEmbed: return {"embed", "hcwarm_mhc::kInputEmbed"};
+    case hcwarm_mhc::kInputPost: return {"post", "hcwarm_mhc::kInputPost"};
     default: break;
   }
   HCWARM_THROW(ErrorKind::InvalidArgument, "bad mhc_pre input kind {} (a specialization takes residual, embed or post)",
@@ -38,7 +38,7 @@ std::string mhc_pre_cpu_source(int num_splits, int hc, int hidden, bool fused_no
       "  return hcwarm_kernels::cpu::mhc_pre_partial<{0}, {1}, {2}, {8}>(p, b, e);\n}}\n"
       "extern \"C\" int {5}(const hcwarm_mhc_pre_params* p, long long b, long long e) {{\n"
       "  return hcwarm_kernels::cpu::mhc_pre_finish<{0}, {1}, {2}, {3}, {8}>(p, b, e);\n}}\n"
-      "extern \"C\" int {6}() {{ return HCWARM_MHC_PRE_ABI; }}\n",
+      "extern \"C\" int {6}() {{ return hcwarm_mhc::kPreAbi; }}\n",
       num_splits, hc, hidden, fused_norm ? "true" : "false", kCpuPartialSymbol, kCpuFinishSymbol, kCpuAbiSymbol,
       in.name, in.constant);
 }

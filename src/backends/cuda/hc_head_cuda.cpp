@@ -8,8 +8,8 @@
 
 namespace hcwarm::cuda {
 
-unsigned head_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_HEAD_THREADS(hidden)); }
-unsigned head_cluster(int hidden) { return static_cast<unsigned>(HCWARM_MHC_HEAD_CLUSTER(hidden)); }
+unsigned head_threads(int hidden) { return static_cast<unsigned>(hcwarm_mhc::head_threads(hidden)); }
+unsigned head_cluster(int hidden) { return static_cast<unsigned>(hcwarm_mhc::head_cluster(hidden)); }
 
 const char* head_shape_unsupported(int hc, int hidden) {
   if (hc < 1 || hc > 8 || hidden < 8 || hidden % 8 != 0) return "hc must be in [1, 8] and hidden a positive multiple of 8";
@@ -17,7 +17,7 @@ const char* head_shape_unsupported(int hc, int hidden) {
   return nullptr;
 }
 
-int head_wide_tokens_per_thread(int hc, int hidden) { return HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden); }
+int head_wide_tokens_per_thread(int hc, int hidden) { return hcwarm_mhc::head_wide_tpt(hc, hidden); }
 
 bool head_has_one_pass(int hc, int hidden) { return one_pass_supported(hc, hidden, 9); }
 
@@ -41,7 +41,7 @@ jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
     return fmt::format(
         "extern \"C\" __global__ void __cluster_dims__({}, 1, 1) __launch_bounds__({}, {})\n"
         "{}(hcwarm_mhc_head_params p) {{\n  hcwarm_head::mhc_head_cluster<{}, {}, {}>(p);\n}}\n",
-        head_cluster(hidden), head_threads(hidden), HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden), symbol, hc, hidden,
+        head_cluster(hidden), head_threads(hidden), hcwarm_mhc::head_blocks_per_sm(hidden), symbol, hc, hidden,
         tokens_per_thread);
   };
   std::string src = fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n",
@@ -56,7 +56,7 @@ jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
       "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"
       "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, false, false, true>(p, &tmap);\n}}\n"
       "#endif\n",
-      HCWARM_MHC_ONE_PASS_THREADS(hidden), kCudaHeadOnePassSymbol, hc, hidden);
+      hcwarm_mhc::one_pass_threads(hidden), kCudaHeadOnePassSymbol, hc, hidden);
   return {std::move(src), 2};
 }
 
@@ -120,7 +120,7 @@ void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchCont
     q.hidden = p.hidden;
     q.hc_eps = p.hc_eps;
     q.rms_eps = p.rms_eps;
-    q.input = HCWARM_MHC_INPUT_RESIDUAL;
+    q.input = hcwarm_mhc::kInputResidual;
     HCWARM_CHECK_CU(d, launch_one_pass(d, one_pass_, q, stream_of(launch)));
     return;
   }
@@ -129,7 +129,7 @@ void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchCont
   const long long cluster = head_cluster(hidden_);
   // Narrow while its grid is at most one block per SM; wide beyond, where
   // blocks queue and each one's fn loads and barriers serve more tokens.
-  long long tile = HCWARM_MHC_HEAD_TOKENS;
+  long long tile = hcwarm_mhc::kHeadTokens;
   CUfunction f = narrow_;
   if ((p.num_tokens + tile - 1) / tile * cluster > device_.num_sms()) {
     tile *= head_wide_tokens_per_thread(hc_, hidden_);

@@ -17,12 +17,12 @@
 namespace hcwarm::cuda {
 
 inline constexpr const char* kCudaHeadSymbol = "hcwarm_mhc_head";                  // 1 token per thread (decode)
-inline constexpr const char* kCudaHeadWideSymbol = "hcwarm_mhc_head_wide";         // HCWARM_MHC_HEAD_WIDE_TPT
+inline constexpr const char* kCudaHeadWideSymbol = "hcwarm_mhc_head_wide";         // hcwarm_mhc::head_wide_tpt
 inline constexpr const char* kCudaHeadOnePassSymbol = "hcwarm_mhc_head_one_pass";  // one_pass_supported shapes
 
 // Why the CUDA head cannot take this shape, or nullptr.
 const char* head_shape_unsupported(int hc, int hidden);
-// Tokens per thread of the wide kernel (HCWARM_MHC_HEAD_WIDE_TPT).
+// Tokens per thread of the wide kernel (hcwarm_mhc::head_wide_tpt).
 int head_wide_tokens_per_thread(int hc, int hidden);
 // Whether the head module holds the one-pass kernel: hc_pre's one-pass shapes
 // (one_pass_supported on sm_90).

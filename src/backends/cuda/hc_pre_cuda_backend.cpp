@@ -12,7 +12,7 @@ namespace {
 
 struct CudaKernels final : backends::HcPreKernels {
   MhcPreCudaKernels cuda;
-  // Generic modules: a partial and a finish per input kind (HCWARM_MHC_INPUT_*),
+  // Generic modules: a partial and a finish per input kind (hcwarm_mhc::kInput*),
   // the launch takes those of p.input; a specialization has one kind (cuda's)
   // and leaves these null.
   CUfunction partial_by_input[3] = {}, finish_by_input[3] = {};
@@ -91,7 +91,7 @@ bool CudaHcPreBackend::has_generic() const { return hc_mult_ == 4 && !mhc_pre_ge
 
 size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
   if (num_tokens <= 0) return 0;
-  size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * HCWARM_MHC_PARTIAL_STRIDE * sizeof(float);
+  size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * hcwarm_mhc::kPartialStride * sizeof(float);
   // Where this op's plans can take the one-pass kernel, a one-split call may run either path.
   if (one_pass_ && num_splits == 1) bytes = std::max(bytes, one_pass_workspace_bytes(num_tokens));
   return bytes;
@@ -119,7 +119,7 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
   const auto& bound = static_cast<const CudaKernels&>(kernels);
   MhcPreCudaKernels k = bound.cuda;
   if (bound.by_input()) {
-    HCWARM_CHECK_ARG(p.input >= 0 && p.input < 3, "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST",
+    HCWARM_CHECK_ARG(p.input >= 0 && p.input < 3, "mhc_pre: input {} is not hcwarm_mhc::kInputResidual, kInputEmbed or kInputPost",
                      p.input);
     k.partial = bound.partial_by_input[p.input];
     k.finish = bound.finish_by_input[p.input];
@@ -129,7 +129,7 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
     one_pass = false;
     k.one_pass = {};
   }
-  p.num_parts = one_pass ? HCWARM_MHC_ONE_PASS_PARTS : split_parts;
+  p.num_parts = one_pass ? hcwarm_mhc::kOnePassParts : split_parts;
   HCWARM_CHECK_CU(device_.driver(),
                   launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
 }

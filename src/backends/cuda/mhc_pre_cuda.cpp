@@ -12,7 +12,7 @@ constexpr CUresult kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE (cuda.h)
 // each of the 64 K-parts, and one y warp per 1024 columns (at most 7: the block
 // is then 15 warps, which leaves at most 136 registers a thread).
 bool one_pass_hidden(int hidden) {
-  return hidden > 0 && hidden % HCWARM_MHC_ONE_PASS_HIDDEN_STEP == 0 && hidden <= HCWARM_MHC_ONE_PASS_MAX_HIDDEN;
+  return hidden > 0 && hidden % hcwarm_mhc::kOnePassHiddenStep == 0 && hidden <= hcwarm_mhc::kOnePassMaxHidden;
 }
 
 // The one-pass kernel's view of the residual: T rows of hc * hidden bf16
@@ -21,7 +21,7 @@ CUresult encode_residual_map(const CudaDriver& d, const hcwarm_mhc_pre_params& p
   const unsigned long long cols = static_cast<unsigned long long>(p.hc_mult) * static_cast<unsigned long long>(p.hidden);
   const unsigned long long dims[2] = {cols, static_cast<unsigned long long>(p.num_tokens)};
   const unsigned long long strides[1] = {cols * 2};
-  const unsigned box[2] = {HCWARM_MHC_ONE_PASS_BOX, HCWARM_MHC_ONE_PASS_BOX};
+  const unsigned box[2] = {hcwarm_mhc::kOnePassBox, hcwarm_mhc::kOnePassBox};
   const unsigned element_strides[2] = {1, 1};
   return d.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<unsigned short*>(p.residual),
                                   dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -32,8 +32,8 @@ CUresult encode_residual_map(const CudaDriver& d, const hcwarm_mhc_pre_params& p
 }  // namespace
 
 CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
-  const unsigned bytes = HCWARM_MHC_CUDA_PARTIAL_SMEM(k.partial_warps);
-  const unsigned post_bytes = HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(k.partial_warps);
+  const unsigned bytes = hcwarm_mhc::cuda_partial_smem(k.partial_warps);
+  const unsigned post_bytes = hcwarm_mhc::cuda_partial_smem_post(k.partial_warps);
   // Above the 48 KB default only with the attribute (every driver since CUDA 9 has it).
   // The attribute is a ceiling: residual launches still ask for `bytes` only.
   if (d.cuFuncSetAttribute == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
@@ -61,10 +61,10 @@ int one_pass_max_splits(int hidden) {
   return hidden >= 7168 ? 21 : 14;
 }
 
-unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(HCWARM_MHC_ONE_PASS_THREADS(hidden)); }
+unsigned one_pass_threads(int hidden) { return static_cast<unsigned>(hcwarm_mhc::one_pass_threads(hidden)); }
 
 size_t one_pass_workspace_bytes(long long num_tokens) {
-  return HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(static_cast<size_t>(std::max(num_tokens, 0LL)));
+  return hcwarm_mhc::one_pass_workspace_bytes(static_cast<size_t>(std::max(num_tokens, 0LL)));
 }
 
 const char* misaligned_argument(const void* residual, const void* fn, const void* y, const void* norm_weight) {
@@ -78,7 +78,7 @@ const char* misaligned_argument(const void* residual, const void* fn, const void
 
 const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
   if (const char* bad = misaligned_argument(p.residual, p.fn, p.y, p.norm_weight)) return bad;
-  if (p.input != HCWARM_MHC_INPUT_POST) return nullptr;
+  if (p.input != hcwarm_mhc::kInputPost) return nullptr;
   const std::pair<const char*, const void*> args[] = {
       {"x", p.post_x}, {"prev_post", p.prev_post}, {"prev_comb", p.prev_comb}, {"new_residual", p.residual_out}};
   for (const auto& [name, ptr] : args) {
@@ -94,14 +94,14 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num
     return CUDA_SUCCESS;  // not available here: the two-kernel path
   }
   const unsigned threads = one_pass_threads(hidden);
-  const unsigned smem = HCWARM_MHC_ONE_PASS_SMEM(static_cast<unsigned>(hidden));
+  const unsigned smem = hcwarm_mhc::one_pass_smem(static_cast<unsigned>(hidden));
   CUresult rc = d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
   if (rc != CUDA_SUCCESS) return rc;
   int per_sm = 0;
   rc = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), smem);
   if (rc != CUDA_SUCCESS) return rc;
   // Every block of the grid must be resident at once (they wait for each other).
-  if (per_sm * num_sms < HCWARM_MHC_ONE_PASS_BLOCKS) return CUDA_SUCCESS;
+  if (per_sm * num_sms < hcwarm_mhc::kOnePassBlocks) return CUDA_SUCCESS;
   k = OnePassKernel{f, threads, smem};
   return CUDA_SUCCESS;
 }
@@ -110,10 +110,10 @@ CUresult launch_one_pass(const CudaDriver& d, const OnePassKernel& k, const hcwa
                          CUstream stream) {
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
   hcwarm_mhc_pre_params params = p;
-  params.num_parts = HCWARM_MHC_ONE_PASS_PARTS;
-  // The chunks' counters start at zero (p.partials: HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES).
+  params.num_parts = hcwarm_mhc::kOnePassParts;
+  // The chunks' counters start at zero (p.partials: hcwarm_mhc::one_pass_workspace_bytes).
   CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
-                                  HCWARM_MHC_ONE_PASS_COUNTER_BYTES(static_cast<size_t>(p.num_tokens)), stream);
+                                  hcwarm_mhc::one_pass_counter_bytes(static_cast<size_t>(p.num_tokens)), stream);
   if (rc != CUDA_SUCCESS) return rc;
   hcwarm_tensor_map map;
   rc = encode_residual_map(d, params, map);
@@ -123,7 +123,7 @@ CUresult launch_one_pass(const CudaDriver& d, const OnePassKernel& k, const hcwa
   coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   coop.value.cooperative = 1;
   CUlaunchConfig c;
-  c.gridDimX = HCWARM_MHC_ONE_PASS_BLOCKS;
+  c.gridDimX = hcwarm_mhc::kOnePassBlocks;
   c.blockDimX = k.threads;
   c.sharedMemBytes = k.smem;
   c.hStream = stream;
@@ -140,13 +140,13 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   // Set only where the caller's plan took the one-pass kernel; it runs both stages
   // and reads residual streams only (a guard, not a choice).
   if (k.one_pass.f != nullptr) {
-    if (stages != 3 || p.input != HCWARM_MHC_INPUT_RESIDUAL) return kInvalidValue;
+    if (stages != 3 || p.input != hcwarm_mhc::kInputResidual) return kInvalidValue;
     return launch_one_pass(d, k.one_pass, p, stream);
   }
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);
   if (stages & 1) {
-    const unsigned smem = p.input == HCWARM_MHC_INPUT_POST ? k.partial_smem_post : k.partial_smem;
+    const unsigned smem = p.input == hcwarm_mhc::kInputPost ? k.partial_smem_post : k.partial_smem;
     const CUresult rc = d.cuLaunchKernel(k.partial, static_cast<unsigned>(p.num_parts), tiles, 1,
                                          32u * static_cast<unsigned>(k.partial_warps), 1, 1, smem, stream, args,
                                          nullptr);
@@ -154,8 +154,8 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   }
   if (!(stages & 2)) return CUDA_SUCCESS;
   // Decode sizes: a Y and a Comb block per token (FinishRole), which the kernel reads off the grid.
-  const bool split_finish = p.num_tokens <= HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS &&
-                            !HCWARM_MHC_CUDA_FINISH_STREAMS(HCWARM_MHC_CUDA_SPLIT_CLASS(p.num_splits));
+  const bool split_finish = p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
+                            !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
   const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
   if (d.cuLaunchKernelEx != nullptr && (stages & 1)) {
     CUlaunchAttribute pdl;
@@ -163,13 +163,13 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     pdl.value.programmaticStreamSerializationAllowed = 1;
     CUlaunchConfig c;
     c.gridDimX = blocks;
-    c.blockDimX = HCWARM_MHC_CUDA_THREADS;
+    c.blockDimX = hcwarm_mhc::kCudaThreads;
     c.hStream = stream;
     c.attrs = &pdl;
     c.numAttrs = 1;
     return d.cuLaunchKernelEx(&c, k.finish, args, nullptr);
   }
-  return d.cuLaunchKernel(k.finish, blocks, 1, 1, HCWARM_MHC_CUDA_THREADS, 1, 1, 0, stream, args, nullptr);
+  return d.cuLaunchKernel(k.finish, blocks, 1, 1, hcwarm_mhc::kCudaThreads, 1, 1, 0, stream, args, nullptr);
 }
 
 }  // namespace hcwarm::cuda

@@ -24,7 +24,7 @@ inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
 
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
 int cuda_partial_warps(int num_splits);
-// The split class of num_splits >= 1 (HCWARM_MHC_CUDA_SPLIT_CLASS: 1, 2, 3, 5 or 22),
+// The split class of num_splits >= 1 (hcwarm_mhc::cuda_split_class: 1, 2, 3, 5 or 22),
 // the unit of CUDA specialization; its name in keys and logs: "1", "2", "3-4", "5-21", "22+".
 int cuda_split_class(int num_splits);
 std::string cuda_split_class_name(int split_class);
@@ -38,25 +38,25 @@ std::string cuda_split_class_name(int split_class);
 jit::KernelSource mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan);
 // The same with the form given explicitly (tests, tools): num_splits' class,
 // one_pass (num_splits 1 only, else InvalidArgument), fast_finish: branch-free
-// reciprocals in the finish's scalar part. input (HCWARM_MHC_INPUT_*):
-// _RESIDUAL, the hc streams; _EMBED, the first layer's (T, D) embedding as hc
-// identical streams; _POST, the fused sublayer boundary. Neither of the last
+// reciprocals in the finish's scalar part. input (hcwarm_mhc::kInput*):
+// kInputResidual, the hc streams; kInputEmbed, the first layer's (T, D) embedding as hc
+// identical streams; kInputPost, the fused sublayer boundary. Neither of the last
 // two with one_pass (InvalidArgument).
 jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool fused_norm, bool one_pass = false,
-                                bool fast_finish = false, int input = HCWARM_MHC_INPUT_RESIDUAL);
+                                bool fast_finish = false, int input = hcwarm_mhc::kInputResidual);
 
 // A one-pass kernel ready to launch (prepare_one_pass): hc_pre's, or the head's
 // (the same kernel computing the head's gates, backends/cuda/hc_head_cuda).
 struct OnePassKernel {
   CUfunction f = nullptr;  // null: not available here (the caller takes another path)
   unsigned threads = 0;
-  unsigned smem = 0;  // dynamic shared memory per block, bytes (grid: HCWARM_MHC_ONE_PASS_BLOCKS)
+  unsigned smem = 0;  // dynamic shared memory per block, bytes (grid: hcwarm_mhc::kOnePassBlocks)
 };
 
 struct MhcPreCudaKernels {
   CUfunction partial = nullptr;
   CUfunction finish = nullptr;
-  int partial_warps = HCWARM_MHC_CUDA_THREADS / 32;  // the partial kernel's block: 16 tokens per warp
+  int partial_warps = hcwarm_mhc::kCudaThreads / 32;  // the partial kernel's block: 16 tokens per warp
   unsigned partial_smem = 0;  // its dynamic shared memory, bytes (set by prepare_partial_smem)
   unsigned partial_smem_post = 0;  // the same with input POST (the previous sublayer's output staged too)
   // The one-pass kernel where the plan took it and the device hosts its grid, or none
@@ -77,8 +77,8 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& 
                              CUstream stream, int stages = 3);
 
 // The mma_smem partial kernel stages the residual in dynamic shared memory
-// (HCWARM_MHC_CUDA_PARTIAL_SMEM of k.partial_warps; with input POST
-// HCWARM_MHC_CUDA_PARTIAL_SMEM_POST): allows k.partial the larger and records
+// (hcwarm_mhc::cuda_partial_smem of k.partial_warps; with input POST
+// hcwarm_mhc::cuda_partial_smem_post): allows k.partial the larger and records
 // both in k.partial_smem / k.partial_smem_post for the launcher.
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
@@ -106,7 +106,7 @@ const char* misaligned_argument(const void* residual, const void* fn, const void
 // prev_comb and new_residual (residual_out), named as in mhc::HcPreArgs.
 const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // Gives `f` (a one-pass kernel for `hidden`) its shared memory and checks that
-// its HCWARM_MHC_ONE_PASS_BLOCKS blocks can all be resident on `num_sms` SMs (they
+// its hcwarm_mhc::kOnePassBlocks blocks can all be resident on `num_sms` SMs (they
 // wait for each other). On success fills k and returns CUDA_SUCCESS; otherwise
 // leaves k.f null (the caller falls back to another path): no TMA entry point
 // in the driver, too few SMs.
@@ -118,7 +118,7 @@ CUresult launch_one_pass(const CudaDriver& driver, const OnePassKernel& k, const
                          CUstream stream);
 
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).
-inline int cuda_num_parts(int num_splits) { return num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits); }
+inline int cuda_num_parts(int num_splits) { return num_splits * hcwarm_mhc::cuda_subsplits(num_splits); }
 
 // The generic kernels built ahead of time by nvcc (sm_90a SASS + compute_90 PTX),
 // embedded in the library; empty when the library was built without nvcc.
@@ -126,7 +126,7 @@ std::span<const std::byte> mhc_pre_generic_fatbin();
 // Whether this build carries the generic CUDA kernels (nvcc was found when it was built):
 // without them tiered execution is off on CUDA.
 inline bool generic_kernels_built() { return !mhc_pre_generic_fatbin().empty(); }
-// The entry points, by input kind (HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST),
+// The entry points, by input kind (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost),
 // fused norm and fast_finish; the one-pass kernel reads residual streams only.
 inline constexpr const char* kGenericPartialSymbols[3] = {"hcwarm_mhc_pre_partial_generic_residual",
                                                           "hcwarm_mhc_pre_partial_generic_embed",

@@ -8,22 +8,22 @@
 namespace hcwarm::cuda {
 
 namespace {
-// The kernels' INPUT template argument and the source's comment word.
-const char* input_macro(int input) {
-  return input == HCWARM_MHC_INPUT_EMBED  ? "HCWARM_MHC_INPUT_EMBED"
-         : input == HCWARM_MHC_INPUT_POST ? "HCWARM_MHC_INPUT_POST"
-                                          : "HCWARM_MHC_INPUT_RESIDUAL";
+// The kernels' INPUT template argument, and the source's comment word.
+const char* input_name(int input) {
+  return input == hcwarm_mhc::kInputEmbed  ? "hcwarm_mhc::kInputEmbed"
+         : input == hcwarm_mhc::kInputPost ? "hcwarm_mhc::kInputPost"
+                                          : "hcwarm_mhc::kInputResidual";
 }
 const char* input_word(int input) {
-  return input == HCWARM_MHC_INPUT_EMBED ? "embed" : input == HCWARM_MHC_INPUT_POST ? "post" : "residual";
+  return input == hcwarm_mhc::kInputEmbed ? "embed" : input == hcwarm_mhc::kInputPost ? "post" : "residual";
 }
 }  // namespace
 
-int cuda_partial_warps(int num_splits) { return HCWARM_MHC_CUDA_PARTIAL_WARPS(num_splits); }
+int cuda_partial_warps(int num_splits) { return hcwarm_mhc::cuda_partial_warps(num_splits); }
 
 int cuda_split_class(int num_splits) {
   HCWARM_CHECK_ARG(num_splits >= 1, "num_splits must be >= 1, got {}", num_splits);
-  return HCWARM_MHC_CUDA_SPLIT_CLASS(num_splits);
+  return hcwarm_mhc::cuda_split_class(num_splits);
 }
 
 std::string cuda_split_class_name(int split_class) {
@@ -51,12 +51,12 @@ struct SourceShape {
 };
 
 jit::KernelSource generate(const SourceShape& s) {
-  HCWARM_CHECK_ARG(s.input == HCWARM_MHC_INPUT_RESIDUAL || s.input == HCWARM_MHC_INPUT_EMBED ||
-                       s.input == HCWARM_MHC_INPUT_POST,
-                   "mhc_pre: input {} is not HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST", s.input);
-  HCWARM_CHECK_ARG(!(s.input == HCWARM_MHC_INPUT_EMBED && s.one_pass),
+  HCWARM_CHECK_ARG(s.input == hcwarm_mhc::kInputResidual || s.input == hcwarm_mhc::kInputEmbed ||
+                       s.input == hcwarm_mhc::kInputPost,
+                   "mhc_pre: input {} is not hcwarm_mhc::kInputResidual, kInputEmbed or kInputPost", s.input);
+  HCWARM_CHECK_ARG(!(s.input == hcwarm_mhc::kInputEmbed && s.one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the embedding");
-  HCWARM_CHECK_ARG(!(s.input == HCWARM_MHC_INPUT_POST && s.one_pass),
+  HCWARM_CHECK_ARG(!(s.input == hcwarm_mhc::kInputPost && s.one_pass),
                    "mhc_pre: the one-pass kernel reads residual streams, not the fused boundary's (input post)");
   HCWARM_CHECK_ARG(!s.one_pass || s.split_class == 1, "mhc_pre: the one-pass kernel is the num_splits 1 specialization");
   // The partial kernel's block; 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
@@ -78,12 +78,12 @@ jit::KernelSource generate(const SourceShape& s) {
                              "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_partial<{}, {}, {}, {}>(p);\n}}\n",
                              32 * warps, warps == 8 ? 2 : 3, kCudaPartialSymbol, s.split_class, s.hc, s.hidden,
-                             input_macro(s.input)));
+                             input_name(s.input)));
   src += part(1, fmt::format("#include \"cuda/mhc_pre_finish.cuh\"\n"
                              "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(hcwarm_mhc_pre_params p) {{\n"
                              "  hcwarm_kernels::cuda::mhc_pre_finish<{}, {}, {}, {}, {}, {}>(p);\n}}\n",
-                             HCWARM_MHC_CUDA_THREADS, HCWARM_MHC_CUDA_FINISH_STREAMS(s.split_class) ? 8 : 3,
-                             kCudaFinishSymbol, s.split_class, s.hc, s.hidden, norm, fast, input_macro(s.input)));
+                             hcwarm_mhc::kCudaThreads, hcwarm_mhc::cuda_finish_streams(s.split_class) ? 8 : 3,
+                             kCudaFinishSymbol, s.split_class, s.hc, s.hidden, norm, fast, input_name(s.input)));
   if (s.one_pass) {
     // The one-pass block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb and signal warps.
     src += part(2, fmt::format("#include \"cuda/mhc_pre_one_pass.cuh\"\n"

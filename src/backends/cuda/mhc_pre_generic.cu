@@ -10,20 +10,20 @@
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_one_pass.cuh"
 
-// NAME: the entry point (mhc_pre_cuda.hpp, kGeneric*Symbols); INPUT: HCWARM_MHC_INPUT_*;
+// NAME: the entry point (mhc_pre_cuda.hpp, kGeneric*Symbols); INPUT: hcwarm_mhc::kInput*;
 // NORM: fused norm; FAST: fast reciprocals.
 #define HCWARM_GENERIC_PARTIAL(NAME, INPUT)                                 \
-  extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3)  \
+  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, 3)  \
       NAME(hcwarm_mhc_pre_params p) {                                       \
     hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, INPUT>(p);               \
   }
 #define HCWARM_GENERIC_FINISH(NAME, NORM, FAST, INPUT)                     \
-  extern "C" __global__ void __launch_bounds__(HCWARM_MHC_CUDA_THREADS, 3) \
+  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, 3) \
       NAME(hcwarm_mhc_pre_params p) {                                      \
     hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, NORM, FAST, INPUT>(p);   \
   }
 #define HCWARM_GENERIC_ONE_PASS(NAME, NORM, FAST)                                                            \
-  extern "C" __global__ void __launch_bounds__(HCWARM_MHC_ONE_PASS_THREADS(HCWARM_MHC_ONE_PASS_MAX_HIDDEN), 1) \
+  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden), 1) \
       NAME(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {                        \
     hcwarm_kernels::cuda::mhc_pre_one_pass<4, 0, NORM, FAST>(p, &tmap);                                      \
   }
@@ -34,12 +34,12 @@
   HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_norm_precise_##KIND, true, false, INPUT)  \
   HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_norm_fast_##KIND, true, true, INPUT)
 
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_residual, HCWARM_MHC_INPUT_RESIDUAL)
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_embed, HCWARM_MHC_INPUT_EMBED)
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_post, HCWARM_MHC_INPUT_POST)
-HCWARM_GENERIC_FINISHES(residual, HCWARM_MHC_INPUT_RESIDUAL)
-HCWARM_GENERIC_FINISHES(embed, HCWARM_MHC_INPUT_EMBED)
-HCWARM_GENERIC_FINISHES(post, HCWARM_MHC_INPUT_POST)
+HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_residual, hcwarm_mhc::kInputResidual)
+HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_embed, hcwarm_mhc::kInputEmbed)
+HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_post, hcwarm_mhc::kInputPost)
+HCWARM_GENERIC_FINISHES(residual, hcwarm_mhc::kInputResidual)
+HCWARM_GENERIC_FINISHES(embed, hcwarm_mhc::kInputEmbed)
+HCWARM_GENERIC_FINISHES(post, hcwarm_mhc::kInputPost)
 HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_precise, false, false)
 HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_fast, false, true)
 HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_norm_precise, true, false)

@@ -8,7 +8,11 @@
 //   pre[i] = sigmoid(r * dot(fn[i, :], x) * scale[0] + base[i]) + hc_eps
 //   y[t]   = bf16(sum_i pre[i] * x_i)
 
-#define HCWARM_MHC_HEAD_ABI 3
+#include "common/mhc_params.hpp"
+
+namespace hcwarm_mhc {
+
+inline constexpr int kHeadAbi = 3;
 
 // The CUDA kernel's shapes (kernels/cuda/mhc_head.cuh), shared with its
 // launcher. mhc_head_cluster: a cluster of blocks takes a tile of tokens, each
@@ -16,28 +20,32 @@
 // slice), so the tile's dot products spread over the cluster's SMs and each
 // block keeps its slice of the rows in registers for the weighted sum. Thread
 // (u, vl) owns token lane u of the tile and 16-byte vector vl of the slice.
-#define HCWARM_MHC_HEAD_MAX_CLUSTER 8  // the portable cluster size limit
+inline constexpr int kHeadMaxCluster = 8;  // the portable cluster size limit
 // Tokens per tile: the tile's lanes of one vector share each fn load; a power
 // of two <= 32 (lanes).
-#define HCWARM_MHC_HEAD_TOKENS 4
-#define HCWARM_MHC_HEAD_CLUSTER(hidden) ((hidden) / 8 < HCWARM_MHC_HEAD_MAX_CLUSTER ? (hidden) / 8 : HCWARM_MHC_HEAD_MAX_CLUSTER)
-#define HCWARM_MHC_HEAD_SLICE_VECTORS(hidden) \
-  (((hidden) / 8 + HCWARM_MHC_HEAD_CLUSTER(hidden) - 1) / HCWARM_MHC_HEAD_CLUSTER(hidden))
-#define HCWARM_MHC_HEAD_THREADS(hidden) \
-  ((HCWARM_MHC_HEAD_TOKENS * HCWARM_MHC_HEAD_SLICE_VECTORS(hidden) + 31) / 32 * 32)
+inline constexpr int kHeadTokens = 4;
+HCWARM_HOST_DEVICE constexpr int head_cluster(int hidden) { return hidden / 8 < kHeadMaxCluster ? hidden / 8 : kHeadMaxCluster; }
+HCWARM_HOST_DEVICE constexpr int head_slice_vectors(int hidden) {
+  return (hidden / 8 + head_cluster(hidden) - 1) / head_cluster(hidden);
+}
+HCWARM_HOST_DEVICE constexpr int head_threads(int hidden) { return (kHeadTokens * head_slice_vectors(hidden) + 31) / 32 * 32; }
 // Blocks per SM the kernel is compiled for (__launch_bounds__): two, so one
 // block's loads overlap another's reductions and cluster barriers; one for
 // blocks over 512 threads, which two would leave 32 registers a thread.
-#define HCWARM_MHC_HEAD_BLOCKS_PER_SM(hidden) (HCWARM_MHC_HEAD_THREADS(hidden) <= 512 ? 2 : 1)
+HCWARM_HOST_DEVICE constexpr int head_blocks_per_sm(int hidden) { return head_threads(hidden) <= 512 ? 2 : 1; }
 // Tokens per thread of the wide instantiation: 4, 2 or 1, the most that keep
 // one block's rows (tokens per thread x threads x hc 16-byte vectors) within a
 // quarter of the 256 KiB register file, so two blocks fit on an SM with the
 // rest of their registers (hidden 7168: 2, hidden 4096: 4, for hc 4).
-#define HCWARM_MHC_HEAD_ROW_REGISTER_BYTES (64 * 1024)
-#define HCWARM_MHC_HEAD_FITS_TPT(n, hc, hidden) \
-  ((n) * HCWARM_MHC_HEAD_THREADS(hidden) * (hc) * 16 <= HCWARM_MHC_HEAD_ROW_REGISTER_BYTES)
-#define HCWARM_MHC_HEAD_WIDE_TPT(hc, hidden) \
-  (HCWARM_MHC_HEAD_FITS_TPT(4, hc, hidden) ? 4 : HCWARM_MHC_HEAD_FITS_TPT(2, hc, hidden) ? 2 : 1)
+inline constexpr int kHeadRowRegisterBytes = 64 * 1024;
+HCWARM_HOST_DEVICE constexpr bool head_fits_tpt(int n, int hc, int hidden) {
+  return n * head_threads(hidden) * hc * 16 <= kHeadRowRegisterBytes;
+}
+HCWARM_HOST_DEVICE constexpr int head_wide_tpt(int hc, int hidden) {
+  return head_fits_tpt(4, hc, hidden) ? 4 : head_fits_tpt(2, hc, hidden) ? 2 : 1;
+}
+
+}  // namespace hcwarm_mhc
 
 extern "C" {
 struct hcwarm_mhc_head_params {

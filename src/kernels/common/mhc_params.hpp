@@ -6,10 +6,10 @@
 // Two stages (docs/MATH.md, section 2):
 //   partial: for each token and each K-part, the 24 mix dot-products of the
 //            residual row with fn over that part, and the sum of squares.
-//            Layout of `partials`: (T, num_parts, HCWARM_MHC_PARTIAL_STRIDE) floats,
+//            Layout of `partials`: (T, num_parts, kPartialStride) floats,
 //            entries [0, mix) are the dot products, entry `mix` the sum of squares.
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
-// num_parts = num_splits on the CPU, num_splits * HCWARM_MHC_CUDA_SUBSPLITS(num_splits)
+// num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
 // on CUDA. The policy's grid is ceil(T / 64) tiles and its split count about
 // sms / tiles, so the CUDA partial launch has num_parts * tiles blocks:
 //   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
@@ -20,39 +20,52 @@
 // Partials cost num_parts * 128 bytes per token (at most 24 KB, against 57 KB of
 // residual for hidden 7168), read once by the finish kernel.
 
-#define HCWARM_MHC_PRE_ABI 5
-#define HCWARM_MHC_PARTIAL_STRIDE 32
-#define HCWARM_MHC_TOKENS_PER_TILE 64
-#define HCWARM_MHC_CUDA_SUBSPLITS(s) ((s) >= 64 ? 1 : (s) >= 8 ? 3 : (24 + (s) - 1) / (s))
-#define HCWARM_MHC_CUDA_THREADS 128
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define HCWARM_HOST_DEVICE __host__ __device__
+#else
+#define HCWARM_HOST_DEVICE
+#endif
+
+// The launch parameters of the mHC pre kernels, each named once: constants and
+// constexpr functions of the split count, the warps or the hidden size, which
+// the kernels (as template arguments, static_asserts and bounds) and their
+// launchers (grids, blocks, shared memory, workspace) read alike.
+namespace hcwarm_mhc {
+
+inline constexpr int kPreAbi = 5;
+inline constexpr int kPartialStride = 32;
+inline constexpr int kTokensPerTile = 64;
+HCWARM_HOST_DEVICE constexpr int cuda_subsplits(int s) { return s >= 64 ? 1 : s >= 8 ? 3 : (24 + s - 1) / s; }
+inline constexpr int kCudaThreads = 128;
 // The CUDA hc_pre kernels' largest hidden size: the finish holds a token's y in
 // registers (hidden / 8 vectors over 128 threads).
-#define HCWARM_MHC_CUDA_MAX_HIDDEN 8192
+inline constexpr int kCudaMaxHidden = 8192;
 // Warps of the specialized mma_smem partial kernel (16 tokens each): 8 for the
 // large-T buckets (num_splits <= 2, at least 45 tiles of 64), where a 128-token
 // tile halves the fn reads from L2 (one fn chunk serves twice the tokens);
 // smaller buckets would get too few blocks. 4 (64 tokens,
-// HCWARM_MHC_CUDA_THREADS) otherwise and in the generic kernel.
-#define HCWARM_MHC_CUDA_PARTIAL_WARPS(s) ((s) >= 1 && (s) <= 2 ? 8 : 4)
+// kCudaThreads) otherwise and in the generic kernel.
+HCWARM_HOST_DEVICE constexpr int cuda_partial_warps(int s) { return s >= 1 && s <= 2 ? 8 : 4; }
 // Dynamic shared memory of the mma_smem partial kernel: two stages of its
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
-#define HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, stages) ((stages) * (warps) * 16 * 128 * 2)
-#define HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(warps, 2)
+HCWARM_HOST_DEVICE constexpr int cuda_partial_smem_stages(int warps, int stages) { return stages * warps * 16 * 128 * 2; }
+HCWARM_HOST_DEVICE constexpr int cuda_partial_smem(int warps) { return cuda_partial_smem_stages(warps, 2); }
 // With input POST it also stages the previous sublayer's output beside the
 // residual (16 rows x 32 features x bf16 per warp and stage): 80 KB for 8 warps.
-#define HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(warps, stages) ((stages) * (warps) * 16 * 32 * 2)
-#define HCWARM_MHC_CUDA_PARTIAL_SMEM_POST(warps) \
-  (HCWARM_MHC_CUDA_PARTIAL_SMEM(warps) + HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(warps, 2))
+HCWARM_HOST_DEVICE constexpr int cuda_partial_post_x_stages(int warps, int stages) { return stages * warps * 16 * 32 * 2; }
+HCWARM_HOST_DEVICE constexpr int cuda_partial_smem_post(int warps) {
+  return cuda_partial_smem(warps) + cuda_partial_post_x_stages(warps, 2);
+}
 // The specialized finish kernel of the large-T buckets (num_splits <= 4) reads
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
-#define HCWARM_MHC_CUDA_FINISH_STREAMS(s) ((s) >= 1 && (s) <= 4)
+HCWARM_HOST_DEVICE constexpr bool cuda_finish_streams(int s) { return s >= 1 && s <= 4; }
 // Up to this many tokens (two partial tiles) the finish of the classes that
 // hold the residual (5-21, 22+) runs two blocks per token, one for y and one
 // for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit
 // one wave of 3 per SM on an H100/H200, and from 192 tokens it no longer paid
 // on the H200 (docs/BENCHMARKS.md, "The decode finish in two blocks per token").
-#define HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS 128
+inline constexpr int kCudaFinishSplitTokens = 128;
 // The split class of a split count: the split counts whose specialized CUDA
 // kernels are the same code. The kernels read the split count itself from the
 // params; what it decides at compile time is only the partial kernel's warps,
@@ -63,14 +76,14 @@
 //   5: num_splits 5-21, 4 warps, the finish holding the residual in registers
 //  22: num_splits >= 22 (at most a few hundred tokens), the same with more partials.
 // So a model's 20-odd split buckets need 5 CUDA specializations per input kind.
-#define HCWARM_MHC_CUDA_SPLIT_CLASS(s) ((s) <= 1 ? 1 : (s) == 2 ? 2 : (s) <= 4 ? 3 : (s) <= 21 ? 5 : 22)
+HCWARM_HOST_DEVICE constexpr int cuda_split_class(int s) { return s <= 1 ? 1 : s == 2 ? 2 : s <= 4 ? 3 : s <= 21 ? 5 : 22; }
 // Partials per token that the finish of a class loads in one unrolled batch
 // (any further ones in a loop), one register each: 24 (every count of
 // num_splits <= 4); 64 for 5-21 (3 sub-parts: at most 63), which keeps the
 // hidden-4096 finish within 128 registers, 4 blocks per SM where a mid-T
 // bucket has more tokens than 3 blocks per SM hold; 160 for >= 22 (166 tokens
 // or fewer on 132 SMs: at most one wave, 168 registers at hidden 7168, no spills).
-#define HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(c) ((c) < 5 ? 24 : (c) < 22 ? 64 : 160)
+HCWARM_HOST_DEVICE constexpr int cuda_finish_batch_parts(int c) { return c < 5 ? 24 : c < 22 ? 64 : 160; }
 // The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_one_pass in
 // cuda/mhc_pre_one_pass.cuh): ONE_PASS_BLOCKS persistent blocks, one per SM (a
 // cooperative launch), take the tokens in chunks of ONE_PASS_TOKENS. Block b
@@ -79,40 +92,43 @@
 // (token, part); then re-reads token chunk * 128 + b's whole row from L2 and
 // writes its y (pre from the token's records by the block's comb warps).
 // hidden must be a multiple of 1024 and at most ONE_PASS_MAX_HIDDEN.
-#define HCWARM_MHC_ONE_PASS_BLOCKS 128
-#define HCWARM_MHC_ONE_PASS_PARTS 64
-#define HCWARM_MHC_ONE_PASS_TOKENS 128
-#define HCWARM_MHC_ONE_PASS_BOX 64        // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
+inline constexpr int kOnePassBlocks = 128;
+inline constexpr int kOnePassParts = 64;
+inline constexpr int kOnePassTokens = 128;
+inline constexpr int kOnePassBox = 64;  // a TMA box: 64 tokens x 64 columns (128-byte rows, 128-byte swizzle)
 // TMA boxes in flight per block: more in flight only lengthens every round trip.
-#define HCWARM_MHC_ONE_PASS_STAGES 6
+inline constexpr int kOnePassStages = 6;
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
 // L2 before their re-read. Fewer starve the GPU; more no longer fit the rows
 // of all blocks in the L2.
-#define HCWARM_MHC_ONE_PASS_WINDOW 5
+inline constexpr int kOnePassWindow = 5;
 // Chunks a block's TMA may run ahead of its own comb warps; the record ring
 // bounds it (WINDOW + COMB_WINDOW < RING).
-#define HCWARM_MHC_ONE_PASS_COMB_WINDOW 5
-#define HCWARM_MHC_ONE_PASS_RING 16
+inline constexpr int kOnePassCombWindow = 5;
+inline constexpr int kOnePassRing = 16;
 // Comb warps: pre (first, for the y warps), post and the Sinkhorn of every
 // COMB_WARPS-th chunk each; two cannot keep up with the y warps.
-#define HCWARM_MHC_ONE_PASS_COMB_WARPS 3
-#define HCWARM_MHC_ONE_PASS_PRE_RING 8    // pre slots, comb warps -> y warps (at least WINDOW)
-#define HCWARM_MHC_ONE_PASS_RECORD 32     // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
-#define HCWARM_MHC_ONE_PASS_MAX_HIDDEN 7168
-#define HCWARM_MHC_ONE_PASS_HIDDEN_STEP 1024
+inline constexpr int kOnePassCombWarps = 3;
+inline constexpr int kOnePassPreRing = 8;  // pre slots, comb warps -> y warps (at least WINDOW)
+inline constexpr int kOnePassRecord = 32;  // floats per (token, part): 24 mix sums, [24] the sum of squares, zeros
+inline constexpr int kOnePassMaxHidden = 7168;
+inline constexpr int kOnePassHiddenStep = 1024;
 // The block: the TMA warp, 4 mma warps, hidden / 1024 y warps, the comb warps, the signal warp.
-#define HCWARM_MHC_ONE_PASS_THREADS(hidden) ((6 + (hidden) / HCWARM_MHC_ONE_PASS_HIDDEN_STEP + HCWARM_MHC_ONE_PASS_COMB_WARPS) * 32)
+HCWARM_HOST_DEVICE constexpr int one_pass_threads(int hidden) { return (6 + hidden / kOnePassHiddenStep + kOnePassCombWarps) * 32; }
 // Dynamic shared memory: alignment slack, the TMA stages, fn's mma fragments
 // of the part (6 * hidden bytes), the norm weight (2 * hidden), and 12 KB of
 // barriers and scratch.
-#define HCWARM_MHC_ONE_PASS_SMEM(hidden) \
-  (1024 + HCWARM_MHC_ONE_PASS_STAGES * HCWARM_MHC_ONE_PASS_BOX * HCWARM_MHC_ONE_PASS_BOX * 2 + 8 * (hidden) + 12 * 1024)
+HCWARM_HOST_DEVICE constexpr int one_pass_smem(int hidden) {
+  return 1024 + kOnePassStages * kOnePassBox * kOnePassBox * 2 + 8 * hidden + 12 * 1024;
+}
 // Workspace: a counter per (chunk, half) (zero at launch), then the ring of records.
-#define HCWARM_MHC_ONE_PASS_COUNTER_BYTES(tokens) \
-  ((((tokens) + HCWARM_MHC_ONE_PASS_TOKENS - 1) / HCWARM_MHC_ONE_PASS_TOKENS * 8 + 255) / 256 * 256)
-#define HCWARM_MHC_ONE_PASS_RECORD_BYTES \
-  (HCWARM_MHC_ONE_PASS_RING * HCWARM_MHC_ONE_PASS_TOKENS * HCWARM_MHC_ONE_PASS_PARTS * HCWARM_MHC_ONE_PASS_RECORD * 4)
-#define HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(tokens) (HCWARM_MHC_ONE_PASS_COUNTER_BYTES(tokens) + HCWARM_MHC_ONE_PASS_RECORD_BYTES)
+HCWARM_HOST_DEVICE constexpr long long one_pass_counter_bytes(long long tokens) {
+  return ((tokens + kOnePassTokens - 1) / kOnePassTokens * 8 + 255) / 256 * 256;
+}
+inline constexpr long long kOnePassRecordBytes = (long long)kOnePassRing * kOnePassTokens * kOnePassParts * kOnePassRecord * 4;
+HCWARM_HOST_DEVICE constexpr long long one_pass_workspace_bytes(long long tokens) {
+  return one_pass_counter_bytes(tokens) + kOnePassRecordBytes;
+}
 
 // What `residual` points at (the params' `input`): the (T, hc, D) streams, or
 // the first layer's (T, D) embedding standing for hc identical streams
@@ -121,22 +137,24 @@
 // first update with the previous sublayer's output `post_x` through
 // `prev_post` / `prev_comb` (the post step), storing the bf16 result in
 // `residual_out`; the pre step then runs on those stored values.
-// Kernels take it as a template parameter; HCWARM_MHC_INPUT_RUNTIME (the
+// Kernels take it as a template parameter; kInputRuntime (the
 // generic kernels) reads it from the params.
-#define HCWARM_MHC_INPUT_RESIDUAL 0
-#define HCWARM_MHC_INPUT_EMBED 1
-#define HCWARM_MHC_INPUT_POST 2
-#define HCWARM_MHC_INPUT_RUNTIME (-1)
+inline constexpr int kInputResidual = 0;
+inline constexpr int kInputEmbed = 1;
+inline constexpr int kInputPost = 2;
+inline constexpr int kInputRuntime = -1;
 
 // Error codes returned by the host entry points (and by the library's launchers).
-#define HCWARM_MHC_OK 0
-#define HCWARM_MHC_BAD_SHAPE 1       // hc/hidden/num_splits differ from the compiled ones
-#define HCWARM_MHC_BAD_ARGUMENT 2    // a null pointer or a negative count
+inline constexpr int kOk = 0;
+inline constexpr int kBadShape = 1;     // hc/hidden/num_splits differ from the compiled ones
+inline constexpr int kBadArgument = 2;  // a null pointer or a negative count
+
+}  // namespace hcwarm_mhc
 
 extern "C" {
 struct hcwarm_mhc_pre_params {
   long long num_tokens;
-  const unsigned short* residual;     // (T, hc, D) bf16 bits; (T, D) when input is HCWARM_MHC_INPUT_EMBED
+  const unsigned short* residual;     // (T, hc, D) bf16 bits; (T, D) when input is kInputEmbed
   const float* fn;                    // (mix, hc*D)
   const float* scale;                 // (3,)
   const float* base;                  // (mix,)
@@ -154,7 +172,7 @@ struct hcwarm_mhc_pre_params {
   float rms_eps;
   float norm_eps;
   float post_mult;
-  int input;                          // HCWARM_MHC_INPUT_RESIDUAL, _EMBED or _POST
+  int input;                          // kInputResidual, kInputEmbed or kInputPost
   // Input POST only (null otherwise). residual_out may alias residual: every
   // element is read and then written by the same thread.
   const unsigned short* post_x;       // (T, D) bf16 bits: the previous sublayer's output

@@ -17,18 +17,18 @@
 
 namespace hcwarm_kernels::cpu {
 
-// Tokens [t_begin, t_end). Returns HCWARM_MHC_OK, or HCWARM_MHC_BAD_SHAPE /
-// HCWARM_MHC_BAD_ARGUMENT (nothing written) when the params do not fit.
+// Tokens [t_begin, t_end). Returns hcwarm_mhc::kOk, or hcwarm_mhc::kBadShape /
+// hcwarm_mhc::kBadArgument (nothing written) when the params do not fit.
 template <int HC, int HIDDEN>
 int mhc_head(const hcwarm_mhc_head_params* p, int64_t t_begin, int64_t t_end) {
   static_assert(HC >= 1 && HC <= 8, "mhc_head: HC (hc_mult) must be in [1, 8]");
   static_assert(HIDDEN >= 0 && HIDDEN % kLanes == 0, "mhc_head: HIDDEN must be a multiple of 16 (or 0: run time)");
-  if (p == nullptr || p->num_tokens < 0) return HCWARM_MHC_BAD_ARGUMENT;
+  if (p == nullptr || p->num_tokens < 0) return hcwarm_mhc::kBadArgument;
   if (p->residual == nullptr || p->fn == nullptr || p->scale == nullptr || p->base == nullptr || p->y == nullptr) {
-    return HCWARM_MHC_BAD_ARGUMENT;
+    return hcwarm_mhc::kBadArgument;
   }
-  if (p->hc_mult != HC || p->hidden <= 0 || p->hidden % kLanes != 0) return HCWARM_MHC_BAD_SHAPE;
-  if (HIDDEN != 0 && p->hidden != HIDDEN) return HCWARM_MHC_BAD_SHAPE;
+  if (p->hc_mult != HC || p->hidden <= 0 || p->hidden % kLanes != 0) return hcwarm_mhc::kBadShape;
+  if (HIDDEN != 0 && p->hidden != HIDDEN) return hcwarm_mhc::kBadShape;
   const int64_t D = HIDDEN != 0 ? HIDDEN : p->hidden;
   const int64_t K = HC * D;
   if (t_end > p->num_tokens) t_end = p->num_tokens;
@@ -70,7 +70,7 @@ int mhc_head(const hcwarm_mhc_head_params* p, int64_t t_begin, int64_t t_end) {
       y[j] = float_to_bf16_bits(static_cast<float>(v));
     }
   }
-  return HCWARM_MHC_OK;
+  return hcwarm_mhc::kOk;
 }
 
 }  // namespace hcwarm_kernels::cpu

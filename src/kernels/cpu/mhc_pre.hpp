@@ -3,7 +3,7 @@
 // Compiled twice: by the host JIT (generated TU, -O3 -march=<host>, one
 // specialization per split bucket) and into libhcwarm as the "generic" variant
 // (NUM_SPLITS = 0 and HIDDEN = 0: taken from the params at run time; INPUT =
-// HCWARM_MHC_INPUT_RUNTIME: residual streams, the first layer's embedding or
+// hcwarm_mhc::kInputRuntime: residual streams, the first layer's embedding or
 // the fused sublayer boundary, as the params say).
 // Standard library only. The library threads the work: it calls
 //   partial(items [b, e)) with item = token_block * num_splits + split,
@@ -60,10 +60,10 @@ inline void split_range(int64_t k, int s, int num_splits, int64_t* k0, int64_t* 
   if (*k1 > k) *k1 = k;
 }
 
-// What `residual` is (HCWARM_MHC_INPUT_*): INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
+// What `residual` is (hcwarm_mhc::kInput*): INPUT, or the params' for hcwarm_mhc::kInputRuntime.
 template <int INPUT>
 inline int input_kind(const hcwarm_mhc_pre_params* p) {
-  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p->input : INPUT;
+  return INPUT == hcwarm_mhc::kInputRuntime ? p->input : INPUT;
 }
 
 // Hidden positions per block of the POST partial: its hc streams fill one kKBlock
@@ -71,31 +71,31 @@ inline int input_kind(const hcwarm_mhc_pre_params* p) {
 template <int HC>
 inline constexpr int kPostBlock = kKBlock / HC / kLanes * kLanes;
 
-template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
 inline int check_params(const hcwarm_mhc_pre_params* p) {
   static_assert(NUM_SPLITS >= 0, "NUM_SPLITS must be >= 1 (or 0: taken from the params at run time)");
-  static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
-                    INPUT == HCWARM_MHC_INPUT_POST || INPUT == HCWARM_MHC_INPUT_RUNTIME,
-                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST or _RUNTIME");
+  static_assert(INPUT == hcwarm_mhc::kInputResidual || INPUT == hcwarm_mhc::kInputEmbed ||
+                    INPUT == hcwarm_mhc::kInputPost || INPUT == hcwarm_mhc::kInputRuntime,
+                "INPUT must be hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost or kInputRuntime");
   static_assert(HC >= 1 && HC <= 8, "HC (hc_mult) must be in [1, 8]");
   static_assert(kPostBlock<HC> >= kLanes, "a POST block must hold at least one lane group per stream");
   static_assert(HIDDEN >= 0 && HIDDEN % 16 == 0, "HIDDEN must be a multiple of 16 (or 0: run time)");
-  if (p == nullptr || p->num_tokens < 0) return HCWARM_MHC_BAD_ARGUMENT;
-  if (p->hc_mult != HC) return HCWARM_MHC_BAD_SHAPE;
-  if (HIDDEN != 0 && p->hidden != HIDDEN) return HCWARM_MHC_BAD_SHAPE;
-  if (p->hidden <= 0 || p->hidden % 16 != 0) return HCWARM_MHC_BAD_SHAPE;
-  if (NUM_SPLITS != 0 && p->num_splits != NUM_SPLITS) return HCWARM_MHC_BAD_SHAPE;
-  if (p->num_splits < 1 || p->num_parts != p->num_splits) return HCWARM_MHC_BAD_SHAPE;
-  if (p->input != HCWARM_MHC_INPUT_RESIDUAL && p->input != HCWARM_MHC_INPUT_EMBED &&
-      p->input != HCWARM_MHC_INPUT_POST) {
-    return HCWARM_MHC_BAD_ARGUMENT;
+  if (p == nullptr || p->num_tokens < 0) return hcwarm_mhc::kBadArgument;
+  if (p->hc_mult != HC) return hcwarm_mhc::kBadShape;
+  if (HIDDEN != 0 && p->hidden != HIDDEN) return hcwarm_mhc::kBadShape;
+  if (p->hidden <= 0 || p->hidden % 16 != 0) return hcwarm_mhc::kBadShape;
+  if (NUM_SPLITS != 0 && p->num_splits != NUM_SPLITS) return hcwarm_mhc::kBadShape;
+  if (p->num_splits < 1 || p->num_parts != p->num_splits) return hcwarm_mhc::kBadShape;
+  if (p->input != hcwarm_mhc::kInputResidual && p->input != hcwarm_mhc::kInputEmbed &&
+      p->input != hcwarm_mhc::kInputPost) {
+    return hcwarm_mhc::kBadArgument;
   }
-  if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p->input != INPUT) return HCWARM_MHC_BAD_SHAPE;
-  if (p->input == HCWARM_MHC_INPUT_POST && (p->post_x == nullptr || p->prev_post == nullptr ||
+  if (INPUT != hcwarm_mhc::kInputRuntime && p->input != INPUT) return hcwarm_mhc::kBadShape;
+  if (p->input == hcwarm_mhc::kInputPost && (p->post_x == nullptr || p->prev_post == nullptr ||
                                             p->prev_comb == nullptr || p->residual_out == nullptr)) {
-    return HCWARM_MHC_BAD_ARGUMENT;
+    return hcwarm_mhc::kBadArgument;
   }
-  return HCWARM_MHC_OK;
+  return hcwarm_mhc::kOk;
 }
 
 // Input POST: the new residual of token t at hidden positions [c, c + n), all
@@ -126,17 +126,17 @@ inline void post_columns(const hcwarm_mhc_pre_params* p, int64_t t, int64_t D, i
 // Stage (a). Items [item_begin, item_end) of (ceil(T / kTokenBlock) x num_splits).
 // With the embedding as input, column k of token t's row is e[t, k % D]; with
 // POST, split s covers hidden positions (not columns) of every stream.
-template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int NUM_SPLITS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
 int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t item_end) {
-  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != hcwarm_mhc::kOk) return rc;
   const int kind = input_kind<INPUT>(p);
-  const bool embed = kind == HCWARM_MHC_INPUT_EMBED;
-  const bool post = kind == HCWARM_MHC_INPUT_POST;
+  const bool embed = kind == hcwarm_mhc::kInputEmbed;
+  const bool post = kind == hcwarm_mhc::kInputPost;
   // A block of xs: `runs` runs of n values; run g holds the columns [g * D + kb, + n) (kb: the block start).
   const int runs = post ? HC : 1;
   const int step = post ? kPostBlock<HC> : kKBlock;
   constexpr int kMix = HC * (2 + HC);
-  static_assert(kMix + 1 <= HCWARM_MHC_PARTIAL_STRIDE, "mix columns + sum of squares must fit a partial row");
+  static_assert(kMix + 1 <= hcwarm_mhc::kPartialStride, "mix columns + sum of squares must fit a partial row");
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
   const int64_t D = HIDDEN != 0 ? HIDDEN : p->hidden;
   const int64_t K = HC * D;
@@ -196,7 +196,7 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
       }
     }
     for (int tok = 0; tok < nt; ++tok) {
-      float* out = p->partials + ((t0 + tok) * S + s) * HCWARM_MHC_PARTIAL_STRIDE;
+      float* out = p->partials + ((t0 + tok) * S + s) * hcwarm_mhc::kPartialStride;
       for (int m = 0; m < kMix; ++m) {
         double v = 0;
         for (int l = 0; l < kLanes; ++l) v += acc[tok][m][l];
@@ -207,7 +207,7 @@ int mhc_pre_partial(const hcwarm_mhc_pre_params* p, int64_t item_begin, int64_t 
       out[kMix] = static_cast<float>(v);
     }
   }
-  return HCWARM_MHC_OK;
+  return hcwarm_mhc::kOk;
 }
 
 // The hc x hc Sinkhorn projection, in place (docs/MATH.md, section 2).
@@ -237,14 +237,14 @@ inline void sinkhorn(double (&c)[HC][HC], int iters, double eps) {
 }
 
 // Stage (b). Tokens [t_begin, t_end).
-template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int NUM_SPLITS, int HC, int HIDDEN, bool FUSED_NORM, int INPUT = hcwarm_mhc::kInputResidual>
 int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_end) {
-  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != HCWARM_MHC_OK) return rc;
+  if (int rc = check_params<NUM_SPLITS, HC, HIDDEN, INPUT>(p); rc != hcwarm_mhc::kOk) return rc;
   const int kind = input_kind<INPUT>(p);
-  const bool embed = kind == HCWARM_MHC_INPUT_EMBED;
+  const bool embed = kind == hcwarm_mhc::kInputEmbed;
   // POST: the partial stage stored the new residual; y is taken from it.
-  const uint16_t* streams = kind == HCWARM_MHC_INPUT_POST ? p->residual_out : p->residual;
-  if (FUSED_NORM && p->norm_weight == nullptr) return HCWARM_MHC_BAD_ARGUMENT;
+  const uint16_t* streams = kind == hcwarm_mhc::kInputPost ? p->residual_out : p->residual;
+  if (FUSED_NORM && p->norm_weight == nullptr) return hcwarm_mhc::kBadArgument;
   constexpr int kMix = HC * (2 + HC);
   const int S = NUM_SPLITS != 0 ? NUM_SPLITS : p->num_splits;
   const int64_t D = HIDDEN != 0 ? HIDDEN : p->hidden;
@@ -255,9 +255,9 @@ int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_en
   alignas(64) double yb[kYBlock];
   for (int64_t t = t_begin; t < t_end; ++t) {
     double mix[kMix + 1] = {};
-    const float* part = p->partials + t * S * HCWARM_MHC_PARTIAL_STRIDE;
+    const float* part = p->partials + t * S * hcwarm_mhc::kPartialStride;
     for (int s = 0; s < S; ++s) {
-      for (int m = 0; m <= kMix; ++m) mix[m] += part[s * HCWARM_MHC_PARTIAL_STRIDE + m];
+      for (int m = 0; m <= kMix; ++m) mix[m] += part[s * hcwarm_mhc::kPartialStride + m];
     }
     const double r = 1.0 / std::sqrt(mix[kMix] / static_cast<double>(K) + p->rms_eps);
     double pre[HC];
@@ -313,7 +313,7 @@ int mhc_pre_finish(const hcwarm_mhc_pre_params* p, int64_t t_begin, int64_t t_en
       }
     }
   }
-  return HCWARM_MHC_OK;
+  return hcwarm_mhc::kOk;
 }
 
 }  // namespace hcwarm_kernels::cpu

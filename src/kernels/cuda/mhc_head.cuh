@@ -6,11 +6,11 @@
 // (backends/cuda/hc_head_cuda.cpp):
 //   narrow  1 token per thread, while its grid is at most one block per SM
 //           (decode sizes: a few tokens still spread over many SMs);
-//   wide    HCWARM_MHC_HEAD_WIDE_TPT tokens per thread beyond: each fn load
+//   wide    hcwarm_mhc::head_wide_tpt tokens per thread beyond: each fn load
 //           and each tile's barriers serve that many more tokens.
 //
 // mhc_head_cluster: a cluster of CLUSTER blocks takes one tile of
-// TPT * HCWARM_MHC_HEAD_TOKENS tokens (grid y: the tiles);
+// TPT * hcwarm_mhc::kHeadTokens tokens (grid y: the tiles);
 // block `rank` owns one slice of the hidden positions in every stream
 // (common/mhc_head_params.hpp):
 //   1. each thread loads its tokens' 16-byte vector of every stream into
@@ -37,11 +37,11 @@ namespace ptx = hcwarm_kernels::cuda;
 
 template <int HC, int HIDDEN>
 struct HeadShape {
-  static constexpr int kCluster = HCWARM_MHC_HEAD_CLUSTER(HIDDEN);
-  static constexpr int kTokens = HCWARM_MHC_HEAD_TOKENS;
+  static constexpr int kCluster = hcwarm_mhc::head_cluster(HIDDEN);
+  static constexpr int kTokens = hcwarm_mhc::kHeadTokens;
   static constexpr int kVectors = HIDDEN / 8;  // 16-byte vectors of one stream's row
-  static constexpr int kSlice = HCWARM_MHC_HEAD_SLICE_VECTORS(HIDDEN);
-  static constexpr int kThreads = HCWARM_MHC_HEAD_THREADS(HIDDEN);
+  static constexpr int kSlice = hcwarm_mhc::head_slice_vectors(HIDDEN);
+  static constexpr int kThreads = hcwarm_mhc::head_threads(HIDDEN);
   static constexpr int kWarps = kThreads / 32;
   static constexpr long long kK = (long long)HC * HIDDEN;
   static_assert(HC >= 1 && HC <= 8, "mhc_head: hc_mult must be in [1, 8]");
@@ -51,8 +51,8 @@ struct HeadShape {
   static_assert(kThreads <= 1024, "mhc_head: hidden too large for one slice per block (tokens x slice vectors <= 1024)");
 };
 
-// TPT: tokens per thread. The tile is TPT * HCWARM_MHC_HEAD_TOKENS tokens
-// (token u + k * HCWARM_MHC_HEAD_TOKENS of the tile in thread (u, vl)'s k-th
+// TPT: tokens per thread. The tile is TPT * hcwarm_mhc::kHeadTokens tokens
+// (token u + k * hcwarm_mhc::kHeadTokens of the tile in thread (u, vl)'s k-th
 // registers): each fn load serves TPT tokens, and a tile's barriers and
 // reductions are shared by as many.
 template <int HC, int HIDDEN, int TPT = 1>

@@ -53,15 +53,15 @@ __device__ __forceinline__ void k_part_range(long long K, int P, int part, long 
   if (k1 > K) k1 = K;
 }
 
-// Whether `residual` is the (T, D) embedding: INPUT, or the params' for HCWARM_MHC_INPUT_RUNTIME.
+// Whether `residual` is the (T, D) embedding: INPUT, or the params' for hcwarm_mhc::kInputRuntime.
 template <int INPUT>
 __device__ __forceinline__ bool input_is_embed(const hcwarm_mhc_pre_params& p) {
-  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p.input == HCWARM_MHC_INPUT_EMBED : INPUT == HCWARM_MHC_INPUT_EMBED;
+  return INPUT == hcwarm_mhc::kInputRuntime ? p.input == hcwarm_mhc::kInputEmbed : INPUT == hcwarm_mhc::kInputEmbed;
 }
 // Whether `residual` is the previous residual of the fused boundary (input POST).
 template <int INPUT>
 __device__ __forceinline__ bool input_is_post(const hcwarm_mhc_pre_params& p) {
-  return INPUT == HCWARM_MHC_INPUT_RUNTIME ? p.input == HCWARM_MHC_INPUT_POST : INPUT == HCWARM_MHC_INPUT_POST;
+  return INPUT == hcwarm_mhc::kInputRuntime ? p.input == hcwarm_mhc::kInputPost : INPUT == hcwarm_mhc::kInputPost;
 }
 // Input POST: part `part` of P covers the hidden positions [d0, d1) of every
 // stream, whole 8-feature granules. Returned as the part's range [4 d0, 4 d1)
@@ -151,33 +151,33 @@ __device__ __forceinline__ void mma_step_smem(float (&acc)[3][4], U4 xa, U4 xb, 
   }
 }
 
-template <int SPLIT_CLASS, int HC, int HIDDEN, bool ONE_PASS = false, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int SPLIT_CLASS, int HC, int HIDDEN, bool ONE_PASS = false, int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
-  static_assert(SPLIT_CLASS == 0 || SPLIT_CLASS == HCWARM_MHC_CUDA_SPLIT_CLASS(SPLIT_CLASS),
-                "SPLIT_CLASS must be a class's smallest split count (HCWARM_MHC_CUDA_SPLIT_CLASS: 1, 2, 3, 5, 22), "
+  static_assert(SPLIT_CLASS == 0 || SPLIT_CLASS == hcwarm_mhc::cuda_split_class(SPLIT_CLASS),
+                "SPLIT_CLASS must be a class's smallest split count (hcwarm_mhc::cuda_split_class: 1, 2, 3, 5, 22), "
                 "or 0: any split count");
-  static_assert(INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED ||
-                    INPUT == HCWARM_MHC_INPUT_POST || INPUT == HCWARM_MHC_INPUT_RUNTIME,
-                "INPUT must be HCWARM_MHC_INPUT_RESIDUAL, _EMBED, _POST or HCWARM_MHC_INPUT_RUNTIME");
-  static_assert(!ONE_PASS || INPUT == HCWARM_MHC_INPUT_RESIDUAL, "the one-pass kernel reads residual streams only");
-  if (p.input != HCWARM_MHC_INPUT_RESIDUAL && p.input != HCWARM_MHC_INPUT_EMBED && p.input != HCWARM_MHC_INPUT_POST) {
+  static_assert(INPUT == hcwarm_mhc::kInputResidual || INPUT == hcwarm_mhc::kInputEmbed ||
+                    INPUT == hcwarm_mhc::kInputPost || INPUT == hcwarm_mhc::kInputRuntime,
+                "INPUT must be hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost or kInputRuntime");
+  static_assert(!ONE_PASS || INPUT == hcwarm_mhc::kInputResidual, "the one-pass kernel reads residual streams only");
+  if (p.input != hcwarm_mhc::kInputResidual && p.input != hcwarm_mhc::kInputEmbed && p.input != hcwarm_mhc::kInputPost) {
     return false;
   }
-  if (INPUT != HCWARM_MHC_INPUT_RUNTIME && p.input != INPUT) return false;
-  if (ONE_PASS && p.input != HCWARM_MHC_INPUT_RESIDUAL) return false;
-  if (p.input == HCWARM_MHC_INPUT_POST &&
+  if (INPUT != hcwarm_mhc::kInputRuntime && p.input != INPUT) return false;
+  if (ONE_PASS && p.input != hcwarm_mhc::kInputResidual) return false;
+  if (p.input == hcwarm_mhc::kInputPost &&
       (p.post_x == nullptr || p.prev_post == nullptr || p.prev_comb == nullptr || p.residual_out == nullptr)) {
     return false;
   }
   static_assert(HC == 4, "the CUDA mHC pre kernels are written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
   static_assert(HIDDEN >= 0 && HIDDEN % 8 == 0, "HIDDEN must be a multiple of 8 (or 0: run time)");
-  static_assert(HIDDEN <= HCWARM_MHC_CUDA_MAX_HIDDEN, "HIDDEN must be <= HCWARM_MHC_CUDA_MAX_HIDDEN (y of one token is held in registers)");
+  static_assert(HIDDEN <= hcwarm_mhc::kCudaMaxHidden, "HIDDEN must be <= hcwarm_mhc::kCudaMaxHidden (y of one token is held in registers)");
   if (p.hc_mult != HC) return false;
   if (HIDDEN != 0 && p.hidden != HIDDEN) return false;
-  if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > HCWARM_MHC_CUDA_MAX_HIDDEN) return false;
+  if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > hcwarm_mhc::kCudaMaxHidden) return false;
   if (p.num_splits < 1) return false;
-  if (SPLIT_CLASS != 0 && HCWARM_MHC_CUDA_SPLIT_CLASS(p.num_splits) != SPLIT_CLASS) return false;
-  const int parts = ONE_PASS ? HCWARM_MHC_ONE_PASS_PARTS : p.num_splits * HCWARM_MHC_CUDA_SUBSPLITS(p.num_splits);
+  if (SPLIT_CLASS != 0 && hcwarm_mhc::cuda_split_class(p.num_splits) != SPLIT_CLASS) return false;
+  const int parts = ONE_PASS ? hcwarm_mhc::kOnePassParts : p.num_splits * hcwarm_mhc::cuda_subsplits(p.num_splits);
   return p.num_parts == parts;
 }
 

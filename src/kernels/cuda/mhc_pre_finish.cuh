@@ -6,7 +6,7 @@ namespace hcwarm_kernels {
 namespace cuda {
 
 // What a finish block does for its token. Whole: everything. At decode sizes
-// (the launcher's grid of 2 T blocks, HCWARM_MHC_CUDA_FINISH_SPLIT_TOKENS) two
+// (the launcher's grid of 2 T blocks, hcwarm_mhc::kCudaFinishSplitTokens) two
 // blocks share a token, each reducing the partials itself: Y writes pre's
 // sigmoids, post and y, Comb runs the Sinkhorn and writes comb, so that the
 // Sinkhorn's latency chain overlaps y and its norm instead of preceding them.
@@ -15,17 +15,17 @@ enum FinishRole { kFinishWhole, kFinishY, kFinishComb };
 // Stage (b): one block of 128 threads per token t (or two, see FinishRole) over
 // P parts. BATCH: the partials loaded in one unrolled batch (the rest in a loop).
 template <int HC, int HIDDEN, int BATCH, int STREAM_X, bool FUSED_NORM, bool FAST,
-          int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+          int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long long t, int P,
                                             FinishRole role = kFinishWhole) {
   const bool embed = input_is_embed<INPUT>(p);
   // Input POST: y mixes the new residual, which the partial grid wrote.
   const bool post_in = input_is_post<INPUT>(p);
-  constexpr int kThreads = HCWARM_MHC_CUDA_THREADS;
+  constexpr int kThreads = hcwarm_mhc::kCudaThreads;
   constexpr int kMix = HC * (2 + HC);
   constexpr int kWarps = kThreads / 32;
   // 16-byte vectors (8 bf16) per thread and stream.
-  constexpr int kVpt = HIDDEN != 0 ? (HIDDEN / 8 + kThreads - 1) / kThreads : (HCWARM_MHC_CUDA_MAX_HIDDEN / 8) / kThreads;
+  constexpr int kVpt = HIDDEN != 0 ? (HIDDEN / 8 + kThreads - 1) / kThreads : (hcwarm_mhc::kCudaMaxHidden / 8) / kThreads;
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   const int nvec = D / 8;
   const long long K = (long long)HC * D;
@@ -70,14 +70,14 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   // STREAM_X > 0: the residual is streamed STREAM_X vectors (per stream) at a time.
   constexpr int kStreamX = STREAM_X;
   // Lanes past the sum of squares read it too (their sums go unused): every lane loads.
-  const float* part = p.partials + t * P * HCWARM_MHC_PARTIAL_STRIDE + (lane <= kMix ? lane : kMix);
+  const float* part = p.partials + t * P * hcwarm_mhc::kPartialStride + (lane <= kMix ? lane : kMix);
   float pv[kPer];
   auto load_parts = [&]() {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int pi = warp + i * kWarps;
       // pi < P is the same for the whole warp: no divergence around the loads.
-      pv[i] = ldcg_f32_if(part + (long long)(pi < P ? pi : 0) * HCWARM_MHC_PARTIAL_STRIDE, pi < P);
+      pv[i] = ldcg_f32_if(part + (long long)(pi < P ? pi : 0) * hcwarm_mhc::kPartialStride, pi < P);
     }
   };
   const unsigned short* x = post_in ? p.residual_out + t * K : input_row(p, t, K, D, embed);
@@ -118,7 +118,7 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
     if (lane <= kMix) {
 #pragma unroll 8
       for (int pi = warp + kPer * kWarps; pi < P; pi += kWarps) {
-        s += ldcg_f32(part + (long long)pi * HCWARM_MHC_PARTIAL_STRIDE);
+        s += ldcg_f32(part + (long long)pi * hcwarm_mhc::kPartialStride);
       }
     }
     red[warp][lane] = s;
@@ -184,14 +184,14 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 
 // FAST: branch-free reciprocals in the scalar part (see rcp_fast).
 template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false,
-          int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+          int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   const int S = p.num_splits;
   // The generic kernel batches as the 5-21 class does (decode's 112 parts in two
   // rounds, not a chain of loads; section 3f); 160 would leave it at its 168-register limit.
-  constexpr int kBatch = HCWARM_MHC_CUDA_FINISH_BATCH_PARTS(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
+  constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
   // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
@@ -201,8 +201,8 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // partial kernel read last still in L2.
   const long long t = T - 1 - (split && b >= T ? b - T : b);
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
-  constexpr int kStreamX = HCWARM_MHC_CUDA_FINISH_STREAMS(SPLIT_CLASS) ? 1 : 0;
-  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * HCWARM_MHC_CUDA_SUBSPLITS(S), role);
+  constexpr int kStreamX = hcwarm_mhc::cuda_finish_streams(SPLIT_CLASS) ? 1 : 0;
+  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * hcwarm_mhc::cuda_subsplits(S), role);
 }
 
 }  // namespace cuda

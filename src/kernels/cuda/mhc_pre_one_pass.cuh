@@ -2,7 +2,7 @@
 // The one-pass mHC pre kernel (num_splits == 1, sm_90): one persistent launch
 // that reads the residual from memory once, and a second time from L2.
 //
-// HCWARM_MHC_ONE_PASS_BLOCKS blocks (one per SM, cooperative launch) take the
+// hcwarm_mhc::kOnePassBlocks blocks (one per SM, cooperative launch) take the
 // tokens in chunks of 128. In block b:
 //   TMA warp   from the launch on, while the other warps set up (fn's
 //              fragments, base, scale, norm weight: one memory round trip),
@@ -43,8 +43,8 @@
 // kernel sums in f32), base hc values and scale one, the comb warps write only
 // pre (no post, no Sinkhorn), and there is no fused norm (OnePassMix).
 // HIDDEN == 0: hidden from the params (the generic fatbin); the block must be
-// HCWARM_MHC_ONE_PASS_THREADS(hidden), its dynamic shared memory
-// HCWARM_MHC_ONE_PASS_SMEM(hidden), and p.partials HCWARM_MHC_ONE_PASS_WORKSPACE_BYTES(T)
+// hcwarm_mhc::one_pass_threads(hidden), its dynamic shared memory
+// hcwarm_mhc::one_pass_smem(hidden), and p.partials hcwarm_mhc::one_pass_workspace_bytes(T)
 // with the counters zero.
 #include "cuda/mhc_pre_one_pass_gates.cuh"
 #include "cuda/mhc_pre_one_pass_load.cuh"
@@ -57,35 +57,35 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   using namespace one_pass;
   static_assert(!(HEAD && FUSED_NORM), "the head has no fused norm");
   static_assert(HC == 4, "the one-pass kernel is written for hc_mult 4 (24 mix columns = 3 mma n-tiles)");
-  static_assert(HIDDEN % HCWARM_MHC_ONE_PASS_HIDDEN_STEP == 0 && HIDDEN <= HCWARM_MHC_ONE_PASS_MAX_HIDDEN,
+  static_assert(HIDDEN % hcwarm_mhc::kOnePassHiddenStep == 0 && HIDDEN <= hcwarm_mhc::kOnePassMaxHidden,
                 "hidden must be a multiple of 1024 (whole 64-column boxes per part), at most 7168 (7 y warps)");
   // Block b writes chunk c's records after its TMA of chunk c, which waited for
   // its own y of chunk c - WINDOW (so every block of its half did chunk c -
   // WINDOW's TMA, which waited for their comb of chunk c - WINDOW - COMB_WINDOW)
   // and for its own comb of c - COMB_WINDOW (so, likewise, theirs of c - 2 *
   // COMB_WINDOW). The records of a half are read by that half's comb warps only.
-  static_assert(HCWARM_MHC_ONE_PASS_RING > HCWARM_MHC_ONE_PASS_WINDOW + HCWARM_MHC_ONE_PASS_COMB_WINDOW &&
-                    HCWARM_MHC_ONE_PASS_COMB_WINDOW >= HCWARM_MHC_ONE_PASS_WINDOW,
+  static_assert(hcwarm_mhc::kOnePassRing > hcwarm_mhc::kOnePassWindow + hcwarm_mhc::kOnePassCombWindow &&
+                    hcwarm_mhc::kOnePassCombWindow >= hcwarm_mhc::kOnePassWindow,
                 "the ring's slot of chunk c - RING is rewritten only when every comb warp of the half is done with it");
-  static_assert(HCWARM_MHC_ONE_PASS_BLOCKS == 2 * HCWARM_MHC_ONE_PASS_PARTS &&
-                    HCWARM_MHC_ONE_PASS_TOKENS == 2 * HCWARM_MHC_ONE_PASS_BOX,
+  static_assert(hcwarm_mhc::kOnePassBlocks == 2 * hcwarm_mhc::kOnePassParts &&
+                    hcwarm_mhc::kOnePassTokens == 2 * hcwarm_mhc::kOnePassBox,
                 "a chunk is two halves of one box height, each over every part");
-  static_assert(HCWARM_MHC_ONE_PASS_COMB_WARPS >= 1 && HCWARM_MHC_ONE_PASS_COMB_WARPS <= 3,
+  static_assert(hcwarm_mhc::kOnePassCombWarps >= 1 && hcwarm_mhc::kOnePassCombWarps <= 3,
                 "1-3 comb warps (their progress shares 16 bytes with y's)");
   // The comb warp of chunk c writes pre slot c % PRE_RING once its counter is
   // full, i.e. after this block's TMA of chunk c, which waited for this block's
   // y of chunk c - WINDOW: every y warp has read the slot's chunk c - PRE_RING.
-  static_assert(HCWARM_MHC_ONE_PASS_PRE_RING >= HCWARM_MHC_ONE_PASS_WINDOW, "a pre slot is rewritten WINDOW chunks later");
+  static_assert(hcwarm_mhc::kOnePassPreRing >= hcwarm_mhc::kOnePassWindow, "a pre slot is rewritten WINDOW chunks later");
   // The mma warps hand chunk c to the signal warp on signal_barrier(c): they
   // reach chunk c + kSignalRing only after this block's y of chunk
   // c + kSignalRing - WINDOW, which the signal of chunk c preceded, so no
   // barrier is reused early.
-  static_assert(HCWARM_MHC_ONE_PASS_WINDOW <= OnePassBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
+  static_assert(hcwarm_mhc::kOnePassWindow <= OnePassBarriers::kSignalRing, "the signal barriers are reused every kSignalRing chunks");
   const int D = HIDDEN != 0 ? HIDDEN : p.hidden;
   // The launcher checked all of this; never write garbage.
-  if (!shape_ok<1, HC, HIDDEN, true>(p) || D % HCWARM_MHC_ONE_PASS_HIDDEN_STEP != 0 ||
-      D > HCWARM_MHC_ONE_PASS_MAX_HIDDEN || (FUSED_NORM && p.norm_weight == nullptr) ||
-      (int)blockDim.x != HCWARM_MHC_ONE_PASS_THREADS(D) || gridDim.x != HCWARM_MHC_ONE_PASS_BLOCKS) {
+  if (!shape_ok<1, HC, HIDDEN, true>(p) || D % hcwarm_mhc::kOnePassHiddenStep != 0 ||
+      D > hcwarm_mhc::kOnePassMaxHidden || (FUSED_NORM && p.norm_weight == nullptr) ||
+      (int)blockDim.x != hcwarm_mhc::one_pass_threads(D) || gridDim.x != hcwarm_mhc::kOnePassBlocks) {
     return;
   }
   extern __shared__ unsigned char smem_raw[];

@@ -20,20 +20,20 @@ __device__ __forceinline__ float squares2(unsigned w) {
 }
 
 // Warp roles of a block: one TMA warp, the mma warps, hidden / 1024 y warps,
-// the comb warps, one signal warp (HCWARM_MHC_ONE_PASS_THREADS counts them).
+// the comb warps, one signal warp (hcwarm_mhc::one_pass_threads counts them).
 struct OnePassWarps {
   static constexpr int kTma = 0;
   static constexpr int kFirstMma = 1;
   static constexpr int kMma = 4;  // 16 tokens each: a half-chunk of one TMA box height
   static constexpr int kFirstY = kFirstMma + kMma;
-  int y;  // hidden / HCWARM_MHC_ONE_PASS_HIDDEN_STEP
+  int y;  // hidden / hcwarm_mhc::kOnePassHiddenStep
   __device__ int first_comb() const { return kFirstY + y; }
-  __device__ int signal() const { return first_comb() + HCWARM_MHC_ONE_PASS_COMB_WARPS; }
+  __device__ int signal() const { return first_comb() + hcwarm_mhc::kOnePassCombWarps; }
   __device__ int count() const { return signal() + 1; }
 };
-static_assert(OnePassWarps::kMma * 16 == HCWARM_MHC_ONE_PASS_BOX, "the mma warps cover one box height of tokens");
-static_assert(HCWARM_MHC_ONE_PASS_THREADS(1024) == 32 * (OnePassWarps::kFirstY + 1 + HCWARM_MHC_ONE_PASS_COMB_WARPS + 1),
-              "HCWARM_MHC_ONE_PASS_THREADS must count every role");
+static_assert(OnePassWarps::kMma * 16 == hcwarm_mhc::kOnePassBox, "the mma warps cover one box height of tokens");
+static_assert(hcwarm_mhc::one_pass_threads(1024) == 32 * (OnePassWarps::kFirstY + 1 + hcwarm_mhc::kOnePassCombWarps + 1),
+              "hcwarm_mhc::one_pass_threads must count every role");
 
 // Back-off of the spin waits, ns: the TMA warp on its own block's progress, a
 // comb warp on a chunk's counter in L2. Spinning without it, or 100 ns, measured
@@ -70,7 +70,7 @@ struct OnePassMix {
   static constexpr int kLaneWords = HEAD ? 8 : 4 * kTiles;
   static_assert(kLaneWords <= 12, "fn's fragments (kLaneWords / 2 bytes per hidden column) fit OnePassSmem's 6");
   static_assert(kMix <= 8 * kTiles, "the n-tiles must cover fn's rows");
-  static_assert(kSsq + 8 <= HCWARM_MHC_ONE_PASS_RECORD, "a record holds the columns and the sum of squares' sector");
+  static_assert(kSsq + 8 <= hcwarm_mhc::kOnePassRecord, "a record holds the columns and the sum of squares' sector");
 };
 
 // Dynamic shared memory, in bytes from the first 1024-aligned address (the
@@ -78,32 +78,32 @@ struct OnePassMix {
 template <int HC>
 struct OnePassSmem {
   static constexpr int kMix = HC * (2 + HC);
-  static constexpr unsigned kStageBytes = HCWARM_MHC_ONE_PASS_BOX * HCWARM_MHC_ONE_PASS_BOX * 2;
+  static constexpr unsigned kStageBytes = hcwarm_mhc::kOnePassBox * hcwarm_mhc::kOnePassBox * 2;
   static constexpr unsigned kStageRing = 0;  // [STAGES][64 x 64 bf16]
-  static constexpr unsigned kFnFrags = kStageRing + HCWARM_MHC_ONE_PASS_STAGES * kStageBytes;  // [k-step][lane][12] u32
+  static constexpr unsigned kFnFrags = kStageRing + hcwarm_mhc::kOnePassStages * kStageBytes;  // [k-step][lane][12] u32
   __host__ __device__ static constexpr unsigned norm_weight(unsigned d) { return kFnFrags + 6 * d; }  // [D] bf16
   __host__ __device__ static constexpr unsigned small(unsigned d) { return norm_weight(d) + 2 * d; }
   // Inside the small region:
   static constexpr unsigned kFull = 0;                                          // u64 [STAGES]: TMA landed
-  static constexpr unsigned kEmpty = kFull + 8 * HCWARM_MHC_ONE_PASS_STAGES;       // u64 [STAGES]: mma warps done
-  static constexpr unsigned kPreFull = kEmpty + 8 * HCWARM_MHC_ONE_PASS_STAGES;    // u64 [PRE_RING]: pre written
-  static constexpr unsigned kYDone = kPreFull + 8 * HCWARM_MHC_ONE_PASS_PRE_RING;  // int: chunks the y warps finished
+  static constexpr unsigned kEmpty = kFull + 8 * hcwarm_mhc::kOnePassStages;       // u64 [STAGES]: mma warps done
+  static constexpr unsigned kPreFull = kEmpty + 8 * hcwarm_mhc::kOnePassStages;    // u64 [PRE_RING]: pre written
+  static constexpr unsigned kYDone = kPreFull + 8 * hcwarm_mhc::kOnePassPreRing;  // int: chunks the y warps finished
   static constexpr unsigned kCombDone = kYDone + 4;                             // int [COMB_WARPS]
   static constexpr unsigned kPre = kYDone + 16;                                 // float [PRE_RING][4]
-  static constexpr unsigned kSsq = kPre + 16 * HCWARM_MHC_ONE_PASS_PRE_RING;       // float [2][8]
+  static constexpr unsigned kSsq = kPre + 16 * hcwarm_mhc::kOnePassPreRing;       // float [2][8]
   static constexpr unsigned kBase = kSsq + 64;                                  // float [kMix]
   static constexpr unsigned kScale = kBase + 4 * kMix;                          // float [3] (+1)
   static constexpr unsigned kMixSums = kScale + 16;                             // float [COMB_WARPS][32]
-  static constexpr unsigned kScratch = kMixSums + 128 * HCWARM_MHC_ONE_PASS_COMB_WARPS;  // float [COMB_WARPS][32][25]
-  static constexpr unsigned kSmallBytes = kScratch + 4 * 32 * 25 * HCWARM_MHC_ONE_PASS_COMB_WARPS;
+  static constexpr unsigned kScratch = kMixSums + 128 * hcwarm_mhc::kOnePassCombWarps;  // float [COMB_WARPS][32][25]
+  static constexpr unsigned kSmallBytes = kScratch + 4 * 32 * 25 * hcwarm_mhc::kOnePassCombWarps;
   // With the alignment slack: what the launch must give the block.
   __host__ __device__ static constexpr unsigned bytes(unsigned d) { return 1024 + small(d) + kSmallBytes; }
-  static_assert(kCombDone + 4 * HCWARM_MHC_ONE_PASS_COMB_WARPS <= kPre, "the progress counters share 16 bytes");
+  static_assert(kCombDone + 4 * hcwarm_mhc::kOnePassCombWarps <= kPre, "the progress counters share 16 bytes");
   static_assert(kFnFrags % 16 == 0 && kPre % 16 == 0, "16-byte shared loads need 16-byte offsets");
 };
 // The launcher's budget (linear in hidden with the same slope) covers the layout.
-static_assert(OnePassSmem<4>::bytes(HCWARM_MHC_ONE_PASS_MAX_HIDDEN) <= HCWARM_MHC_ONE_PASS_SMEM(HCWARM_MHC_ONE_PASS_MAX_HIDDEN),
-              "HCWARM_MHC_ONE_PASS_SMEM is smaller than the kernel's shared-memory layout");
+static_assert(OnePassSmem<4>::bytes(hcwarm_mhc::kOnePassMaxHidden) <= hcwarm_mhc::one_pass_smem(hcwarm_mhc::kOnePassMaxHidden),
+              "hcwarm_mhc::one_pass_smem is smaller than the kernel's shared-memory layout");
 
 
 // One block's view of the launch, shared by its warp roles: the shape, the
@@ -119,17 +119,17 @@ struct OnePassBlock {
   static constexpr int kTiles = Mix::kTiles;
   static constexpr int kSsq = Mix::kSsq;
   static constexpr int kValues = Mix::kValues;
-  static constexpr int kParts = HCWARM_MHC_ONE_PASS_PARTS;
-  static constexpr int kChunk = HCWARM_MHC_ONE_PASS_TOKENS;
-  static constexpr int kBox = HCWARM_MHC_ONE_PASS_BOX;
-  static constexpr int kStages = HCWARM_MHC_ONE_PASS_STAGES;
+  static constexpr int kParts = hcwarm_mhc::kOnePassParts;
+  static constexpr int kChunk = hcwarm_mhc::kOnePassTokens;
+  static constexpr int kBox = hcwarm_mhc::kOnePassBox;
+  static constexpr int kStages = hcwarm_mhc::kOnePassStages;
   static constexpr int kStageBytes = kBox * kBox * 2;
-  static constexpr int kWindow = HCWARM_MHC_ONE_PASS_WINDOW;
-  static constexpr int kCombWindow = HCWARM_MHC_ONE_PASS_COMB_WINDOW;
-  static constexpr int kRing = HCWARM_MHC_ONE_PASS_RING;
-  static constexpr int kRec = HCWARM_MHC_ONE_PASS_RECORD;
-  static constexpr int kCombWarps = HCWARM_MHC_ONE_PASS_COMB_WARPS;
-  static constexpr int kPreRing = HCWARM_MHC_ONE_PASS_PRE_RING;
+  static constexpr int kWindow = hcwarm_mhc::kOnePassWindow;
+  static constexpr int kCombWindow = hcwarm_mhc::kOnePassCombWindow;
+  static constexpr int kRing = hcwarm_mhc::kOnePassRing;
+  static constexpr int kRec = hcwarm_mhc::kOnePassRecord;
+  static constexpr int kCombWarps = hcwarm_mhc::kOnePassCombWarps;
+  static constexpr int kPreRing = hcwarm_mhc::kOnePassPreRing;
   static constexpr int kGran = 4;  // 16-byte granules per y thread and stream: hidden / 8 over 32 * hidden / 1024 threads
 
   const hcwarm_mhc_pre_params& p;
@@ -168,7 +168,7 @@ struct OnePassBlock {
     K = (long long)HC * D;
     part_k = D / 16;
     spc = part_k / kBox;
-    y_warps = D / HCWARM_MHC_ONE_PASS_HIDDEN_STEP;
+    y_warps = D / hcwarm_mhc::kOnePassHiddenStep;
     y_threads = 32 * y_warps;
     roles = OnePassWarps{y_warps};
     c0 = roles.first_comb();
@@ -200,7 +200,7 @@ struct OnePassBlock {
     half = b / kParts;
     T = p.num_tokens;
     nchunks = (int)((T + kChunk - 1) / kChunk);
-    rec = p.partials + HCWARM_MHC_ONE_PASS_COUNTER_BYTES(T) / 4;
+    rec = p.partials + hcwarm_mhc::one_pass_counter_bytes(T) / 4;
     my_counters = reinterpret_cast<unsigned*>(p.partials) + half;
     full_count = kParts;
   }

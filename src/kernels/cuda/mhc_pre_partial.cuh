@@ -21,17 +21,17 @@ namespace cuda {
 // stages by default: more leave fewer blocks per SM and are slower); the
 // mma A fragments are read from shared memory (16-byte granule c of row r is
 // stored at c ^ 4 (r & 1): the 8 lanes of a phase hit 32 distinct banks).
-// Dynamic shared memory: HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES) bytes.
+// Dynamic shared memory: hcwarm_mhc::cuda_partial_smem_stages(WARPS, STAGES) bytes.
 // WARPS warps of 16 tokens each: a tile of 16 * WARPS tokens shares one fn chunk.
 // Input POST: a chunk is 32 hidden positions of all 4 streams (post_part_range);
 // lane l stages the previous residual and post_x of row l / 2, 8-feature
 // granules 2 (l % 2) + {0, 1}, by cp.async into the row's slots (stream j of
 // granule u in the slot of virtual granule 4u + j) and post_x's stage (after
-// the residual's, HCWARM_MHC_CUDA_PARTIAL_SMEM_POST); once they landed the same
+// the residual's, hcwarm_mhc::cuda_partial_smem_post); once they landed the same
 // lane replaces them in place by the new residual (post_mix8) and stores that to
 // residual_out: it read every stream of those positions itself, and no other
 // thread of any block touches them, so residual_out may alias residual.
-template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int HC, int HIDDEN, int WARPS, int STAGES = 2, int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p, long long tile, int part, int P) {
   const bool embed = input_is_embed<INPUT>(p);
   const bool post_in = input_is_post<INPUT>(p);
@@ -45,15 +45,15 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   constexpr int kWarpBytes = 16 * kRowBytes;
   constexpr int kStageBytes = WARPS * kWarpBytes;
   static_assert(STAGES >= 2, "at least the current chunk and the next one");
-  static_assert(STAGES * kStageBytes == HCWARM_MHC_CUDA_PARTIAL_SMEM_STAGES(WARPS, STAGES),
+  static_assert(STAGES * kStageBytes == hcwarm_mhc::cuda_partial_smem_stages(WARPS, STAGES),
                 "the launcher's dynamic shared memory");
   static_assert(kRowBytes == 16 * 16, "16 lanes x 16 bytes load a row of a chunk");
-  static_assert(HC == 4 || INPUT == HCWARM_MHC_INPUT_RESIDUAL || INPUT == HCWARM_MHC_INPUT_EMBED,
+  static_assert(HC == 4 || INPUT == hcwarm_mhc::kInputResidual || INPUT == hcwarm_mhc::kInputEmbed,
                 "input POST: a 128-column chunk is 32 positions of exactly 4 streams");
   constexpr int kPostRowBytes = kChunk / HC * 2;  // post_x of a row of a chunk: 4 granules
   constexpr int kPostWarpBytes = 16 * kPostRowBytes;
   constexpr int kPostStageBytes = WARPS * kPostWarpBytes;
-  static_assert(STAGES * kPostStageBytes == HCWARM_MHC_CUDA_PARTIAL_POST_X_STAGES(WARPS, STAGES),
+  static_assert(STAGES * kPostStageBytes == hcwarm_mhc::cuda_partial_post_x_stages(WARPS, STAGES),
                 "the launcher's dynamic shared memory with input POST");
   __shared__ __align__(16) unsigned int sb[2][kSteps][3][32][8];
   extern __shared__ __align__(16) unsigned char xs_dyn[];
@@ -276,8 +276,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     ss1 *= (float)HC;
   }
   if (active) {
-    float* out0 = p.partials + ((t0 + g) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
-    float* out1 = p.partials + ((t0 + g + 8) * P + part) * HCWARM_MHC_PARTIAL_STRIDE;
+    float* out0 = p.partials + ((t0 + g) * P + part) * hcwarm_mhc::kPartialStride;
+    float* out1 = p.partials + ((t0 + g + 8) * P + part) * hcwarm_mhc::kPartialStride;
     store_acc_rows(acc, out0, out1, v0, v1, q);
     if (q == 0) {
       if (v0) out0[kMix] = ss0;
@@ -290,11 +290,11 @@ template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   const int S = p.num_splits;
-  constexpr int kWarps = SPLIT_CLASS != 0 ? HCWARM_MHC_CUDA_PARTIAL_WARPS(SPLIT_CLASS) : 4;
-  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, S * HCWARM_MHC_CUDA_SUBSPLITS(S));
+  constexpr int kWarps = SPLIT_CLASS != 0 ? hcwarm_mhc::cuda_partial_warps(SPLIT_CLASS) : 4;
+  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, S * hcwarm_mhc::cuda_subsplits(S));
 }
 
-template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = HCWARM_MHC_INPUT_RESIDUAL>
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
   // The finish kernel may be scheduled now: it prefetches the residual rows
   // and waits (griddepcontrol.wait) for this grid before reading the partials.

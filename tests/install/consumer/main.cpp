@@ -13,7 +13,7 @@
 #include "common/mhc_params.hpp"  // include/hcwarm/kernels
 #include "core/error.hpp"         // include/hcwarm
 
-static_assert(HCWARM_MHC_TOKENS_PER_TILE == hcwarm::mhc::kTokensPerBlock);
+static_assert(hcwarm_mhc::kTokensPerTile == hcwarm::mhc::kTokensPerBlock);
 
 namespace {
 
