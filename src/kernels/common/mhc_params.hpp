@@ -21,7 +21,7 @@
 // residual for hidden 7168), read once by the finish kernel.
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define HCWARM_HOST_DEVICE __host__ __device__
+#define HCWARM_HOST_DEVICE __host__ __device__ __forceinline__
 #else
 #define HCWARM_HOST_DEVICE
 #endif
