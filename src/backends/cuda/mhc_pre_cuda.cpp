@@ -48,7 +48,7 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major, int num_sms) {
   const bool big_smem = cc_major == 9 || cc_major == 10;
-  const bool enough_sms = num_sms <= 0 || num_sms >= HCWARM_MHC_ONE_PASS_BLOCKS;
+  const bool enough_sms = num_sms <= 0 || num_sms >= hcwarm_mhc::kOnePassBlocks;
   return big_smem && enough_sms && hc_mult == 4 && one_pass_hidden(hidden);
 }
 
