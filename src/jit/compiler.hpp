@@ -35,12 +35,14 @@ class Compiler {
   virtual std::vector<std::string> flags() const = 0;
   // File name of the artifact in a cache entry: "kernel.cubin" / "kernel.so".
   virtual std::string artifact_name() const = 0;
-  // Compiles `source`, which holds `parts` independent kernels (KernelSource;
-  // the host compiler takes 1), with `headers` includable by their relative
+  // Compiles `source`: its text, which holds `parts` independent kernels, and
+  // the kernels to instantiate by name (KernelSource; the host compiler takes
+  // 1 part and no entries), with `headers` includable by their relative
   // paths. `workdir` is a private, existing, empty directory the compiler may
   // write into. Throws ErrorKind::Compile with the log on failure (the runtime
-  // adds the key), ErrorKind::InvalidArgument for a parts count out of range.
-  virtual CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
+  // adds the key), ErrorKind::InvalidArgument for a parts count out of range,
+  // an entry's part out of range, or entries given to the host compiler.
+  virtual CompileOutput compile(const KernelSource& source, std::span<const EmbeddedFile> headers,
                                 const std::filesystem::path& workdir) const = 0;
 };
 
@@ -50,7 +52,7 @@ std::string detect_host_isa();
 
 // The host C++ compiler (HCWARM_CXX, default "c++"), spawned with posix_spawnp:
 //   <cxx> -O3 -march=<isa> -std=c++20 -shared -fPIC [extra...] -I<workdir>/include kernel.cpp -o kernel.so
-// The generated shared object exports the source's extern "C" symbols.
+// The generated shared object exports the source's extern "C" symbols (no entries).
 class HostCompiler final : public Compiler {
  public:
   // isa: "" = detect_host_isa(). Probes `<cxx> --version` and `-dumpmachine` once;
@@ -63,7 +65,7 @@ class HostCompiler final : public Compiler {
   std::string target() const override { return isa_; }
   std::vector<std::string> flags() const override;
   std::string artifact_name() const override { return "kernel.so"; }
-  CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
+  CompileOutput compile(const KernelSource& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
 
  private:
@@ -97,8 +99,11 @@ class NvrtcCompiler final : public Compiler {
   // A cubin; for a source of several parts (jit/cubin_set.hpp), the parts
   // compiled in parallel and packed as a cubin set when the budget has a
   // thread for every part but the caller's, else one program, one cubin (the
-  // same kernels either way).
-  CompileOutput compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
+  // same kernels either way). Each program instantiates its part's entries by
+  // name (nvrtcAddNameExpression; every entry when the source is one program)
+  // and checks NVRTC's lowered name against each entry's symbol:
+  // ErrorKind::Internal naming both where they differ (a wrong mangling).
+  CompileOutput compile(const KernelSource& source, std::span<const EmbeddedFile> headers,
                         const std::filesystem::path& workdir) const override;
   // The shared library that was opened (for messages): the candidate as tried,
   // a path or, from the loader's path, a bare name.
@@ -112,7 +117,9 @@ class NvrtcCompiler final : public Compiler {
   struct Api;  // the resolved NVRTC entry points (process-wide, loaded once per path)
 
  private:
-  CompileOutput compile_program(const std::string& source, const std::vector<std::string>& opts) const;
+  // One NVRTC program of `source`'s text with `opts`, instantiating the entries of
+  // `part` (-1: every entry).
+  CompileOutput compile_program(const KernelSource& source, const std::vector<std::string>& opts, int part) const;
 
   std::string arch_, identity_;
   std::vector<std::string> extra_;

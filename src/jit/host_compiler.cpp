@@ -91,11 +91,15 @@ std::vector<std::string> HostCompiler::flags() const {
   return f;
 }
 
-CompileOutput HostCompiler::compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
+CompileOutput HostCompiler::compile(const KernelSource& source, std::span<const EmbeddedFile> headers,
                                     const fs::path& workdir) const {
-  HCWARM_CHECK_ARG(parts == 1, "the host compiler builds one shared object per source, not {} parts", parts);
+  HCWARM_CHECK_ARG(source.parts == 1, "the host compiler builds one shared object per source, not {} parts",
+                   source.parts);
+  // Host kernels export extern "C" symbols: nothing is instantiated by name.
+  HCWARM_CHECK_ARG(source.entries.empty(), "the host compiler takes no kernel entries (got {}, the first {})",
+                   source.entries.size(), source.entries.empty() ? "" : source.entries.front().expression);
   write_headers(workdir / "include", headers);
-  fsu::write_file(workdir / "kernel.cpp", source);
+  fsu::write_file(workdir / "kernel.cpp", source.text);
   // Relative paths with the compiler's cwd in workdir: nothing in the output names
   // where the cache lives.
   std::vector<std::string> argv{cxx_};

@@ -82,6 +82,9 @@ std::shared_ptr<const JitRuntime::Resolved> JitRuntime::resolve(const KernelSpec
   }
   id += '|';
   id += std::to_string(spec.parts);
+  for (const KernelEntry& e : spec.entries) {
+    id += fmt::format("|{}:{}:{}{}:{}", e.part, e.expression.size(), e.expression, e.symbol.size(), e.symbol);
+  }
   {
     std::lock_guard lock(memo_mu_);
     if (auto it = memo_.find(id); it != memo_.end()) return it->second;
@@ -108,6 +111,11 @@ JitRuntime::Resolved JitRuntime::resolve_uncached(const KernelSpec& spec) const 
   for (const auto& [k, v] : spec.params) h.field("param", k, v);
   h.field("source", spec.source);
   h.field("parts", std::to_string(spec.parts));
+  // The kernels NVRTC instantiates: the text alone does not name them.
+  for (const KernelEntry& e : spec.entries) {
+    h.field("entry", std::to_string(e.part), e.expression);
+    h.field("entry-symbol", e.symbol);
+  }
   for (const auto& f : r.headers) {
     h.field("header", fs::path(std::string(f.path)).lexically_normal().generic_string(), f.content);
   }

@@ -53,7 +53,7 @@ std::vector<std::byte> JitRuntime::compile_now(const KernelSpec& spec, const Res
   const auto t0 = Clock::now();
   CompileOutput out;
   try {
-    out = r.cs->compiler->compile(spec.source, spec.parts, r.headers, *workdir);
+    out = r.cs->compiler->compile(spec.kernel_source(), r.headers, *workdir);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Compile && e.kind() != ErrorKind::Timeout) throw;
     throw Error(e.kind(),

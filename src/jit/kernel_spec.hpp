@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "jit/kernel_entry.hpp"
+
 namespace hcwarm::jit {
 
 enum class TargetKind {
@@ -20,13 +22,16 @@ const char* to_string(TargetKind kind);
 // Independent kernels one CUDA source may hold (jit/cubin_set.hpp).
 inline constexpr int kMaxSourceParts = 8;
 
-// A generated translation unit: its text, and the independent kernels it holds,
+// A generated translation unit: its text, the independent kernels it holds,
 // each under `#if !defined(HCWARM_PART) || HCWARM_PART == i` (1 to
-// kMaxSourceParts). NVRTC may compile the parts as separate programs in parallel
-// (jit/cubin_set.hpp); 1: one program, no guards needed.
+// kMaxSourceParts), and, for CUDA, the kernels NVRTC instantiates by name
+// (each with its part; the text holds only includes). NVRTC may compile the
+// parts as separate programs in parallel (jit/cubin_set.hpp); 1: one program,
+// no guards needed. The host compiler takes no entries (extern "C" symbols).
 struct KernelSource {
   std::string text;
   int parts = 1;
+  std::vector<KernelEntry> entries;
   bool operator==(const KernelSource&) const = default;
 };
 
@@ -37,11 +42,15 @@ struct KernelSpec {
   TargetKind target = TargetKind::Host;
   std::string arch;        // Cuda: "sm_90a"; Host: empty means the runtime's host ISA
   int parts = 1;           // the source's independent kernels (KernelSource::parts)
+  std::vector<KernelEntry> entries;  // the kernels NVRTC instantiates by name (KernelSource::entries)
 
   void set_source(KernelSource s) {
     source = std::move(s.text);
     parts = s.parts;
+    entries = std::move(s.entries);
   }
+  // What the compiler takes (a copy of the text, parts and entries).
+  KernelSource kernel_source() const { return {source, parts, entries}; }
   // The value of parameter `name`, or "" when the spec has none.
   std::string_view param(std::string_view name) const;
   // "mhc_pre[num_splits=16,hc=4,hidden=7168,norm=1]@sm_90a": for logs and reports.

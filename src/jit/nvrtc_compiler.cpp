@@ -32,6 +32,8 @@ struct NvrtcCompiler::Api {
   Result (*cubin_size)(Program, size_t*) = nullptr;
   Result (*cubin)(Program, char*) = nullptr;
   Result (*destroy)(Program*) = nullptr;
+  Result (*add_name)(Program, const char*) = nullptr;                  // nvrtcAddNameExpression
+  Result (*lowered_name)(Program, const char*, const char**) = nullptr;  // nvrtcGetLoweredName
   const char* (*error_string)(Result) = nullptr;
   std::string path;
   int major = 0, minor = 0;
@@ -75,6 +77,8 @@ std::unique_ptr<NvrtcCompiler::Api> open_candidate(const std::string& candidate,
   resolve(h, "nvrtcGetCUBINSize", api->cubin_size, missing);
   resolve(h, "nvrtcGetCUBIN", api->cubin, missing);
   resolve(h, "nvrtcDestroyProgram", api->destroy, missing);
+  resolve(h, "nvrtcAddNameExpression", api->add_name, missing);
+  resolve(h, "nvrtcGetLoweredName", api->lowered_name, missing);
   resolve(h, "nvrtcGetErrorString", api->error_string, missing);
   if (!missing.empty()) {
     ::dlclose(h);
@@ -198,12 +202,13 @@ std::vector<std::string> NvrtcCompiler::flags() const {
   return f;
 }
 
-CompileOutput NvrtcCompiler::compile_program(const std::string& source, const std::vector<std::string>& opts) const {
+CompileOutput NvrtcCompiler::compile_program(const KernelSource& source, const std::vector<std::string>& opts,
+                                             int part) const {
   std::vector<const char*> copts;
   for (const auto& o : opts) copts.push_back(o.c_str());
 
   Api::Program prog = nullptr;
-  if (const auto r = api_->create(&prog, source.c_str(), "kernel.cu", 0, nullptr, nullptr); r != 0) {
+  if (const auto r = api_->create(&prog, source.text.c_str(), "kernel.cu", 0, nullptr, nullptr); r != 0) {
     HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcCreateProgram failed: {}", api_->err(r));
   }
   struct Destroy {
@@ -212,6 +217,15 @@ CompileOutput NvrtcCompiler::compile_program(const std::string& source, const st
     ~Destroy() { api->destroy(p); }
   } destroy{api_, &prog};
 
+  // The kernels are templates: NVRTC instantiates those named here.
+  std::vector<const KernelEntry*> entries;
+  for (const KernelEntry& e : source.entries) {
+    if (part >= 0 && e.part != part) continue;
+    if (const auto r = api_->add_name(prog, e.expression.c_str()); r != 0) {
+      HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcAddNameExpression({}) failed: {}", e.expression, api_->err(r));
+    }
+    entries.push_back(&e);
+  }
   const auto rc = api_->compile(prog, static_cast<int>(copts.size()), copts.data());
   std::string log;
   size_t log_size = 0;
@@ -224,6 +238,17 @@ CompileOutput NvrtcCompiler::compile_program(const std::string& source, const st
     }
   }
   if (rc != 0) HCWARM_THROW_LOG(ErrorKind::Compile, log, "NVRTC failed for {}: {}", arch_, api_->err(rc));
+  // The launcher looks each kernel up by the entry's symbol: a wrong mangling fails here, not at load.
+  for (const KernelEntry* e : entries) {
+    const char* lowered = nullptr;
+    if (const auto r = api_->lowered_name(prog, e->expression.c_str(), &lowered); r != 0 || lowered == nullptr) {
+      HCWARM_THROW(ErrorKind::Nvrtc, "nvrtcGetLoweredName({}) failed: {}", e->expression, api_->err(r));
+    }
+    if (e->symbol != lowered) {
+      HCWARM_THROW(ErrorKind::Internal, "kernel entry {}: its symbol {} is not NVRTC's lowered name {}", e->expression,
+                   e->symbol, lowered);
+    }
+  }
 
   size_t size = 0;
   if (const auto r = api_->cubin_size(prog, &size); r != 0 || size == 0) {
@@ -238,10 +263,15 @@ CompileOutput NvrtcCompiler::compile_program(const std::string& source, const st
   return out;
 }
 
-CompileOutput NvrtcCompiler::compile(const std::string& source, int parts, std::span<const EmbeddedFile> headers,
+CompileOutput NvrtcCompiler::compile(const KernelSource& source, std::span<const EmbeddedFile> headers,
                                      const fs::path& workdir) const {
+  const int parts = source.parts;
   HCWARM_CHECK_ARG(parts >= 1 && parts <= kMaxSourceParts, "a CUDA source holds 1 to {} parts, not {}", kMaxSourceParts,
                    parts);
+  for (const KernelEntry& e : source.entries) {
+    HCWARM_CHECK_ARG(e.part >= 0 && e.part < parts, "kernel entry {} is in part {} of a source of {}", e.expression,
+                     e.part, parts);
+  }
   const fs::path inc = workdir / "include";
   write_headers(inc, headers);
   std::vector<std::string> opts = flags();
@@ -251,7 +281,7 @@ CompileOutput NvrtcCompiler::compile(const std::string& source, int parts, std::
   // the caller's: in a batch (warmup, cache build) the threads already have a
   // key each, and one program per key costs less (each part repeats the front end).
   ThreadBudget::Lease extra = budget_->try_acquire(parts - 1);
-  if (parts == 1 || extra.count() == 0) return compile_program(source, opts);
+  if (parts == 1 || extra.count() == 0) return compile_program(source, opts, -1);
 
   // One program per part (NVRTC programs are independent), the caller compiling one.
   std::vector<CompileOutput> outs(static_cast<size_t>(parts));
@@ -262,7 +292,7 @@ CompileOutput NvrtcCompiler::compile(const std::string& source, int parts, std::
       try {
         std::vector<std::string> o = opts;
         o.push_back(fmt::format("-DHCWARM_PART={}", i));
-        outs[static_cast<size_t>(i)] = compile_program(source, o);
+        outs[static_cast<size_t>(i)] = compile_program(source, o, static_cast<int>(i));
       } catch (...) {
         errors[static_cast<size_t>(i)] = std::current_exception();
       }

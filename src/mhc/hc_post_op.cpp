@@ -16,7 +16,7 @@ HcPostOp::HcPostOp(MhcDims dims, Device& device, jit::JitRuntime* jit, std::stri
     HCWARM_CHECK_ARG(dims.hidden % 8 == 0, "hc_post on CUDA needs hidden % 8 == 0, got {}", dims.hidden);
     auto* cd = dynamic_cast<cuda::CudaDevice*>(&device);
     HCWARM_CHECK_ARG(cd != nullptr, "hc_post: device {} is not a CUDA device", device.name());
-    backend_ = std::make_unique<cuda::CudaHcPostBackend>(*cd);
+    backend_ = std::make_unique<cuda::CudaHcPostBackend>(*cd, dims.hc_mult, static_cast<int>(dims.hidden));
   } else {
     backend_ = std::make_unique<cpu::CpuHcPostBackend>(std::move(pool));
   }
@@ -30,7 +30,7 @@ jit::KernelSpec HcPostOp::cuda_spec(MhcDims dims, const std::string& arch) {
   s.params = {{"hc", std::to_string(dims.hc_mult)}, {"hidden", std::to_string(dims.hidden)}};
   s.target = jit::TargetKind::Cuda;
   s.arch = arch;
-  s.source = cuda::mhc_post_cuda_source(dims.hc_mult, dims.hidden);
+  s.set_source(cuda::mhc_post_cuda_source(dims.hc_mult, static_cast<int>(dims.hidden)));
   return s;
 }
 

@@ -134,7 +134,8 @@ TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
   EXPECT_EQ(a.family, "mhc_head");
   EXPECT_EQ(a.param("hidden"), "7168");
   EXPECT_EQ(a.param("hc"), "4");
-  EXPECT_NE(a.source.find("mhc_head_cluster<4, 7168"), std::string::npos) << a.source;
+  ASSERT_FALSE(a.entries.empty());
+  EXPECT_NE(a.entries[0].expression.find("mhc_head_cluster_kernel<4, 7168"), std::string::npos) << a.entries[0].expression;
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
   jit::JitRuntime rt(o);
@@ -163,15 +164,17 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
     const jit::KernelSource head = cuda::mhc_head_cuda_source(hc, hidden);
     const std::string& src = head.text;
-    EXPECT_NE(src.find(fmt::format("__launch_bounds__({}, {})", hcwarm_mhc::head_threads(hidden),
-                                   hcwarm_mhc::head_blocks_per_sm(hidden))),
-              std::string::npos)
-        << src;
-    EXPECT_NE(src.find(fmt::format("mhc_head_cluster<{}, {}, {}>", hc, hidden, hcwarm_mhc::head_wide_tpt(hc, hidden))),
-              std::string::npos)
-        << src;
-    EXPECT_NE(src.find(fmt::format("__cluster_dims__({}, 1, 1)", hcwarm_mhc::head_cluster(hidden))), std::string::npos);
-    const auto out = nvrtc->compile(src, head.parts, kernels::embedded_files(), work.path());
+    // The cluster kernel's instantiations carry the launch's cluster, threads and blocks per SM.
+    ASSERT_GE(head.entries.size(), 2u) << src;
+    const std::string bounds = fmt::format("{}, {}, {}>", hcwarm_mhc::head_cluster(hidden), hcwarm_mhc::head_threads(hidden),
+                                           hcwarm_mhc::head_blocks_per_sm(hidden));
+    EXPECT_EQ(head.entries[0].expression, fmt::format("hcwarm_head::mhc_head_cluster_kernel<{}, {}, 1, {}", hc, hidden, bounds));
+    EXPECT_EQ(head.entries[1].expression, fmt::format("hcwarm_head::mhc_head_cluster_kernel<{}, {}, {}, {}", hc, hidden,
+                                                      hcwarm_mhc::head_wide_tpt(hc, hidden), bounds));
+    const cuda::HeadEntries e = cuda::mhc_head_entries(hc, hidden);
+    EXPECT_EQ(head.entries[0], e.narrow);
+    EXPECT_EQ(head.entries[1], e.wide);
+    const auto out = nvrtc->compile(head, kernels::embedded_files(), work.path());
     // One cubin, or a set of one per part: every image an ELF, the symbols in one of them.
     const auto set = jit::unpack_cubin_set(out.binary);
     std::string bytes;
@@ -180,20 +183,25 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
       EXPECT_EQ(b.substr(0, 4), "\x7f" "ELF");
       bytes += b;
     }
-    for (const char* symbol : {cuda::kCudaHeadSymbol, cuda::kCudaHeadWideSymbol}) {
-      EXPECT_NE(bytes.find(symbol), std::string::npos) << symbol;
+    for (const jit::KernelEntry* entry : {&e.narrow, &e.wide}) {
+      EXPECT_NE(bytes.find(entry->symbol), std::string::npos) << entry->symbol;
     }
     // hc_pre's one-pass shapes also hold the one-pass head, as a second part compiled apart.
     const bool one_pass = hc == 4 && hidden % 1024 == 0;
     EXPECT_EQ(cuda::head_has_one_pass(hc, hidden), one_pass) << hidden;
-    EXPECT_EQ(bytes.find(cuda::kCudaHeadOnePassSymbol) != std::string::npos, one_pass) << hidden;
+    ASSERT_EQ(e.one_pass.has_value(), one_pass) << hidden;
+    if (one_pass) {
+      EXPECT_NE(bytes.find(e.one_pass->symbol), std::string::npos) << hidden;
+      EXPECT_EQ(e.one_pass->part, 1);
+      EXPECT_EQ(head.entries.back(), *e.one_pass);
+    }
     EXPECT_EQ(head.parts, one_pass ? 2 : 1) << src;
   }
   try {
-    nvrtc->compile(
-        "#include \"cuda/mhc_head.cuh\"\n"
-        "extern \"C\" __global__ void k(hcwarm_mhc_head_params p) { hcwarm_head::mhc_head_cluster<4, 100>(p); }\n",
-        1, kernels::embedded_files(), work.path());
+    // Instantiated by name as the module's kernels are (the symbol is never reached).
+    const jit::KernelEntry bad = jit::kernel_entry(0, {"hcwarm_head"}, "mhc_head_cluster_kernel", {4, 100, 1, 1, 128, 1},
+                                                   "22hcwarm_mhc_head_params");
+    nvrtc->compile({"#include \"cuda/mhc_head.cuh\"\n", 1, {bad}}, kernels::embedded_files(), work.path());
     FAIL() << "hidden 100 compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Compile);

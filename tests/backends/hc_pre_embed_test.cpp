@@ -70,7 +70,14 @@ TEST(HcPreEmbed, KeysCarryTheInputAndResidualKeysAreUnchanged) {
     EXPECT_EQ(emb.param("input"), "embed");
     EXPECT_EQ(emb.param("one_pass"), "") << "the embedding never takes the one-pass kernel";
     EXPECT_NE(emb.source, res.source);
-    EXPECT_NE(emb.source.find("hcwarm_mhc::kInputEmbed"), std::string::npos);
+    if (b == Backend::Cpu) {
+      EXPECT_NE(emb.source.find("hcwarm_mhc::kInputEmbed"), std::string::npos);
+    } else {  // the kernels' INPUT template argument: hcwarm_mhc::kInputEmbed
+      ASSERT_FALSE(emb.entries.empty());
+      EXPECT_NE(emb.entries[0].expression.find("mhc_pre_partial_kernel<1, 4, 4096, 1, "), std::string::npos)
+          << emb.entries[0].expression;
+      EXPECT_NE(emb.entries, res.entries);
+    }
   }
   EXPECT_EQ(mhc::hc_pre_kernel_spec(Backend::Cuda, {4, 4096}, 1, true).param("one_pass"), "1");
   // One key per bucket, as for the residual path.
@@ -125,15 +132,18 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
   TempDir work;
   {
     const jit::KernelSource src = cuda::mhc_pre_cuda_source(16, 4, 4096, true, false, true, hcwarm_mhc::kInputEmbed);
-    const auto out = nvrtc->compile(src.text, src.parts, kernels::embedded_files(), work.path());
+    const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;
     for (const auto image : images) {
       const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
-      for (const char* n : {cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol}) found += bytes.find(n) != std::string::npos;
+      for (const auto& e : src.entries) found += bytes.find(e.symbol) != std::string::npos;
     }
+    EXPECT_EQ(src.entries.size(), 2u);
     EXPECT_EQ(found, 2u);
+    // The kernels take the embedding's input kind as a template argument.
+    for (const auto& e : src.entries) EXPECT_NE(e.expression.find(", 1, "), std::string::npos) << e.expression;
   }
 }
 

@@ -1,6 +1,8 @@
 // CPU backend of mHC pre against the double-precision reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -231,8 +233,11 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
   // Each kernel is a part of its own: a cubin set of one image per kernel
   // (or one cubin with all of them where the cores cannot take every part at
   // once, as a 3-part source on 2 cores). Returns the images holding `names`.
+  // The names: the entries' symbols, which NvrtcCompiler checked against NVRTC's lowered names.
   auto compile = [&](const jit::KernelSource& source, std::vector<std::string> names) {
-    const auto out = nvrtc->compile(source.text, source.parts, kernels::embedded_files(), work.path());
+    EXPECT_EQ(source.entries.size(), names.size());
+    for (size_t i = 0; i < names.size() && i < source.entries.size(); ++i) EXPECT_EQ(source.entries[i].symbol, names[i]);
+    const auto out = nvrtc->compile(source, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;
@@ -244,16 +249,24 @@ TEST(MhcPreCudaSource, CompilesUnderNvrtc) {
     EXPECT_EQ(found, names.size()) << "every kernel in exactly one image";
     return images.size();
   };
-  const std::vector<std::string> two{cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol};
   const size_t cores = std::thread::hardware_concurrency();
+  const int split_class = cuda::cuda_split_class(16);
   for (bool fast_finish : {true, false}) {
-    EXPECT_EQ(compile(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, fast_finish), two), cores >= 2 ? 2u : 1u)
+    const cuda::MhcPreEntries e =
+        cuda::mhc_pre_entries(split_class, 4, 7168, true, false, fast_finish, hcwarm_mhc::kInputResidual,
+                              cuda::cuda_partial_warps(16), 0);
+    EXPECT_EQ(compile(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, fast_finish), {e.partial.symbol, e.finish.symbol}),
+              cores >= 2 ? 2u : 1u)
         << "fast_finish=" << fast_finish;
   }
   // With the one-pass kernel: three parts.
+  const cuda::MhcPreEntries e = cuda::mhc_pre_entries(1, 4, 4096, true, true, true, hcwarm_mhc::kInputResidual,
+                                                      cuda::cuda_partial_warps(1),
+                                                      static_cast<int>(cuda::one_pass_threads(4096)));
+  ASSERT_TRUE(e.one_pass.has_value());
   EXPECT_EQ(compile(cuda::mhc_pre_cuda_source(1, 4, 4096, true, /*one_pass=*/true,
                                              /*fast_finish=*/true),
-                    {cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol, cuda::kCudaOnePassSymbol}),
+                    {e.partial.symbol, e.finish.symbol, e.one_pass->symbol}),
             cores >= 3 ? 3u : 1u);
 }
 
@@ -269,7 +282,9 @@ TEST(MhcPreCudaSource, OnePassOnlyWhereItRuns) {
   auto has = [&](int splits, int64_t hidden, const char* arch) {
     cuda.arch = arch;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, static_cast<int>(hidden)}, splits, true, cuda);
-    const bool in_source = s.source.find(cuda::kCudaOnePassSymbol) != std::string::npos;
+    const bool in_source = std::any_of(s.entries.begin(), s.entries.end(), [](const jit::KernelEntry& e) {
+      return e.expression.find("::mhc_pre_one_pass_kernel<") != std::string::npos;
+    });
     EXPECT_EQ(in_source, s.param("one_pass") == "1") << splits << " " << hidden << " " << arch;
     return in_source;
   };
@@ -316,12 +331,15 @@ TEST(MhcPreCudaSource, SplitClassesShareOneSpecialization) {
   };
   for (const auto& [a, b] : {std::pair{3, 4}, std::pair{5, 7}, std::pair{8, 21}, std::pair{22, 112}, std::pair{66, 160}}) {
     EXPECT_EQ(spec(a).source, spec(b).source) << a << " " << b;
+    EXPECT_EQ(spec(a).entries, spec(b).entries) << a << " " << b;
     EXPECT_EQ(spec(a).describe(), spec(b).describe()) << a << " " << b;
   }
   for (const auto& [a, b] : {std::pair{1, 2}, std::pair{2, 3}, std::pair{4, 5}, std::pair{21, 22}}) {
     EXPECT_NE(spec(a).source, spec(b).source) << a << " " << b;
+    EXPECT_NE(spec(a).entries, spec(b).entries) << a << " " << b;
   }
   EXPECT_NE(spec(16).source, spec(16, HcPreInput::Embed).source);
+  EXPECT_NE(spec(16).entries, spec(16, HcPreInput::Embed).entries);
   EXPECT_EQ(spec(16).param("splits"), "5-21");
   EXPECT_EQ(spec(16).param("num_splits"), "");
   EXPECT_EQ(mhc::hc_pre_spec_num_splits(spec(16)), 5);
@@ -376,9 +394,11 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
   for (const auto& [hidden, threads] : {std::pair{7168, 512}, std::pair{4096, 416}, std::pair{1024, 320}}) {
     EXPECT_EQ(cuda::one_pass_threads(hidden), static_cast<unsigned>(threads)) << hidden;
     const auto s = mhc::hc_pre_kernel_spec(mhc::Backend::Cuda, {4, hidden}, 1, true, cuda);
-    EXPECT_NE(s.source.find(fmt::format("__launch_bounds__({}, 1) {}", threads, cuda::kCudaOnePassSymbol)),
-              std::string::npos)
-        << hidden << "\n" << s.source;
+    // The one-pass entry's last template argument is its launch bounds' block.
+    ASSERT_EQ(s.entries.size(), 3u) << hidden;
+    const std::string& e = s.entries[2].expression;
+    EXPECT_TRUE(e.starts_with(fmt::format("hcwarm_kernels::cuda::mhc_pre_one_pass_kernel<4, {}, ", hidden))) << e;
+    EXPECT_TRUE(e.ends_with(fmt::format(", false, {}>", threads))) << e;  // not the head's form; the block
   }
 }
 
@@ -391,18 +411,19 @@ TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm)
   if (image.empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
   const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
   std::set<std::string> names;
-  auto expect_entry = [&](const char* symbol) {
-    EXPECT_NE(bytes.find(std::string(symbol) + '\0'), std::string::npos) << symbol;
+  auto expect_entry = [&](const jit::KernelEntry& entry) {
+    const std::string& symbol = entry.symbol;
+    EXPECT_NE(bytes.find(symbol + '\0'), std::string::npos) << symbol;
     EXPECT_TRUE(names.insert(symbol).second) << symbol << " named twice";
   };
   for (int input = 0; input < 3; ++input) {
-    expect_entry(cuda::kGenericPartialSymbols[input]);
+    expect_entry(cuda::generic_partial_entry(input));
     for (const bool norm : {false, true}) {
-      for (const bool fast : {false, true}) expect_entry(cuda::kGenericFinishSymbols[input][norm][fast]);
+      for (const bool fast : {false, true}) expect_entry(cuda::generic_finish_entry(input, norm, fast));
     }
   }
   for (const bool norm : {false, true}) {
-    for (const bool fast : {false, true}) expect_entry(cuda::kGenericOnePassSymbols[norm][fast]);
+    for (const bool fast : {false, true}) expect_entry(cuda::generic_one_pass_entry(norm, fast));
   }
   EXPECT_EQ(names.size(), 19u);
 }

@@ -38,16 +38,15 @@ TEST(HcPostPreCudaSource, CompilesUnderNvrtc) {
   };
   for (const Spec s : {Spec{1, 7168, true}, Spec{16, 7168, false}, Spec{64, 4096, true}, Spec{3, 4096, false}}) {
     const jit::KernelSource src = cuda::mhc_pre_cuda_source(s.splits, 4, s.hidden, s.norm, false, true, kPost);
-    const auto out = nvrtc->compile(src.text, src.parts, kernels::embedded_files(), work.path());
+    const auto out = nvrtc->compile(src, kernels::embedded_files(), work.path());
     const auto set = jit::unpack_cubin_set(out.binary);
     const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
     size_t found = 0;
     for (const auto image : images) {
       const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
-      for (const char* n : {cuda::kCudaPartialSymbol, cuda::kCudaFinishSymbol}) {
-        found += bytes.find(n) != std::string::npos;
-      }
+      for (const auto& e : src.entries) found += bytes.find(e.symbol) != std::string::npos;
     }
+    EXPECT_EQ(src.entries.size(), 2u);
     EXPECT_EQ(found, 2u) << "splits=" << s.splits << " hidden=" << s.hidden;
   }
 }
@@ -77,14 +76,17 @@ TEST(HcPostPreCudaSource, SpecsAndSources) {
   EXPECT_EQ(res.param("one_pass"), "1");
   EXPECT_EQ(post.param("one_pass"), "") << "input post takes the two kernels";
   EXPECT_NE(post.source, res.source);
-  EXPECT_NE(post.source.find("hcwarm_mhc::kInputPost"), std::string::npos);
-  EXPECT_EQ(post.source.find(cuda::kCudaOnePassSymbol), std::string::npos);
+  ASSERT_FALSE(post.entries.empty());  // the kernels' INPUT template argument: hcwarm_mhc::kInputPost
+  EXPECT_NE(post.entries[0].expression.find("mhc_pre_partial_kernel<1, 4, 7168, 2, "), std::string::npos)
+      << post.entries[0].expression;
+  for (const auto& e : post.entries) EXPECT_EQ(e.expression.find("mhc_pre_one_pass_kernel"), std::string::npos) << e.expression;
   EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, hcwarm_mhc::kInputResidual),
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true));
   EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, hcwarm_mhc::kInputEmbed),
             cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true, /*embed=*/true));
-  EXPECT_EQ(cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).text.find("kInputPost"),
-            std::string::npos);
+  for (const auto& e : cuda::mhc_pre_cuda_source(16, 4, 7168, true, false, true).entries) {
+    EXPECT_EQ(e.expression.find(", 4, 7168, 2, "), std::string::npos) << e.expression;
+  }
 }
 
 // The launcher's check over the params: with input POST the four Post pointers

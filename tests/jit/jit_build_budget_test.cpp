@@ -102,14 +102,14 @@ TEST(JitBuildBudget, NvrtcPartsSplitOnlyIntoFreeSlots) {
   const KernelSpec s = parts_spec(1, 4);
   {
     hcwarm::test::TempDir work("hcwarm-parts");
-    EXPECT_EQ(images_of(nvrtc.compile(s.source, s.parts, {}, work.path()).binary), 4u);  // three slots free: split
+    EXPECT_EQ(images_of(nvrtc.compile(s.kernel_source(), {}, work.path()).binary), 4u);  // three slots free: split
     EXPECT_EQ(budget->peak(), 3);
     EXPECT_EQ(budget->in_use(), 0);
   }
   {
     auto held = budget->try_acquire(2);  // two left: not one per extra part
     hcwarm::test::TempDir work("hcwarm-parts");
-    EXPECT_EQ(images_of(nvrtc.compile(s.source, s.parts, {}, work.path()).binary), 1u);  // one program
+    EXPECT_EQ(images_of(nvrtc.compile(s.kernel_source(), {}, work.path()).binary), 1u);  // one program
     EXPECT_EQ(budget->in_use(), 2);
   }
 }

@@ -60,7 +60,7 @@ TEST(CubinSet, PartsCountOutOfRangeIsRefusedNamingIt) {
   hcwarm::test::TempDir work("hcwarm-cubin-set");
   for (int bad : {0, -1, kMaxSourceParts + 1}) {
     try {
-      nvrtc.compile("extern \"C\" __global__ void k() {}\n", bad, {}, work.path());
+      nvrtc.compile({"extern \"C\" __global__ void k() {}\n", bad, {}}, {}, work.path());
       ADD_FAILURE() << "accepted " << bad << " parts";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << bad;
@@ -68,7 +68,7 @@ TEST(CubinSet, PartsCountOutOfRangeIsRefusedNamingIt) {
     }
   }
   // A marker-like comment is plain text: one part, one cubin.
-  const auto out = nvrtc.compile("// hcwarm: parts=2\nextern \"C\" __global__ void k() {}\n", 1, {}, work.path());
+  const auto out = nvrtc.compile({"// hcwarm: parts=2\nextern \"C\" __global__ void k() {}\n", 1, {}}, {}, work.path());
   EXPECT_FALSE(unpack_cubin_set(out.binary).has_value());
 }
 
@@ -85,7 +85,7 @@ TEST(CubinSet, NvrtcCompilesEachPartApart) {
       "extern \"C\" __global__ void kernel_zero(int* p) { *p = 0; }\n#endif\n"
       "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n"
       "extern \"C\" __global__ void kernel_one(int* p) { *p = 1; }\n#endif\n";
-  const auto out = nvrtc.compile(src, 2, {}, work.path());
+  const auto out = nvrtc.compile({src, 2, {}}, {}, work.path());
   const auto images = unpack_cubin_set(out.binary);
   ASSERT_TRUE(images.has_value());
   ASSERT_EQ(images->size(), 2u);
@@ -100,7 +100,7 @@ TEST(CubinSet, NvrtcCompilesEachPartApart) {
   hcwarm::test::TempDir work2("hcwarm-cubin-set");
   const std::string broken = src.substr(0, src.rfind("*p = 1;")) + "nope(); }\n#endif\n";
   try {
-    nvrtc.compile(broken, 2, {}, work2.path());
+    nvrtc.compile({broken, 2, {}}, {}, work2.path());
     FAIL() << "a broken part compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Compile);

@@ -41,9 +41,11 @@ std::vector<std::byte> fake_old_nvrtc(const fs::path& work) {
       "int nvrtcGetCUBINSize() { return 1; }\n"
       "int nvrtcGetCUBIN() { return 1; }\n"
       "int nvrtcDestroyProgram() { return 1; }\n"
+      "int nvrtcAddNameExpression() { return 1; }\n"
+      "int nvrtcGetLoweredName() { return 1; }\n"
       "const char* nvrtcGetErrorString(int) { return \"fake\"; }\n"
       "}\n";
-  return cxx.compile(src, 1, {}, work).binary;
+  return cxx.compile({src, 1, {}}, {}, work).binary;
 }
 
 void write_bytes(const fs::path& p, const std::vector<std::byte>& bytes) {
@@ -227,7 +229,7 @@ void expect_every_family_compiles(const std::string& library, int major, const s
       const fs::path dir = work.path() / std::to_string(compiled++);
       fs::create_directories(dir);
       try {
-        const auto out = nvrtc.compile(spec.source, spec.parts, kernels::embedded_files(), dir);
+        const auto out = nvrtc.compile(spec.kernel_source(), kernels::embedded_files(), dir);
         const auto set = unpack_cubin_set(out.binary);
         const auto images = set.value_or(std::vector<std::span<const std::byte>>{out.binary});
         ASSERT_FALSE(images.empty());

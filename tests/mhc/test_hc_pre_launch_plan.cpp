@@ -50,28 +50,39 @@ bool documented_one_pass(Backend backend, MhcDims dims, int bucket_splits, const
 }
 
 // What the CUDA backend would compile for the plan carries exactly its choice:
-// the one_pass key param, the one-pass kernel in the source with the plan's
-// block as launch bounds, the partial kernel's block, the split class.
+// the one_pass key param, the one-pass kernel among the entries with the plan's
+// block as launch bounds (its last template argument), the partial kernel's
+// block, the split class; the backend's lookup names the same entries.
+bool has_one_pass_entry(const jit::KernelSpec& spec) {
+  return std::any_of(spec.entries.begin(), spec.entries.end(), [](const jit::KernelEntry& e) {
+    return e.expression.find("::mhc_pre_one_pass_kernel<") != std::string::npos;
+  });
+}
+
 void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& where) {
   const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
   EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
-  const bool in_source = spec.source.find(cuda::kCudaOnePassSymbol) != std::string::npos;
-  EXPECT_EQ(in_source, plan.one_pass()) << where;
+  EXPECT_EQ(has_one_pass_entry(spec), plan.one_pass()) << where;
   EXPECT_EQ(spec.parts, plan.one_pass() ? 3 : 2) << where;
+  const cuda::MhcPreEntries e = cuda::mhc_pre_entries(plan);
+  ASSERT_EQ(spec.entries.size(), plan.one_pass() ? 3u : 2u) << where;
+  EXPECT_EQ(spec.entries[0], e.partial) << where;
+  EXPECT_EQ(spec.entries[1], e.finish) << where;
+  EXPECT_EQ(e.one_pass.has_value(), plan.one_pass()) << where;
   if (plan.one_pass()) {
     EXPECT_EQ(plan.kernel_splits, 1) << where;
     EXPECT_EQ(plan.one_pass_threads, cuda::one_pass_threads(plan.dims.hidden)) << where;
-    EXPECT_NE(spec.source.find(fmt::format("__launch_bounds__({}, 1) {}", plan.one_pass_threads,
-                                           cuda::kCudaOnePassSymbol)),
-              std::string::npos)
-        << where;
+    EXPECT_EQ(spec.entries[2], *e.one_pass) << where;
+    EXPECT_EQ(spec.entries[2].part, 2) << where;
+    EXPECT_TRUE(spec.entries[2].expression.ends_with(fmt::format(", {}>", plan.one_pass_threads))) << where;
   } else {
     EXPECT_EQ(plan.one_pass_threads, 0u) << where;
   }
-  EXPECT_NE(spec.source.find(fmt::format("__launch_bounds__({}, {}) {}", 32 * plan.partial_warps,
-                                         plan.partial_warps == 8 ? 2 : 3, cuda::kCudaPartialSymbol)),
-            std::string::npos)
-      << where;
+  EXPECT_EQ(e.partial.part, 0) << where;
+  EXPECT_EQ(e.finish.part, 1) << where;
+  EXPECT_TRUE(e.partial.expression.ends_with(
+      fmt::format(", {}, {}>", 32 * plan.partial_warps, plan.partial_warps == 8 ? 2 : 3)))
+      << where << ": " << e.partial.expression;
   EXPECT_EQ(spec.param("splits"), cuda::cuda_split_class_name(plan.split_class)) << where;
   EXPECT_EQ(spec.arch, plan.arch) << where;
   // The free function warmup and `cache build` use names the same key and text.
@@ -83,6 +94,7 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
       hc_pre_kernel_spec(Backend::Cuda, plan.dims, plan.kernel_splits, plan.fused_norm, cuda, plan.input);
   EXPECT_EQ(same.params, spec.params) << where;
   EXPECT_EQ(same.source, spec.source) << where;
+  EXPECT_EQ(same.entries, spec.entries) << where;
 }
 
 struct Row {
@@ -183,7 +195,7 @@ TEST(HcPreLaunchPlan, EveryBucketPlansByTheRuleAndItsSpecSaysSo) {
               (plan.one_pass() ? one_pass : pair)++;
               const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
               ASSERT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
-              ASSERT_EQ(spec.source.find(cuda::kCudaOnePassSymbol) != std::string::npos, plan.one_pass()) << where;
+              ASSERT_EQ(has_one_pass_entry(spec), plan.one_pass()) << where;
               // The same choice from the count the kernels run with.
               HcPreLaunchRequest again;
               again.backend = Backend::Cuda;

@@ -29,44 +29,53 @@ int64_t head_one_pass_min_tokens(int /*hidden*/) {
   return 512;
 }
 
-jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
+HeadEntries mhc_head_entries(int hc, int hidden) {
   const char* bad = head_shape_unsupported(hc, hidden);
   HCWARM_CHECK_ARG(bad == nullptr, "bad mhc_head specialization (hc {}, hidden {}): {}", hc, hidden, bad ? bad : "");
+  // The cluster kernel's launch bounds and cluster come from hidden (hcwarm_mhc::head_*).
+  auto cluster = [&](int tokens_per_thread) {
+    return jit::kernel_entry(0, {"hcwarm_head"}, "mhc_head_cluster_kernel",
+                             {hc, hidden, tokens_per_thread, static_cast<int>(head_cluster(hidden)),
+                              static_cast<int>(head_threads(hidden)), hcwarm_mhc::head_blocks_per_sm(hidden)},
+                             "22hcwarm_mhc_head_params");  // (hcwarm_mhc_head_params)
+  };
+  HeadEntries e{cluster(1), cluster(head_wide_tokens_per_thread(hc, hidden)), std::nullopt};
+  if (head_has_one_pass(hc, hidden)) {
+    e.one_pass = one_pass_entry(1, hc, hidden, false, false, true, hcwarm_mhc::one_pass_threads(hidden));
+  }
+  return e;
+}
+
+jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
+  HeadEntries e = mhc_head_entries(hc, hidden);
   // The narrow and the wide instantiation of the cluster kernel (1 and `wide`
   // tokens per thread) and, where the shape allows it, the one-pass kernel:
   // two parts (jit/cubin_set.hpp), so that NVRTC compiles them in parallel.
-  const int wide = head_wide_tokens_per_thread(hc, hidden);
-  const bool one_pass = head_has_one_pass(hc, hidden);
-  auto kernel = [&](const char* symbol, int tokens_per_thread) {
-    return fmt::format(
-        "extern \"C\" __global__ void __cluster_dims__({}, 1, 1) __launch_bounds__({}, {})\n"
-        "{}(hcwarm_mhc_head_params p) {{\n  hcwarm_head::mhc_head_cluster<{}, {}, {}>(p);\n}}\n",
-        head_cluster(hidden), head_threads(hidden), hcwarm_mhc::head_blocks_per_sm(hidden), symbol, hc, hidden,
-        tokens_per_thread);
-  };
-  std::string src = fmt::format("// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n",
-                     hc, hidden, head_threads(hidden), head_cluster(hidden), wide, one_pass ? 1 : 0);
-  const std::string cluster = "#include \"cuda/mhc_head.cuh\"\n" + kernel(kCudaHeadSymbol, 1) + kernel(kCudaHeadWideSymbol, wide);
-  if (!one_pass) return {src + cluster, 1};
-  src += "#if !defined(HCWARM_PART) || HCWARM_PART == 0\n" + cluster + "#endif\n";
-  src += fmt::format(
-      "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n"
-      "#include \"cuda/mhc_pre_one_pass.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(hcwarm_mhc_pre_params p, "
-      "const __grid_constant__ hcwarm_tensor_map tmap) {{\n"
-      "  hcwarm_kernels::cuda::mhc_pre_one_pass<{}, {}, false, false, true>(p, &tmap);\n}}\n"
-      "#endif\n",
-      hcwarm_mhc::one_pass_threads(hidden), kCudaHeadOnePassSymbol, hc, hidden);
-  return {std::move(src), 2};
+  jit::KernelSource out;
+  out.text = fmt::format(
+      "// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n", hc, hidden,
+      head_threads(hidden), head_cluster(hidden), head_wide_tokens_per_thread(hc, hidden), e.one_pass ? 1 : 0);
+  out.entries = {std::move(e.narrow), std::move(e.wide)};
+  if (!e.one_pass) {
+    out.text += "#include \"cuda/mhc_head.cuh\"\n";
+    return out;
+  }
+  out.text += "#if !defined(HCWARM_PART) || HCWARM_PART == 0\n#include \"cuda/mhc_head.cuh\"\n#endif\n";
+  out.text += "#if !defined(HCWARM_PART) || HCWARM_PART == 1\n#include \"cuda/mhc_pre_one_pass.cuh\"\n#endif\n";
+  out.entries.push_back(std::move(*e.one_pass));
+  out.parts = 2;
+  return out;
 }
 
 void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
-  narrow_ = static_cast<CUfunction>(module->function(kCudaHeadSymbol));
-  wide_ = static_cast<CUfunction>(module->function(kCudaHeadWideSymbol));
+  // The names the module's source instantiated (mhc_head_cuda_source writes them from the same function).
+  const HeadEntries e = mhc_head_entries(hc_, hidden_);
+  narrow_ = static_cast<CUfunction>(module->function(e.narrow.symbol));
+  wide_ = static_cast<CUfunction>(module->function(e.wide.symbol));
   one_pass_ = {};
-  if (one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms())) {
+  if (e.one_pass && one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms())) {
     const CudaDriver& d = device_.driver();
-    HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(kCudaHeadOnePassSymbol)), hidden_,
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(e.one_pass->symbol)), hidden_,
                                         device_.num_sms(), one_pass_));
   }
   module_ = std::move(module);

@@ -8,6 +8,7 @@
 // shape allows it. Clusters need compute capability 9.0 or newer.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/cuda/cuda_device.hpp"
@@ -16,9 +17,15 @@
 
 namespace hcwarm::cuda {
 
-inline constexpr const char* kCudaHeadSymbol = "hcwarm_mhc_head";                  // 1 token per thread (decode)
-inline constexpr const char* kCudaHeadWideSymbol = "hcwarm_mhc_head_wide";         // hcwarm_mhc::head_wide_tpt
-inline constexpr const char* kCudaHeadOnePassSymbol = "hcwarm_mhc_head_one_pass";  // one_pass_supported shapes
+// The kernels of one (hc, hidden) module (jit/kernel_entry.hpp): the cluster
+// kernel hcwarm_head::mhc_head_cluster_kernel with 1 token per thread (decode)
+// and with head_wide_tokens_per_thread (part 0), and where head_has_one_pass,
+// hc_pre's one-pass kernel in its head form (part 1).
+struct HeadEntries {
+  jit::KernelEntry narrow, wide;
+  std::optional<jit::KernelEntry> one_pass;
+};
+HeadEntries mhc_head_entries(int hc, int hidden);
 
 // Why the CUDA head cannot take this shape, or nullptr.
 const char* head_shape_unsupported(int hc, int hidden);
@@ -31,8 +38,8 @@ bool head_has_one_pass(int hc, int hidden);
 // where the H200's cluster kernel falls behind it (docs/BENCHMARKS.md, "The rest of the family").
 // The same at both DeepSeek V4 widths; the argument keeps the door open for others.
 int64_t head_one_pass_min_tokens(int hidden);
-// The translation unit of one (hc, hidden) specialization: the cluster kernels,
-// and the one-pass kernel as a second part where the shape has it.
+// The translation unit of one (hc, hidden) specialization: mhc_head_entries'
+// kernels, the one-pass kernel as a second part where the shape has it.
 jit::KernelSource mhc_head_cuda_source(int hc, int hidden);
 
 class CudaHcHeadBackend final : public backends::HcHeadBackend {

@@ -7,18 +7,31 @@
 
 namespace hcwarm::cuda {
 
-std::string mhc_post_cuda_source(int hc, int hidden) {
-  return fmt::format(
-      "#include \"cuda/mhc_post.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({2}) {3}(long long t, const unsigned short* out,\n"
-      "    const unsigned short* r_in, const float* post, const float* comb, unsigned short* r_out) {{\n"
-      "  hcwarm_post::mhc_post<{0}, {1}>(t, out, r_in, post, comb, r_out);\n"
-      "}}\n",
-      hc, hidden, kCudaPostThreads, kCudaPostSymbol);
+namespace {
+// (long long t, const unsigned short* out, const unsigned short* r_in, const float* post,
+//  const float* comb, unsigned short* r_out) in namespace hcwarm_post; the generic kernel
+// takes int hidden after t.
+constexpr const char* kPostParams = "xPKtS2_PKfS4_Pt";
+constexpr const char* kPostDynParams = "xiPKtS2_PKfS4_Pt";
+}  // namespace
+
+jit::KernelEntry post_entry(int hc, int hidden) {
+  return jit::kernel_entry(0, {"hcwarm_post"}, "mhc_post_kernel", {hc, hidden, static_cast<int>(kCudaPostThreads)},
+                           kPostParams);
+}
+
+jit::KernelEntry generic_post_entry() {
+  return jit::kernel_entry(0, {"hcwarm_post"}, "mhc_post_dyn_kernel", {4, static_cast<int>(kCudaPostThreads)},
+                           kPostDynParams);
+}
+
+jit::KernelSource mhc_post_cuda_source(int hc, int hidden) {
+  return {fmt::format("// mhc_post CUDA: hc={} hidden={}\n#include \"cuda/mhc_post.cuh\"\n", hc, hidden), 1,
+          {post_entry(hc, hidden)}};
 }
 
 void CudaHcPostBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
-  fn_ = static_cast<CUfunction>(module->function(kCudaPostSymbol));
+  fn_ = static_cast<CUfunction>(module->function(post_entry(hc_, hidden_).symbol));
   module_ = std::move(module);
 }
 
@@ -30,7 +43,7 @@ void CudaHcPostBackend::bind_generic() {
   }
   const ScopedContext scoped(device_);
   generic_module_ = CudaModuleLoader(device_).load("mhc_post_generic", image);
-  generic_fn_ = static_cast<CUfunction>(generic_module_->function(kCudaPostGenericSymbol));
+  generic_fn_ = static_cast<CUfunction>(generic_module_->function(generic_post_entry().symbol));
 }
 
 bool CudaHcPostBackend::capturing(const LaunchContext& launch) const { return launch_capturing(device_, launch); }

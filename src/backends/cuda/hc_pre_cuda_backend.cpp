@@ -34,10 +34,11 @@ std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
 }
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
-    std::shared_ptr<const jit::LoadedModule> module, int partial_warps) {
+    std::shared_ptr<const jit::LoadedModule> module, const jit::KernelEntry& partial, const jit::KernelEntry& finish,
+    int partial_warps) {
   auto k = std::make_unique<CudaKernels>();
-  k->cuda.partial = static_cast<CUfunction>(module->function(kCudaPartialSymbol));
-  k->cuda.finish = static_cast<CUfunction>(module->function(kCudaFinishSymbol));
+  k->cuda.partial = static_cast<CUfunction>(module->function(partial.symbol));
+  k->cuda.finish = static_cast<CUfunction>(module->function(finish.symbol));
   k->cuda.partial_warps = partial_warps;
   HCWARM_CHECK_CU(device_.driver(), prepare_partial_smem(device_.driver(), k->cuda));
   k->module = std::move(module);
@@ -46,9 +47,11 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
                                                                const mhc::HcPreLaunchPlan& plan) {
-  auto k = bind_split_pair(std::move(module), plan.partial_warps);
-  if (plan.one_pass()) {
-    const auto f = static_cast<CUfunction>(k->module->function(kCudaOnePassSymbol));
+  // The names the plan's source instantiated (mhc_pre_cuda_source writes them from the same function).
+  const MhcPreEntries e = mhc_pre_entries(plan);
+  auto k = bind_split_pair(std::move(module), e.partial, e.finish, plan.partial_warps);
+  if (e.one_pass) {
+    const auto f = static_cast<CUfunction>(k->module->function(e.one_pass->symbol.c_str()));
     auto& cuda = static_cast<CudaKernels&>(*k).cuda;
     HCWARM_CHECK_CU(device_.driver(), prepare_one_pass(device_.driver(), f, hidden_, device_.num_sms(), cuda.one_pass));
   }
@@ -56,8 +59,15 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
 }
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<const jit::LoadedModule> module,
-                                                               const jit::KernelSpec&, int num_splits) {
-  return bind_split_pair(std::move(module), cuda_partial_warps(num_splits));
+                                                               const jit::KernelSpec& spec, int num_splits) {
+  // The spec's own entries: the partial kernel is part 0, the finish part 1 (mhc_pre_cuda_source).
+  const auto of_part = [&](int part) -> const jit::KernelEntry& {
+    for (const auto& e : spec.entries) {
+      if (e.part == part) return e;
+    }
+    HCWARM_THROW(ErrorKind::Internal, "mhc_pre: spec {} names no kernel in part {}", spec.describe(), part);
+  };
+  return bind_split_pair(std::move(module), of_part(0), of_part(1), cuda_partial_warps(num_splits));
 }
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fused_norm) {
@@ -73,15 +83,16 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
   for (int input = 0; input < 3; ++input) {
-    k->cuda.partial = static_cast<CUfunction>(k->module->function(kGenericPartialSymbols[input]));
-    k->cuda.finish =
-        static_cast<CUfunction>(k->module->function(kGenericFinishSymbols[input][fused_norm][fast_finish_]));
+    k->cuda.partial = static_cast<CUfunction>(k->module->function(generic_partial_entry(input).symbol));
+    k->cuda.finish = static_cast<CUfunction>(
+        k->module->function(generic_finish_entry(input, fused_norm, fast_finish_).symbol));
     HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
     k->partial_by_input[input] = k->cuda.partial;
     k->finish_by_input[input] = k->cuda.finish;
   }
   if (one_pass_) {
-    const auto f = static_cast<CUfunction>(k->module->function(kGenericOnePassSymbols[fused_norm][fast_finish_]));
+    const auto f = static_cast<CUfunction>(
+        k->module->function(generic_one_pass_entry(fused_norm, fast_finish_).symbol));
     HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
   }
   return k;

@@ -47,8 +47,10 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
               int stages) override;
 
  private:
+  // The pair named by `partial` and `finish` (their entries' symbols).
   std::unique_ptr<backends::HcPreKernels> bind_split_pair(std::shared_ptr<const jit::LoadedModule> module,
-                                                          int partial_warps);
+                                                          const jit::KernelEntry& partial,
+                                                          const jit::KernelEntry& finish, int partial_warps);
   void launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass, int split_parts,
                       const LaunchContext& launch, int stages);
 

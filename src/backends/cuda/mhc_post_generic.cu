@@ -4,8 +4,7 @@
 // compiles. 256 threads per block: kCudaPostThreads of hc_post_cuda.hpp.
 #include "cuda/mhc_post.cuh"
 
-extern "C" __global__ void __launch_bounds__(256)
-    hcwarm_mhc_post_generic(long long t, int hidden, const unsigned short* out, const unsigned short* r_in,
-                            const float* post, const float* comb, unsigned short* r_out) {
-  hcwarm_post::mhc_post_dyn<4>(t, hidden, out, r_in, post, comb, r_out);
-}
+// The host finds it by generic_post_entry's mangled name (hc_post_cuda.hpp).
+template __global__ void hcwarm_post::mhc_post_dyn_kernel<4, 256>(long long, int, const unsigned short*,
+                                                                  const unsigned short*, const float*, const float*,
+                                                                  unsigned short*);

@@ -2,10 +2,12 @@
 // The CUDA side of mHC pre: launching the kernels of a module (NVRTC
 // specialization or the library's generic nvcc fatbin) through the driver API.
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "backends/cuda/cuda_driver.hpp"
+#include "jit/kernel_entry.hpp"
 #include "jit/kernel_spec.hpp"
 #include "kernels/common/mhc_params.hpp"
 
@@ -15,12 +17,27 @@ struct HcPreLaunchPlan;
 
 namespace hcwarm::cuda {
 
-// Specialized kernels: __global__ void fn(hcwarm_mhc_pre_params).
-inline constexpr const char* kCudaPartialSymbol = "hcwarm_mhc_pre_partial";
-inline constexpr const char* kCudaFinishSymbol = "hcwarm_mhc_pre_finish";
-// Only in the modules of one-pass plans (num_splits 1): the one-pass kernel
-// (partial + finish in one launch, sm_90+; see cuda/mhc_pre_one_pass.cuh).
-inline constexpr const char* kCudaOnePassSymbol = "hcwarm_mhc_pre_one_pass";
+// The kernels are __global__ templates of kernels/cuda (mhc_pre_partial_kernel,
+// mhc_pre_finish_kernel, mhc_pre_one_pass_kernel), instantiated by name: a
+// jit::KernelEntry gives the name expression and the mangled symbol the
+// launcher looks up. The entries of one specialization, each in its own part:
+// partial 0, finish 1, one-pass 2 (only in one-pass plans: num_splits 1; see
+// cuda/mhc_pre_one_pass.cuh). partial_warps: the partial kernel's block;
+// one_pass_threads: the one-pass kernel's (one_pass only).
+struct MhcPreEntries {
+  jit::KernelEntry partial, finish;
+  std::optional<jit::KernelEntry> one_pass;
+};
+MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
+                              int input, int partial_warps, int one_pass_threads);
+// Those of the specialization serving a launch plan (mhc_pre_cuda_source's).
+MhcPreEntries mhc_pre_entries(const mhc::HcPreLaunchPlan& plan);
+// One kernel's entry, its launch bounds given (threads, blocks per SM).
+jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int threads, int min_blocks);
+jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, bool fused_norm, bool fast, int input,
+                              int min_blocks);
+// head: the mHC head's form (backends/cuda/hc_head_cuda.hpp); threads: one_pass_threads(hidden).
+jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, bool fast, bool head, int threads);
 
 // Warps per block of the specialized partial kernel (its tile is 16 tokens per warp).
 int cuda_partial_warps(int num_splits);
@@ -30,9 +47,10 @@ int cuda_split_class(int num_splits);
 std::string cuda_split_class_name(int split_class);
 
 // The translation unit of the specialization serving a launch plan (the same
-// text for every split count of its class): instantiates kernels/cuda/mhc_pre.cuh
-// (and, for a one-pass plan, mhc_pre_one_pass.cuh) under the names above, with
-// the plan's block shapes as launch bounds, each kernel a part of its own
+// text for every split count of its class): includes kernels/cuda/mhc_pre_partial.cuh,
+// mhc_pre_finish.cuh (and, for a one-pass plan, mhc_pre_one_pass.cuh) and names
+// the kernels of mhc_pre_entries, with the plan's block shapes as launch bounds,
+// each kernel a part of its own
 // (jit/cubin_set.hpp) so that NVRTC compiles them in parallel. It reads the
 // plan's choices and makes none.
 jit::KernelSource mhc_pre_cuda_source(const mhc::HcPreLaunchPlan& plan);
@@ -126,20 +144,11 @@ std::span<const std::byte> mhc_pre_generic_fatbin();
 // Whether this build carries the generic CUDA kernels (nvcc was found when it was built):
 // without them tiered execution is off on CUDA.
 inline bool generic_kernels_built() { return !mhc_pre_generic_fatbin().empty(); }
-// The entry points, by input kind (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost),
-// fused norm and fast_finish; the one-pass kernel reads residual streams only.
-inline constexpr const char* kGenericPartialSymbols[3] = {"hcwarm_mhc_pre_partial_generic_residual",
-                                                          "hcwarm_mhc_pre_partial_generic_embed",
-                                                          "hcwarm_mhc_pre_partial_generic_post"};
-inline constexpr const char* kGenericFinishSymbols[3][2][2] = {
-    {{"hcwarm_mhc_pre_finish_generic_precise_residual", "hcwarm_mhc_pre_finish_generic_fast_residual"},
-     {"hcwarm_mhc_pre_finish_generic_norm_precise_residual", "hcwarm_mhc_pre_finish_generic_norm_fast_residual"}},
-    {{"hcwarm_mhc_pre_finish_generic_precise_embed", "hcwarm_mhc_pre_finish_generic_fast_embed"},
-     {"hcwarm_mhc_pre_finish_generic_norm_precise_embed", "hcwarm_mhc_pre_finish_generic_norm_fast_embed"}},
-    {{"hcwarm_mhc_pre_finish_generic_precise_post", "hcwarm_mhc_pre_finish_generic_fast_post"},
-     {"hcwarm_mhc_pre_finish_generic_norm_precise_post", "hcwarm_mhc_pre_finish_generic_norm_fast_post"}}};
-inline constexpr const char* kGenericOnePassSymbols[2][2] = {
-    {"hcwarm_mhc_pre_one_pass_generic_precise", "hcwarm_mhc_pre_one_pass_generic_fast"},
-    {"hcwarm_mhc_pre_one_pass_generic_norm_precise", "hcwarm_mhc_pre_one_pass_generic_norm_fast"}};
+// The entry points (explicit instantiations in mhc_pre_generic.cu), by input kind
+// (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost), fused norm and
+// fast_finish; the one-pass kernel reads residual streams only.
+jit::KernelEntry generic_partial_entry(int input);
+jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast);
+jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast);
 
 }  // namespace hcwarm::cuda

@@ -10,37 +10,44 @@
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_one_pass.cuh"
 
-// NAME: the entry point (mhc_pre_cuda.hpp, kGeneric*Symbols); INPUT: hcwarm_mhc::kInput*;
-// NORM: fused norm; FAST: fast reciprocals.
-#define HCWARM_GENERIC_PARTIAL(NAME, INPUT)                                 \
-  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, 3)  \
-      NAME(hcwarm_mhc_pre_params p) {                                       \
-    hcwarm_kernels::cuda::mhc_pre_partial<0, 4, 0, INPUT>(p);               \
-  }
-#define HCWARM_GENERIC_FINISH(NAME, NORM, FAST, INPUT)                     \
-  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, 3) \
-      NAME(hcwarm_mhc_pre_params p) {                                      \
-    hcwarm_kernels::cuda::mhc_pre_finish<0, 4, 0, NORM, FAST, INPUT>(p);   \
-  }
-#define HCWARM_GENERIC_ONE_PASS(NAME, NORM, FAST)                                                            \
-  extern "C" __global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden), 1) \
-      NAME(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {                        \
-    hcwarm_kernels::cuda::mhc_pre_one_pass<4, 0, NORM, FAST>(p, &tmap);                                      \
-  }
-// The four finishes of one input kind.
-#define HCWARM_GENERIC_FINISHES(KIND, INPUT)                                                  \
-  HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_precise_##KIND, false, false, INPUT)      \
-  HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_fast_##KIND, false, true, INPUT)          \
-  HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_norm_precise_##KIND, true, false, INPUT)  \
-  HCWARM_GENERIC_FINISH(hcwarm_mhc_pre_finish_generic_norm_fast_##KIND, true, true, INPUT)
+// Explicit instantiations of the kernel headers' __global__ templates; the
+// host finds them by the mangled names of generic_partial_entry,
+// generic_finish_entry and generic_one_pass_entry (mhc_pre_cuda.hpp), whose
+// template arguments these repeat: split class 0, hc 4, hidden 0 (both from the
+// params), hcwarm_mhc::kCudaThreads a block and 3 blocks per SM; the one-pass
+// kernel with the largest block (hcwarm_mhc::kOnePassMaxHidden's).
+namespace hcwarm_kernels::cuda {
+namespace {
+constexpr int kResidual = hcwarm_mhc::kInputResidual, kEmbed = hcwarm_mhc::kInputEmbed, kPost = hcwarm_mhc::kInputPost;
+constexpr int kThreads = hcwarm_mhc::kCudaThreads;
+constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);
+}  // namespace
 
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_residual, hcwarm_mhc::kInputResidual)
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_embed, hcwarm_mhc::kInputEmbed)
-HCWARM_GENERIC_PARTIAL(hcwarm_mhc_pre_partial_generic_post, hcwarm_mhc::kInputPost)
-HCWARM_GENERIC_FINISHES(residual, hcwarm_mhc::kInputResidual)
-HCWARM_GENERIC_FINISHES(embed, hcwarm_mhc::kInputEmbed)
-HCWARM_GENERIC_FINISHES(post, hcwarm_mhc::kInputPost)
-HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_precise, false, false)
-HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_fast, false, true)
-HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_norm_precise, true, false)
-HCWARM_GENERIC_ONE_PASS(hcwarm_mhc_pre_one_pass_generic_norm_fast, true, true)
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kEmbed, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kPost, kThreads, 3>(hcwarm_mhc_pre_params);
+
+// Per input kind: norm x reciprocal form.
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kEmbed, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kEmbed, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kEmbed, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kEmbed, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kPost, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, 3>(hcwarm_mhc_pre_params);
+
+template __global__ void mhc_pre_one_pass_kernel<4, 0, false, false, false, kOnePassThreads>(hcwarm_mhc_pre_params,
+                                                                           const __grid_constant__ hcwarm_tensor_map);
+template __global__ void mhc_pre_one_pass_kernel<4, 0, false, true, false, kOnePassThreads>(hcwarm_mhc_pre_params,
+                                                                           const __grid_constant__ hcwarm_tensor_map);
+template __global__ void mhc_pre_one_pass_kernel<4, 0, true, false, false, kOnePassThreads>(hcwarm_mhc_pre_params,
+                                                                           const __grid_constant__ hcwarm_tensor_map);
+template __global__ void mhc_pre_one_pass_kernel<4, 0, true, true, false, kOnePassThreads>(hcwarm_mhc_pre_params,
+                                                                           const __grid_constant__ hcwarm_tensor_map);
+
+}  // namespace hcwarm_kernels::cuda

@@ -184,4 +184,13 @@ __device__ __forceinline__ void mhc_head_cluster(const hcwarm_mhc_head_params& p
   ptx::cluster_sync();  // the other blocks may still read this block's partials
 }
 
+// The entry point instantiated by name (jit/kernel_entry.hpp): the launcher
+// passes the cluster (hcwarm_mhc::head_cluster), the block (head_threads) and its
+// blocks per SM (head_blocks_per_sm) of HIDDEN.
+template <int HC, int HIDDEN, int TPT, int CLUSTER, int THREADS, int MIN_BLOCKS>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, MIN_BLOCKS)
+    mhc_head_cluster_kernel(hcwarm_mhc_head_params p) {
+  mhc_head_cluster<HC, HIDDEN, TPT>(p);
+}
+
 }  // namespace hcwarm_head

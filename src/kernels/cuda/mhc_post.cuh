@@ -40,4 +40,20 @@ __device__ __forceinline__ void mhc_post(long long num_tokens, const unsigned sh
   mhc_post_dyn<HC>(num_tokens, HIDDEN, out, residual_in, post, comb, residual_out);
 }
 
+// The entry points instantiated by name (jit/kernel_entry.hpp), THREADS a block:
+// the JIT kernel of one hidden size, and the generic one (hidden at run time).
+template <int HC, int HIDDEN, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    mhc_post_kernel(long long t, const unsigned short* out, const unsigned short* r_in, const float* post,
+                    const float* comb, unsigned short* r_out) {
+  mhc_post<HC, HIDDEN>(t, out, r_in, post, comb, r_out);
+}
+
+template <int HC, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    mhc_post_dyn_kernel(long long t, int hidden, const unsigned short* out, const unsigned short* r_in,
+                        const float* post, const float* comb, unsigned short* r_out) {
+  mhc_post_dyn<HC>(t, hidden, out, r_in, post, comb, r_out);
+}
+
 }  // namespace hcwarm_post

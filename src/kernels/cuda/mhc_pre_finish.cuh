@@ -205,5 +205,12 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * hcwarm_mhc::cuda_subsplits(S), role);
 }
 
+// The entry point instantiated by name (jit/kernel_entry.hpp): hcwarm_mhc::kCudaThreads
+// a block; MIN_BLOCKS per SM from the launcher (8 where it streams the residual, else 3).
+template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST, int INPUT, int MIN_BLOCKS>
+__global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, MIN_BLOCKS) mhc_pre_finish_kernel(hcwarm_mhc_pre_params p) {
+  mhc_pre_finish<SPLIT_CLASS, HC, HIDDEN, FUSED_NORM, FAST, INPUT>(p);
+}
+
 }  // namespace cuda
 }  // namespace hcwarm_kernels

@@ -111,5 +111,14 @@ __device__ __forceinline__ void mhc_pre_one_pass(const hcwarm_mhc_pre_params& p,
   }
 }
 
+// The entry point instantiated by name (jit/kernel_entry.hpp): THREADS is
+// hcwarm_mhc::one_pass_threads of the hidden size (the largest one for HIDDEN 0),
+// one block per SM. The residual's TMA map is a kernel parameter (__grid_constant__).
+template <int HC, int HIDDEN, bool FUSED_NORM, bool FAST, bool HEAD, int THREADS>
+__global__ void __launch_bounds__(THREADS, 1)
+    mhc_pre_one_pass_kernel(hcwarm_mhc_pre_params p, const __grid_constant__ hcwarm_tensor_map tmap) {
+  mhc_pre_one_pass<HC, HIDDEN, FUSED_NORM, FAST, HEAD>(p, &tmap);
+}
+
 }  // namespace cuda
 }  // namespace hcwarm_kernels

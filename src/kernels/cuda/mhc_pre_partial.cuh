@@ -302,5 +302,12 @@ __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) 
   mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
 }
 
+// The entry point NVRTC and nvcc instantiate by name (jit/kernel_entry.hpp):
+// the block (THREADS = 32 * warps) and its blocks per SM come from the launcher.
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT, int THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mhc_pre_partial_kernel(hcwarm_mhc_pre_params p) {
+  mhc_pre_partial<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
+}
+
 }  // namespace cuda
 }  // namespace hcwarm_kernels

@@ -135,4 +135,24 @@ __device__ void swiglu_activation(long long count, int n_total, const float* __r
   h[idx] = f32_to_bf16((g / (1.0f + __expf(-g))) * u);
 }
 
+// The stand-in MLP's entry points, instantiated by name (jit/kernel_entry.hpp)
+// for one (hidden, width): gate/up split along K, the activation, down.
+template <int HIDDEN, int WIDTH>
+__global__ void __launch_bounds__(kThreads)
+    swiglu_gate_up_kernel(int t, int k_per_split, const unsigned short* x, const unsigned short* gate,
+                          const unsigned short* up, float* c32) {
+  gemm_nt_gate_up_splitk(t, WIDTH, HIDDEN, k_per_split, x, gate, up, c32);
+}
+
+template <int WIDTH>
+__global__ void __launch_bounds__(kThreads) swiglu_act_kernel(long long count, const float* c32, unsigned short* h) {
+  swiglu_activation(count, WIDTH, c32, h);
+}
+
+template <int HIDDEN, int WIDTH>
+__global__ void __launch_bounds__(kThreads)
+    swiglu_down_kernel(int t, const unsigned short* h, const unsigned short* down, unsigned short* out) {
+  gemm_nt(t, HIDDEN, WIDTH, h, down, out);
+}
+
 }  // namespace hcwarm_gemm

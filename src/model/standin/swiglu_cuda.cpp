@@ -29,28 +29,26 @@ CudaSwigluBackend::CudaSwigluBackend(std::shared_ptr<const backends::SwigluWeigh
   down_ = upload_to_device(weights_->down, device_);
 }
 
+CudaSwigluBackend::SwigluEntries CudaSwigluBackend::kernel_entries(int hidden, int width) {
+  // The parameter lists as mangled in namespace hcwarm_gemm: (int t, int k_per_split, const unsigned short* x,
+  // const unsigned short* gate, const unsigned short* up, float* c32), (long long count, const float* c32,
+  // unsigned short* h) and (int t, const unsigned short* h, const unsigned short* down, unsigned short* out).
+  auto entry = [](const char* name, const std::vector<jit::KernelTemplateArg>& args, const char* params) {
+    return jit::kernel_entry(0, {"hcwarm_gemm"}, name, args, params);
+  };
+  return {entry("swiglu_gate_up_kernel", {hidden, width}, "iiPKtS2_S2_Pf"),
+          entry("swiglu_act_kernel", {width}, "xPKfPt"), entry("swiglu_down_kernel", {hidden, width}, "iPKtS2_Pt")};
+}
+
 jit::KernelSpec CudaSwigluBackend::kernel_spec(int hidden, int width, const std::string& arch) {
   jit::KernelSpec s;
   s.family = "swiglu_mlp";
   s.params = {{"hidden", std::to_string(hidden)}, {"width", std::to_string(width)}};
   s.target = jit::TargetKind::Cuda;
   s.arch = arch;
-  s.source = fmt::format(
-      "#include \"standin/gemm_nt.cuh\"\n"
-      "// hidden={0} width={1}\n"
-      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_gate_up(int t, int k_per_split,\n"
-      "    const unsigned short* x, const unsigned short* gate, const unsigned short* up, float* c32) {{\n"
-      "  hcwarm_gemm::gemm_nt_gate_up_splitk(t, {1}, {0}, k_per_split, x, gate, up, c32);\n"
-      "}}\n"
-      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_act(long long count, const float* c32,\n"
-      "    unsigned short* h) {{\n"
-      "  hcwarm_gemm::swiglu_activation(count, {1}, c32, h);\n"
-      "}}\n"
-      "extern \"C\" __global__ void __launch_bounds__(hcwarm_gemm::kThreads) hcwarm_swiglu_down(int t, const unsigned short* h,\n"
-      "    const unsigned short* down, unsigned short* out) {{\n"
-      "  hcwarm_gemm::gemm_nt(t, {0}, {1}, h, down, out);\n"
-      "}}\n",
-      hidden, width);
+  const SwigluEntries e = kernel_entries(hidden, width);
+  s.source = fmt::format("// swiglu_mlp CUDA: hidden={} width={}\n#include \"standin/gemm_nt.cuh\"\n", hidden, width);
+  s.entries = {e.gate_up, e.act, e.down};
   return s;
 }
 
@@ -60,6 +58,7 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   const int hidden = weights_->hidden;
   const int width = weights_->width;
   std::call_once(module_once_, [&] { module_ = jit_.get(kernel_spec(hidden, width, device_.arch())); });
+  const SwigluEntries e = kernel_entries(hidden, width);
   HCWARM_CHECK_ARG(static_cast<size_t>(T) * width * sizeof(bf16) <= hidden_act_.bytes(),
                    "swiglu_mlp: {} tokens exceed the {} it was built for", T,
                    hidden_act_.bytes() / (width * sizeof(bf16)));
@@ -84,19 +83,19 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   const void* upp = up_.get();
   void* c32 = gate_up_.get();
   void* gate_up_params[] = {&t, &k_per_split, &xp, &gp, &upp, &c32};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_gate_up")), tiles_n,
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.gate_up.symbol)), tiles_n,
                                           tiles_m, grid_z, kThreads, 1, 1, 0, stream, gate_up_params, nullptr));
   long long count = T * width;
   void* hp = hidden_act_.get();
   void* act_params[] = {&count, &c32, &hp};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_act")),
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.act.symbol)),
                                           static_cast<unsigned>((count + kThreads - 1) / kThreads), 1, 1, kThreads, 1, 1, 0, stream,
                                           act_params, nullptr));
   const void* hcp = hidden_act_.get();
   const void* dp = down_.get();
   void* op = out;
   void* down_params[] = {&t, &hcp, &dp, &op};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function("hcwarm_swiglu_down")),
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.down.symbol)),
                                           (hidden + kTile - 1) / kTile, tiles_m, 1, kThreads, 1, 1, 0, stream, down_params,
                                           nullptr));
 }

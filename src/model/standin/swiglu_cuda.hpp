@@ -23,6 +23,11 @@ class CudaSwigluBackend final : public backends::SwigluBackend {
                     int64_t max_tokens);
 
   static jit::KernelSpec kernel_spec(int hidden, int width, const std::string& arch);
+  // The spec's kernels (hcwarm_gemm's __global__ templates of standin/gemm_nt.cuh), named by their entries.
+  struct SwigluEntries {
+    jit::KernelEntry gate_up, act, down;
+  };
+  static SwigluEntries kernel_entries(int hidden, int width);
 
   DeviceKind device_kind() const override { return DeviceKind::Cuda; }
   std::string name() const override { return "cuda"; }

@@ -1,0 +1,68 @@
+// The names of the mhc_pre kernels (jit/kernel_entry.hpp): written once here,
+// for the JIT source (mhc_pre_cuda_source.cpp, hc_head_cuda.cpp), the lookups
+// and the generic fatbin's explicit instantiations (mhc_pre_generic.cu).
+#include "backends/cuda/mhc_pre_cuda.hpp"
+#include "core/error.hpp"
+
+namespace hcwarm::cuda {
+
+namespace {
+// The parameter lists as mangled in namespace hcwarm_kernels::cuda.
+constexpr const char* kPreParams = "21hcwarm_mhc_pre_params";                          // (hcwarm_mhc_pre_params)
+constexpr const char* kOnePassParams = "21hcwarm_mhc_pre_params17hcwarm_tensor_map";  // (params, tensor map)
+
+jit::KernelEntry pre_entry(int part, const char* name, const std::vector<jit::KernelTemplateArg>& args,
+                           const char* params) {
+  return jit::kernel_entry(part, {"hcwarm_kernels", "cuda"}, name, args, params);
+}
+
+void check_input(int input) {
+  HCWARM_CHECK_ARG(input == hcwarm_mhc::kInputResidual || input == hcwarm_mhc::kInputEmbed ||
+                       input == hcwarm_mhc::kInputPost,
+                   "mhc_pre: input {} is not hcwarm_mhc::kInputResidual, kInputEmbed or kInputPost", input);
+}
+}  // namespace
+
+jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int threads, int min_blocks) {
+  return pre_entry(part, "mhc_pre_partial_kernel", {split_class, hc, hidden, input, threads, min_blocks}, kPreParams);
+}
+
+jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, bool fused_norm, bool fast, int input,
+                              int min_blocks) {
+  return pre_entry(part, "mhc_pre_finish_kernel", {split_class, hc, hidden, fused_norm, fast, input, min_blocks},
+                   kPreParams);
+}
+
+jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, bool fast, bool head, int threads) {
+  return pre_entry(part, "mhc_pre_one_pass_kernel", {hc, hidden, fused_norm, fast, head, threads}, kOnePassParams);
+}
+
+MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
+                              int input, int partial_warps, int one_pass_threads) {
+  check_input(input);
+  MhcPreEntries e;
+  // The partial kernel: 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
+  e.partial = partial_entry(0, split_class, hc, hidden, input, 32 * partial_warps, partial_warps == 8 ? 2 : 3);
+  // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
+  e.finish = finish_entry(1, split_class, hc, hidden, fused_norm, fast_finish, input,
+                          hcwarm_mhc::cuda_finish_streams(split_class) ? 8 : 3);
+  if (one_pass) e.one_pass = one_pass_entry(2, hc, hidden, fused_norm, fast_finish, false, one_pass_threads);
+  return e;
+}
+
+// The generic fatbin's kernels: class 0 and hidden 0 (both from the params), hc 4, 3 blocks per SM.
+jit::KernelEntry generic_partial_entry(int input) {
+  check_input(input);
+  return partial_entry(0, 0, 4, 0, input, hcwarm_mhc::kCudaThreads, 3);
+}
+
+jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast) {
+  check_input(input);
+  return finish_entry(0, 0, 4, 0, fused_norm, fast, input, 3);
+}
+
+jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast) {
+  return one_pass_entry(0, 4, 0, fused_norm, fast, false, hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden));
+}
+
+}  // namespace hcwarm::cuda
