@@ -92,7 +92,9 @@ def pre_source(tree, bounds, call, kernel):
 
 
 def head_source(tree, hidden, tpt):
-    shape = [f"hcwarm_mhc::head_{f}({hidden})" for f in ("cluster", "threads", "blocks_per_sm")]
+    typed = "head_threads(int hidden)" in (tree / "common" / "mhc_head_params.hpp").read_text()
+    shape = [f"hcwarm_mhc::head_{f}({hidden})" if typed else f"HCWARM_MHC_HEAD_{f.upper()}({hidden})"
+             for f in ("cluster", "threads", "blocks_per_sm")]
     if has_global_templates(tree):
         return ('#include "cuda/mhc_head.cuh"\ntemplate __global__ void hcwarm_head::mhc_head_cluster_kernel'
                 f'<4, {hidden}, {tpt}, {", ".join(shape)}>(hcwarm_mhc_head_params);\n')
