@@ -57,8 +57,13 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   if (T == 0) return;
   const int hidden = weights_->hidden;
   const int width = weights_->width;
-  std::call_once(module_once_, [&] { module_ = jit_.get(kernel_spec(hidden, width, device_.arch())); });
-  const SwigluEntries e = kernel_entries(hidden, width);
+  std::call_once(module_once_, [&] {
+    module_ = jit_.get(kernel_spec(hidden, width, device_.arch()));
+    const SwigluEntries e = kernel_entries(hidden, width);
+    gate_up_fn_ = static_cast<CUfunction>(module_->function(e.gate_up.symbol));
+    act_fn_ = static_cast<CUfunction>(module_->function(e.act.symbol));
+    down_fn_ = static_cast<CUfunction>(module_->function(e.down.symbol));
+  });
   HCWARM_CHECK_ARG(static_cast<size_t>(T) * width * sizeof(bf16) <= hidden_act_.bytes(),
                    "swiglu_mlp: {} tokens exceed the {} it was built for", T,
                    hidden_act_.bytes() / (width * sizeof(bf16)));
@@ -83,19 +88,19 @@ void CudaSwigluBackend::forward(const bf16* x, bf16* out, int64_t T, Device& dev
   const void* upp = up_.get();
   void* c32 = gate_up_.get();
   void* gate_up_params[] = {&t, &k_per_split, &xp, &gp, &upp, &c32};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.gate_up.symbol)), tiles_n,
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(gate_up_fn_, tiles_n,
                                           tiles_m, grid_z, kThreads, 1, 1, 0, stream, gate_up_params, nullptr));
   long long count = T * width;
   void* hp = hidden_act_.get();
   void* act_params[] = {&count, &c32, &hp};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.act.symbol)),
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(act_fn_,
                                           static_cast<unsigned>((count + kThreads - 1) / kThreads), 1, 1, kThreads, 1, 1, 0, stream,
                                           act_params, nullptr));
   const void* hcp = hidden_act_.get();
   const void* dp = down_.get();
   void* op = out;
   void* down_params[] = {&t, &hcp, &dp, &op};
-  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(static_cast<CUfunction>(module_->function(e.down.symbol)),
+  HCWARM_CHECK_CU(drv, drv.cuLaunchKernel(down_fn_,
                                           (hidden + kTile - 1) / kTile, tiles_m, 1, kThreads, 1, 1, 0, stream, down_params,
                                           nullptr));
 }

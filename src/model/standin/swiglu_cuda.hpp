@@ -42,6 +42,8 @@ class CudaSwigluBackend final : public backends::SwigluBackend {
   DeviceBuffer hidden_act_;  // (max_tokens, width) bf16
   std::once_flag module_once_;
   std::shared_ptr<const jit::LoadedModule> module_;
+  // Its kernels, looked up once when the module is bound (a forward only launches).
+  CUfunction gate_up_fn_ = nullptr, act_fn_ = nullptr, down_fn_ = nullptr;
 };
 
 }  // namespace hcwarm::cuda
