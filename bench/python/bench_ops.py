@@ -2,8 +2,9 @@
 """Times hcwarm's ops from PyTorch: per-call cost beside torch.add, and hc_pre's kernels over token counts.
 
 --part calls (op_calls.py): every public op form through hcwarm.* and torch.ops.hcwarm.*: the host
-time of its first call after prewarm() (a fresh process each) and of its 100th, the mean host time
-per call beside torch.add's, and its eager and CUDA-graph device time.
+time of its first call after prewarm() and of its 100th (medians over --first-call-processes fresh
+processes, one first call each), the mean host time per call beside torch.add's, and its eager and
+CUDA-graph device time.
 
 --part kernels: for each hidden size and token count: per-call GPU time of
   eager   hcwarm.hc_pre(..., out=...) in a loop over rotating input sets (>= 3x L2 in all, so
@@ -154,6 +155,8 @@ def parse_args():
     p.add_argument("--call-model", default="dsv4-pro", help="calls: the model whose shapes the calls use")
     p.add_argument("--call-chunk", type=int, default=16384, help="calls: prewarm's chunked_prefill_size")
     p.add_argument("--call-tokens", type=int, default=1, help="calls: tokens per call")
+    p.add_argument("--first-call-processes", type=int, default=3,
+                   help="calls: fresh processes per op form, route and state (one first call each; medians reported)")
     p.add_argument("--first-call-child", nargs=2, metavar=("FORM", "ROUTE"), help=argparse.SUPPRESS)
     p.add_argument("--first-call-busy", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()

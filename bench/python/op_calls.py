@@ -4,7 +4,8 @@ For every op form an engine calls (hc_pre with and without the norm weight and o
 layer's embedding, hc_post, hc_post_pre, hc_head), through hcwarm.* and torch.ops.hcwarm.*,
 on the model's shapes at --call-tokens tokens:
   first   host time of the first call after prewarm(), in a fresh process per form and route that
-          made the model's tensors first, as an engine does (and of its 100th call there); torch.add's
+          made the model's tensors first, as an engine does (and of its 100th call there), median over
+          --first-call-processes such processes (a single first call is one sample); torch.add's
           first and 100th call in the same position, for reference; and "busy": the first call in
           another fresh process that ran 200 torch.mul calls between prewarm() and it (a process
           that is serving, not one that has just been idle: separates hcwarm's first-call cost
@@ -188,13 +189,22 @@ def run(args, dev):
             cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
                    "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
                    "--device", str(dev)] + (["--first-call-busy"] if busy else [])
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            if p.returncode != 0:
-                raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
-            first.append(json.loads(p.stdout.strip().splitlines()[-1]))
-            f = first[-1]
+            runs = []
+            for _ in range(args.first_call_processes):
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                if p.returncode != 0:
+                    raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
+                runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            # One first call per process: the median over the processes, each process's figures kept.
+            f = dict(runs[0], first_us=statistics.median(r["first_us"] for r in runs),
+                     call100_us=statistics.median(r["call100_us"] for r in runs),
+                     median_2_100_us=statistics.median(r["median_2_100_us"] for r in runs),
+                     compiles_after_ready=max(r["compiles_after_ready"] for r in runs),
+                     processes=[{k: r[k] for k in ("first_us", "call100_us", "median_2_100_us")} for r in runs])
+            first.append(f)
+            each = ", ".join(f"{r['first_us']:.1f}" for r in runs)
             print(f"first call {form:<17} {route:<9} {'busy' if busy else 'idle':<4} {f['first_us']:9.1f} us, "
-                  f"100th {f['call100_us']:7.1f} us")
+                  f"100th {f['call100_us']:7.1f} us (medians of {len(runs)} processes; first calls {each})")
     i = Inputs(model, tokens, dev)
     add_host = host_us(torch_add_call(dev), args.host_calls)
     rows = []

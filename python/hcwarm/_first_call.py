@@ -4,7 +4,7 @@ A process's first call of an op pays one-time costs the later calls do not: Pyth
 and PyTorch imports behind the dispatcher, operator and signature caches, the
 op context's own tables. Each entry point (hcwarm.hc_pre, torch.ops.hcwarm.hc_pre,
 ...) registers here and clears its `pending` flag when it runs; prewarm() runs
-every one once on minimal valid inputs (one token, the model's shapes, kernels
+every one a few times on minimal valid inputs (one token, the model's shapes, kernels
 it just loaded) and frees them. pending() names what is left, so an entry point
 added without a warm call shows up there (and fails the test that checks it).
 """
@@ -46,6 +46,9 @@ def names() -> List[str]:
 def pending() -> List[str]:
     """Entry points not yet called in this process."""
     return sorted(n for n, ep in _entry_points.items() if ep.pending)
+
+
+_PASSES = 3  # calls of each entry point by warm()
 
 
 class _Inputs:
@@ -98,7 +101,7 @@ class _Inputs:
 
 
 def warm(device: Optional[str], hc: int, d: int, consts: tuple, *, norm_tokens: int, plain_tokens: int) -> List[str]:
-    """Runs every registered entry point once on `device` ("cpu", "cuda:N"; None: NumPy arrays) and
+    """Runs every registered entry point _PASSES times on `device` ("cpu", "cuda:N"; None: NumPy arrays) and
     returns the names it ran. consts: (sinkhorn_iters, hc_eps, rms_eps, norm_eps, post_mult).
     norm_tokens / plain_tokens: the token count (1, or 0 where prewarm loaded no such kernel, so that
     nothing compiles) of the calls with and without a norm weight."""
@@ -110,20 +113,25 @@ def warm(device: Optional[str], hc: int, d: int, consts: tuple, *, norm_tokens: 
     with_norm = _Inputs(hc, d, norm_tokens, device)
     plain = with_norm if plain_tokens == norm_tokens else _Inputs(hc, d, plain_tokens, device)
     i = with_norm
-    # hcwarm.*: each form an engine calls (norm weight or not, the first layer's embedding, out=).
-    _ops.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, **kw)
-    _ops.hc_pre(plain.residual, plain.fn, plain.scale, plain.base, **kw)
-    _ops.hc_pre(i.embedding, i.fn, i.scale, i.base, i.norm_weight, **kw)
-    _ops.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, out=i.pre_outputs(), **kw)
-    _ops.hc_post(i.x, i.residual, i.post, i.comb)
-    _ops.hc_post(i.x, i.residual, i.post, i.comb, out=i.residual)
-    _ops.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight, **kw)
-    _ops.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight,
-                     new_residual=i.residual, out=i.pre_outputs(), **kw)
-    _ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, hc_eps=hc_eps, rms_eps=rms_eps)
-    _ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, out=i.x, hc_eps=hc_eps, rms_eps=rms_eps)
+    # More than one pass: CPython specializes an instruction on a later execution than its first,
+    # so the first request runs the same specialized bytecode (and warm branch history) as the 100th.
+    for _ in range(_PASSES):
+        # hcwarm.*: each form an engine calls (norm weight or not, the first layer's embedding, out=).
+        _ops.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, **kw)
+        _ops.hc_pre(plain.residual, plain.fn, plain.scale, plain.base, **kw)
+        _ops.hc_pre(i.embedding, i.fn, i.scale, i.base, i.norm_weight, **kw)
+        _ops.hc_pre(i.residual, i.fn, i.scale, i.base, i.norm_weight, out=i.pre_outputs(), **kw)
+        _ops.hc_post(i.x, i.residual, i.post, i.comb)
+        _ops.hc_post(i.x, i.residual, i.post, i.comb, out=i.residual)
+        _ops.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight, **kw)
+        _ops.hc_post_pre(i.x, i.residual, i.post, i.comb, i.fn, i.scale, i.base, i.norm_weight,
+                         new_residual=i.residual, out=i.pre_outputs(), **kw)
+        _ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, hc_eps=hc_eps, rms_eps=rms_eps)
+        _ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, out=i.x, hc_eps=hc_eps, rms_eps=rms_eps)
     ran += ["hcwarm.hc_pre", "hcwarm.hc_post", "hcwarm.hc_post_pre", "hcwarm.hc_head"]
     if device is not None:
+        for _ in range(_PASSES - 1):
+            _warm_operators(i, plain, consts)
         ran += _warm_operators(i, plain, consts)
         if device.startswith("cuda"):
             _torch().cuda.synchronize(device)
@@ -149,8 +157,8 @@ def _warm_operators(i: Any, plain: Any, consts: tuple) -> List[str]:
 
 
 def after_prewarm(ctx: Any, kind: str, index: int, model: dict, fused_norm: Optional[bool]) -> List[str]:
-    """prewarm()'s last step on device kind:index: every entry point once, with the model's shapes and
-    constants, on one token where prewarm loaded the kernel (no compile can follow) and on none elsewhere."""
+    """prewarm()'s last step on device kind:index: every entry point a few times, with the model's
+    shapes and constants, on one token where prewarm loaded the kernel (no compile can follow) and on none elsewhere."""
     hc, d = int(model["hc_mult"]), int(model["hidden_size"])
     consts = (int(model["hc_sinkhorn_iters"]), float(model["hc_eps"]), float(model["rms_norm_eps"]),
               float(model["rms_norm_eps"]), 2.0)
