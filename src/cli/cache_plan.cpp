@@ -20,8 +20,8 @@ CachePlan make_cache_plan(const CliContext& ctx, const CachePlanOptions& o) {
   in.server = p.resolved.server;
   in.env = ctx.env;
   in.backend = o.model.backend.empty() ? mhc::Backend::Cuda : mhc::parse_backend(o.model.backend);
-  in.cuda.arch = o.arch;
-  in.cuda.one_pass = ctx.env.mhc_one_pass;  // the keys the runner will ask for
+  // The keys the runner will ask for: a target below sm_90 (or HCWARM_CUDA_PORTABLE) takes the portable forms.
+  in.cuda = mhc::cuda_kernel_options(o.arch, ctx.env.mhc_one_pass, ctx.env.cuda_portable);
   in.mlp_width = o.mlp_width;
   HCWARM_CHECK_ARG(in.backend != mhc::Backend::Reference, "--backend reference has no kernels to build");
   p.specs = runtime::make_kernel_registry(in).planned(/*include_mhc=*/true);

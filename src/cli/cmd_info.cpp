@@ -60,7 +60,8 @@ nlohmann::json to_json(const Facts& f) {
                 {"device_count", f.gpu.device_count},
                 {"driver_version", f.gpu.driver_version},
                 {"driver_library", f.gpu.driver_library},
-                {"support", jit::describe_gpu_support(f.gpu.cc_major, f.gpu.cc_minor)}};
+                {"support", jit::describe_gpu_support(f.gpu.cc_major, f.gpu.cc_minor)},
+                {"kernel_forms", f.gpu.portable ? "portable" : "native"}};
   } else {
     j["gpu"] = nullptr;
   }
@@ -73,6 +74,7 @@ nlohmann::json to_json(const Facts& f) {
   }
   j["host_compiler"] = compiler_json(f.host, "command");
   j["generic_cuda_kernels"] = cuda::generic_kernels_built();
+  j["generic_cuda_targets"] = cuda::generic_kernel_targets();
   const CacheFacts& c = f.cache;
   nlohmann::json ns = nlohmann::json::array();
   for (const auto& n : c.namespaces) {
@@ -99,6 +101,9 @@ void print_text(std::ostream& os, const Facts& f) {
                       g.cc_major, g.cc_minor, g.arch, g.memory_gb, g.device_count, g.device_count == 1 ? "" : "s");
     os << fmt::format("CUDA driver: {} ({})\n", g.driver_version, g.driver_library);
     os << fmt::format("GPU support: {}\n", jit::describe_gpu_support(g.cc_major, g.cc_minor));
+    os << fmt::format("kernel forms: {}\n",
+                      g.portable ? "portable (the split-K pair at every T, the cluster-free head, no PDL)"
+                                 : "native (the one-pass kernel where the plan takes it, the cluster head, PDL)");
   }
   if (f.nvrtc.error.empty()) {
     os << fmt::format("NVRTC: {} at {} (identity in keys: {})\n", f.nvrtc.version, f.nvrtc.location,
@@ -110,8 +115,9 @@ void print_text(std::ostream& os, const Facts& f) {
     os << fmt::format("NVRTC: unavailable: {} (the cuda backend cannot compile kernels)\n", f.nvrtc.error);
   }
   os << (cuda::generic_kernels_built()
-             ? "generic CUDA kernels: built in (sm_90a, compute_90 PTX): tiered execution serves them while a "
-               "specialization compiles\n"
+             ? fmt::format("generic CUDA kernels: built in ({}, compute_90 PTX): tiered execution serves them while "
+                           "a specialization compiles\n",
+                           cuda::generic_kernel_targets())
              : "generic CUDA kernels: none (built without nvcc): on CUDA tiered execution is off, and a kernel "
                "prewarm did not load compiles in the call's path\n");
   if (f.host.error.empty()) {

@@ -47,12 +47,13 @@ GpuFacts probe_gpu(const EnvConfig& env) {
       g.unavailable = fmt::format("the CUDA driver {} sees no device", driver->path);
       return g;
     }
-    const cuda::CudaDevice dev(0, env.cuda_library);
+    const cuda::CudaDevice dev(0, env.cuda_library, env.cuda_portable);
     g.name = dev.name();
     g.num_sms = dev.num_sms();
     g.cc_major = dev.cc_major();
     g.cc_minor = dev.cc_minor();
     g.arch = dev.arch();
+    g.portable = dev.portable();
     if (const auto info = cuda::query_device(0, env.cuda_library)) g.memory_gb = info->total_memory_gb;
   } catch (const Error& e) {
     g.unavailable = e.message();

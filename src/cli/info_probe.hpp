@@ -18,6 +18,7 @@ struct GpuFacts {
   std::string name, arch;   // "NVIDIA H200", "sm_90a"
   int num_sms = 0, cc_major = 0, cc_minor = 0, device_count = 0;
   double memory_gb = 0;     // 0 when the driver does not say
+  bool portable = false;    // the kernels' portable forms run here (CudaDevice::portable)
   std::string driver_version, driver_library;  // "13.0", what dlopen opened
 };
 GpuFacts probe_gpu(const EnvConfig& env);

@@ -50,6 +50,10 @@ struct EnvConfig {
   // launch waits for 128 free SMs (for engines that keep other kernels
   // resident meanwhile).
   bool mhc_one_pass = true;
+  // HCWARM_CUDA_PORTABLE=1: the CUDA kernels in their portable forms on any GPU,
+  // as below sm_90 (no one-pass kernel, no clusters, no programmatic dependent
+  // launch): how those forms are tested and timed on a Hopper GPU.
+  bool cuda_portable = false;
   // HCWARM_TORCH_CPP_OPS=0: torch.ops.hcwarm.* are the Python package's operators even
   // where its C++ operator library was built (python/src/torch_ops).
   bool torch_cpp_ops = true;

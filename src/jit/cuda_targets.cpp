@@ -7,10 +7,12 @@
 namespace hcwarm::jit {
 namespace {
 
-// sm_90 and newer: thread-block clusters (the head), TMA and mbarriers (the
-// one-pass kernel) and programmatic dependent launch (griddepcontrol) are in
-// every kernel family. Compiling for a target below refuses in NVRTC itself.
-constexpr int kOldestMajor = 9;
+// sm_80 and newer: mma.sync, cp.async and bf16 arithmetic, which every kernel
+// family's portable form needs. Compiling for a target below refuses in NVRTC itself.
+constexpr int kOldestMajor = 8;
+// From sm_90: thread-block clusters (the head), TMA and mbarriers (the one-pass
+// kernel) and programmatic dependent launch (griddepcontrol).
+constexpr int kHopperMajor = 9;
 
 constexpr GpuArchRow kMatrix[] = {
     {12, "sm_120, sm_121", "RTX PRO 6000 Blackwell, GeForce RTX 50, DGX Spark (GB10)", GpuSupport::CompilesOnly,
@@ -20,6 +22,9 @@ constexpr GpuArchRow kMatrix[] = {
      "the one-pass kernel where there are at least 128 SMs, as on Hopper"},
     {9, "sm_90a", "H100, H200, H800, H20, GH200", GpuSupport::Ran,
      "GPU suite and benchmarks on an H200 (132 SMs); below 128 SMs (H100 PCIe, H20) no one-pass kernel"},
+    {8, "sm_80, sm_86, sm_89", "A100, A10, A40, L4, L40S", GpuSupport::CompilesOnly,
+     "the portable forms (split-K pair at every T, cluster-free head, no PDL), run on an H200 under "
+     "HCWARM_CUDA_PORTABLE=1"},
 };
 
 }  // namespace
@@ -62,11 +67,17 @@ std::string describe_gpu_support(int cc_major, int cc_minor) {
     }
   }
   if (cc_major < kOldestMajor) {
-    return fmt::format("sm_{}{}: refused (the kernels need sm_{}0 or newer: thread-block clusters, TMA, "
-                       "programmatic dependent launch)",
-                       cc_major, cc_minor, kOldestMajor);
+    return fmt::format("sm_{}{}: refused (the kernels need sm_{}0 or newer: mma.sync, cp.async, bf16)", cc_major,
+                       cc_minor, kOldestMajor);
   }
   return fmt::format("sm_{}{}: compiles, not run (newer than every architecture hcwarm names)", cc_major, cc_minor);
+}
+
+bool cuda_portable_target(int cc_major) { return cc_major < kHopperMajor; }
+
+bool cuda_portable_target(std::string_view arch) {
+  const auto cc = parse_cuda_arch(arch);
+  return cc.has_value() && cuda_portable_target(cc->first);
 }
 
 void require_supported_cuda_arch(std::string_view arch, std::string_view what) {
@@ -74,8 +85,8 @@ void require_supported_cuda_arch(std::string_view arch, std::string_view what) {
   HCWARM_CHECK_ARG(cc.has_value(), "{} {}: not a CUDA architecture such as sm_90a", what, arch);
   if (gpu_support(cc->first) == GpuSupport::Refused) {
     HCWARM_THROW(ErrorKind::Unavailable,
-                 "{} {} is not supported: hcwarm's CUDA kernels need sm_{}0 or newer (thread-block clusters, TMA, "
-                 "programmatic dependent launch); use the cpu backend there, or a Hopper or Blackwell GPU",
+                 "{} {} is not supported: hcwarm's CUDA kernels need sm_{}0 or newer (mma.sync, cp.async, bf16); "
+                 "use the cpu backend there, or an Ampere, Ada, Hopper or Blackwell GPU",
                  what, arch, kOldestMajor);
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA targets hcwarm compiles for, in one table: what has run, what
-// compiles but has not run, and what is refused, with why. Read by the NVRTC
+// compiles but has not run, and what is refused, with why; and which targets
+// take the kernels' portable forms. Read by the NVRTC
 // compiler (no kernel is compiled for a refused target), the hc_pre op (a
 // refused device fails at construction, naming itself), `hcwarm info` and the
 // README's matrix.
@@ -36,6 +37,14 @@ std::optional<std::pair<int, int>> parse_cuda_arch(std::string_view arch);
 GpuSupport gpu_support(int cc_major);
 // One line for messages and `hcwarm info`: "sm_90a: ran (H200: ...)".
 std::string describe_gpu_support(int cc_major, int cc_minor);
+
+// Whether a target of this compute capability major takes the portable kernel
+// forms (below sm_90: no thread-block clusters, TMA or programmatic dependent
+// launch): the split-K pair at every token count, the cluster-free head, plain
+// launches. The one-pass kernel and the cluster head need sm_90.
+bool cuda_portable_target(int cc_major);
+// The same for a target name; an unreadable one is not portable (require_supported_cuda_arch refuses it).
+bool cuda_portable_target(std::string_view arch);
 
 // Throws ErrorKind::Unavailable when the target is refused (or unreadable:
 // InvalidArgument), naming it, what the kernels need and the oldest target

@@ -23,6 +23,7 @@ HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::Ji
     HCWARM_CHECK_ARG(bad == nullptr, "hc_head on CUDA (hc {}, hidden {}): {}", dims.hc_mult, dims.hidden, bad ? bad : "");
     auto* cd = dynamic_cast<cuda::CudaDevice*>(&device);
     HCWARM_CHECK_ARG(cd != nullptr, "hc_head: device {} is not a CUDA device", device.name());
+    cuda_portable_ = cd->portable();
     auto b = std::make_unique<cuda::CudaHcHeadBackend>(*cd, dims.hc_mult, dims.hidden);
     cuda_backend_ = b.get();
     backend_ = std::move(b);
@@ -34,19 +35,20 @@ HcHeadOp::HcHeadOp(MhcDims dims, MhcConstants constants, Device& device, jit::Ji
 
 HcHeadOp::~HcHeadOp() = default;
 
-jit::KernelSpec HcHeadOp::cuda_spec(MhcDims dims, const std::string& arch) {
+jit::KernelSpec HcHeadOp::cuda_spec(MhcDims dims, const std::string& arch, bool portable) {
   jit::KernelSpec s;
   s.family = "mhc_head";
   s.params = {{"hc", std::to_string(dims.hc_mult)}, {"hidden", std::to_string(dims.hidden)}};
+  if (portable) s.params.emplace_back("portable", "1");
   s.target = jit::TargetKind::Cuda;
   s.arch = arch;
-  s.set_source(cuda::mhc_head_cuda_source(dims.hc_mult, dims.hidden));
+  s.set_source(cuda::mhc_head_cuda_source(dims.hc_mult, dims.hidden, portable));
   return s;
 }
 
 std::vector<jit::KernelSpec> HcHeadOp::planned_specs() const {
   if (!backend_->needs_module()) return {};
-  return {cuda_spec(dims_, cuda_arch_)};
+  return {cuda_spec(dims_, cuda_arch_, cuda_portable_)};
 }
 
 void HcHeadOp::set_cuda_one_pass(bool on) {
@@ -81,7 +83,7 @@ void HcHeadOp::load() {
   if (!backend_->needs_module()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!bound_) {
-    backend_->bind(jit_->get(cuda_spec(dims_, cuda_arch_)));
+    backend_->bind(jit_->get(cuda_spec(dims_, cuda_arch_, cuda_portable_)));
     bound_ = true;
   }
 }

@@ -42,8 +42,9 @@ class HcHeadOp {
   const MhcDims& dims() const { return dims_; }
   // The JIT kernels this op will ask for (none on the CPU).
   std::vector<jit::KernelSpec> planned_specs() const;
-  // The CUDA kernel's spec for these dims and architecture (no device needed).
-  static jit::KernelSpec cuda_spec(MhcDims dims, const std::string& arch);
+  // The CUDA kernel's spec for these dims and architecture (no device needed);
+  // portable: the cluster-free forms (CudaKernelOptions::portable).
+  static jit::KernelSpec cuda_spec(MhcDims dims, const std::string& arch, bool portable);
 
   // T = 0 is a no-op. A null pointer, or on CUDA one that is not 16-byte
   // aligned (residual, fn, y, workspace), or a workspace smaller than
@@ -74,6 +75,7 @@ class HcHeadOp {
   Device& device_;
   jit::JitRuntime* jit_;
   std::string cuda_arch_;
+  bool cuda_portable_ = false;  // the CUDA device's portable forms
   std::unique_ptr<backends::HcHeadBackend> backend_;
   cuda::CudaHcHeadBackend* cuda_backend_ = nullptr;  // backend_ on CUDA
   int64_t one_pass_min_tokens_ = 0;                  // set_cuda_one_pass_min_tokens; 0: the default

@@ -1,6 +1,7 @@
 #include "mhc/hc_pre_launch_plan.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/error.hpp"
@@ -20,7 +21,9 @@ int input_code(HcPreInput input) {
 
 // The decision itself (see the header for the rule and its source).
 bool runs_one_pass(const HcPreLaunchRequest& r) {
-  if (r.backend != Backend::Cuda || !r.cuda.one_pass || r.input != HcPreInput::Residual) return false;
+  if (r.backend != Backend::Cuda || !r.cuda.one_pass || r.cuda.portable || r.input != HcPreInput::Residual) {
+    return false;
+  }
   const int hidden = static_cast<int>(r.dims.hidden);
   const auto cc = jit::parse_cuda_arch(r.cuda.arch);  // an unreadable target: no one-pass kernel
   if (!cc || !cuda::one_pass_supported(r.dims.hc_mult, hidden, cc->first, r.cuda.num_sms)) return false;
@@ -28,6 +31,14 @@ bool runs_one_pass(const HcPreLaunchRequest& r) {
 }
 
 }  // namespace
+
+CudaKernelOptions cuda_kernel_options(std::string arch, bool one_pass, bool force_portable) {
+  CudaKernelOptions o;
+  o.portable = force_portable || jit::cuda_portable_target(arch);
+  o.arch = std::move(arch);
+  o.one_pass = one_pass;
+  return o;
+}
 
 const char* to_string(HcPreKernelForm form) {
   return form == HcPreKernelForm::OnePass ? "one-pass" : "split-k pair";

@@ -19,7 +19,12 @@ struct CudaKernelOptions {
   bool one_pass = true;             // allow the one-pass kernel where the plan's rule admits it
   bool fast_finish = true;          // Sinkhorn with branch-free reciprocals (not IEEE division)
   int num_sms = 0;                  // the device's (or the plan's) SMs: the one-pass kernel needs 128; 0: no limit
+  // The kernels' portable forms (jit::cuda_portable_target: below sm_90, or
+  // HCWARM_CUDA_PORTABLE): no one-pass kernel, the cluster-free head, plain launches.
+  bool portable = false;
 };
+// The options of a target: portable where forced or where the arch is below sm_90.
+CudaKernelOptions cuda_kernel_options(std::string arch, bool one_pass, bool force_portable);
 
 enum class HcPreKernelForm {
   SplitKPair,  // the partial kernel over num_parts K-parts, then the finish (every backend)
@@ -76,7 +81,8 @@ struct HcPreLaunchPlan {
 
 // The plan of one launch. The rule (docs/BENCHMARKS.md, "The one-pass kernel
 // for the larger buckets"): the one-pass kernel runs on Cuda, with the option
-// on, for residual input, where the target is sm_90 or newer and the shape is
+// on, for residual input, where the target is sm_90 or newer, the kernels are
+// not in their portable forms (CudaKernelOptions::portable) and the shape is
 // hc 4 with hidden a multiple of 1024 up to 7168 (cuda::one_pass_supported),
 // in the buckets of at most cuda::one_pass_max_splits(hidden) splits (a
 // Kernel-count request: where it is 1). Everything else runs the split-K pair

@@ -128,6 +128,11 @@ std::string HcPreOp::cuda_arch() const {
   return "sm_90a";
 }
 
+bool HcPreOp::cuda_portable() const {
+  auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_);
+  return cd != nullptr && cd->portable();
+}
+
 int HcPreOp::num_splits(int64_t num_tokens) const { return mhc::num_splits(num_tokens, dims_.k(), num_sms_); }
 
 HcPreLaunchPlan HcPreOp::plan(int splits, HcPreSplitsAre splits_are, bool fused_norm, HcPreInput input,

@@ -152,7 +152,8 @@ class HcPreOp {
   void set_cpu_pool(std::shared_ptr<ThreadPool> pool);
 
   std::string cuda_arch() const;
-  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_, num_sms_}; }
+  bool cuda_portable() const;  // the CUDA device's CudaDevice::portable()
+  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_, num_sms_, cuda_portable()}; }
 
  private:
   using KernelsId = std::tuple<int, bool, int>;

@@ -45,9 +45,9 @@ KernelRegistry make_kernel_registry(const KernelPlanInput& in) {
                                          /*fused_norm=*/true, in.cuda, mhc::HcPreInput::Post);
       },
       /*mhc_prewarm=*/true);
-  r.add("mhc_head", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
+  r.add("mhc_head", [cuda, dims, arch = in.cuda.arch, portable = in.cuda.portable]() -> std::vector<jit::KernelSpec> {
     if (!cuda) return {};
-    return {mhc::HcHeadOp::cuda_spec(dims, arch)};
+    return {mhc::HcHeadOp::cuda_spec(dims, arch, portable)};
   });
   r.add("mhc_post", [cuda, dims, arch = in.cuda.arch]() -> std::vector<jit::KernelSpec> {
     if (!cuda) return {};

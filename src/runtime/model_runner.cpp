@@ -25,7 +25,7 @@ namespace {
 }  // namespace
 
 std::unique_ptr<Device> make_device(mhc::Backend backend, const EnvConfig& env) {
-  if (backend == mhc::Backend::Cuda) return std::make_unique<cuda::CudaDevice>(0, env.cuda_library);
+  if (backend == mhc::Backend::Cuda) return std::make_unique<cuda::CudaDevice>(0, env.cuda_library, env.cuda_portable);
   return std::make_unique<CpuDevice>();
 }
 
@@ -61,7 +61,7 @@ void ModelRunner::start_early_build() {
   if (config_.backend == mhc::Backend::Cuda) {
     gpu = cuda::query_device(0, config_.env.cuda_library);
     if (!gpu || gpu->arch.empty()) return;  // the device's own error comes from make_device
-    cuda.arch = gpu->arch;
+    cuda = mhc::cuda_kernel_options(gpu->arch, config_.env.mhc_one_pass, config_.env.cuda_portable);
   }
   // The same plan the constructor makes once the ops exist, from the op's
   // defaults; where they differ, warmup compiles the rest.

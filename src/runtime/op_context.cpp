@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cuda_device.hpp"
 #include "core/thread_pool.hpp"
+#include "jit/cuda_targets.hpp"
 #include "mhc/hc_post_pre.hpp"
 #include "model/deepseek_v4.hpp"
 #include "runtime/kernel_plan.hpp"
@@ -58,7 +59,10 @@ OpContext::OpContext(OpContextOptions options) : options_(std::move(options)) {
                    "an op context runs the cpu or cuda backend, not {}", mhc::to_string(backend));
   if (options_.num_sms) HCWARM_CHECK_ARG(*options_.num_sms >= 1, "num_sms must be positive, got {}", *options_.num_sms);
   if (backend == mhc::Backend::Cuda) {
-    auto dev = std::make_unique<cuda::CudaDevice>(options_.device_ordinal, options_.env.cuda_library);
+    auto dev = std::make_unique<cuda::CudaDevice>(options_.device_ordinal, options_.env.cuda_library,
+                                                  options_.env.cuda_portable);
+    // A GPU below the kernels' floor is refused here, at start-up, by name: never by a compile while serving.
+    jit::require_supported_cuda_arch(dev->arch(), "GPU " + dev->name());
     num_sms_ = options_.num_sms.value_or(dev->num_sms());
     if (const auto info = cuda::query_device(options_.device_ordinal, options_.env.cuda_library);
         info && info->total_memory_gb > 0) {

@@ -130,7 +130,7 @@ TEST(HcHeadCpu, BadInputIsRefusedBeforeAnythingIsWritten) {
 }
 
 TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
-  const auto a = mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_90a");
+  const auto a = mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_90a", false);
   EXPECT_EQ(a.family, "mhc_head");
   EXPECT_EQ(a.param("hidden"), "7168");
   EXPECT_EQ(a.param("hc"), "4");
@@ -139,8 +139,18 @@ TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
   jit::JitRuntime rt(o);
-  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 4096}, "sm_90a")));
-  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_100a")));
+  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 4096}, "sm_90a", false)));
+  EXPECT_NE(rt.key(a), rt.key(mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_100a", false)));
+  // The portable forms: their own key and name, the cluster-free kernel alone (no one-pass part).
+  const auto portable = mhc::HcHeadOp::cuda_spec({4, 7168}, "sm_90a", true);
+  EXPECT_NE(rt.key(a), rt.key(portable));
+  EXPECT_EQ(portable.param("portable"), "1");
+  EXPECT_EQ(a.param("portable"), "");
+  ASSERT_EQ(portable.entries.size(), 2u);
+  for (const auto& e : portable.entries) {
+    EXPECT_NE(e.expression.find("mhc_head_portable_kernel<4, 7168"), std::string::npos) << e.expression;
+  }
+  EXPECT_EQ(portable.kernel_source().text.find("mhc_pre_one_pass"), std::string::npos);
 }
 
 std::unique_ptr<jit::NvrtcCompiler> head_nvrtc_or_null(std::string* why) {
@@ -162,7 +172,7 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {
-    const jit::KernelSource head = cuda::mhc_head_cuda_source(hc, hidden);
+    const jit::KernelSource head = cuda::mhc_head_cuda_source(hc, hidden, false);
     const std::string& src = head.text;
     // The cluster kernel's instantiations carry the launch's cluster, threads and blocks per SM.
     ASSERT_GE(head.entries.size(), 2u) << src;
@@ -171,7 +181,7 @@ TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
     EXPECT_EQ(head.entries[0].expression, fmt::format("hcwarm_head::mhc_head_cluster_kernel<{}, {}, 1, {}", hc, hidden, bounds));
     EXPECT_EQ(head.entries[1].expression, fmt::format("hcwarm_head::mhc_head_cluster_kernel<{}, {}, {}, {}", hc, hidden,
                                                       hcwarm_mhc::head_wide_tpt(hc, hidden), bounds));
-    const cuda::HeadEntries e = cuda::mhc_head_entries(hc, hidden);
+    const cuda::HeadEntries e = cuda::mhc_head_entries(hc, hidden, false);
     EXPECT_EQ(head.entries[0], e.narrow);
     EXPECT_EQ(head.entries[1], e.wide);
     const auto out = nvrtc->compile(head, kernels::embedded_files(), work.path());
@@ -219,7 +229,7 @@ TEST(MhcHeadCudaSource, ShapesTheKernelCannotTakeAreRefusedByName) {
     ASSERT_NE(bad, nullptr) << hc << " " << hidden;
     EXPECT_NE(std::string(bad).find(words), std::string::npos) << bad;
     try {
-      (void)cuda::mhc_head_cuda_source(hc, hidden);
+      (void)cuda::mhc_head_cuda_source(hc, hidden, false);
       FAIL() << "hc " << hc << " hidden " << hidden << " made a source";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);

@@ -72,8 +72,9 @@ TEST(KernelEntriesNvrtc, HeadPostAndStandInGemm) {
   std::string why;
   const auto nvrtc = nvrtc_or_null(&why);
   if (!nvrtc) GTEST_SKIP() << why;
-  expect_entries_lower(*nvrtc, cuda::mhc_head_cuda_source(4, 4096), "mhc_head 4096 (with the one-pass head)");
-  expect_entries_lower(*nvrtc, cuda::mhc_head_cuda_source(8, 2048), "mhc_head hc 8");
+  expect_entries_lower(*nvrtc, cuda::mhc_head_cuda_source(4, 4096, false), "mhc_head 4096 (with the one-pass head)");
+  expect_entries_lower(*nvrtc, cuda::mhc_head_cuda_source(8, 2048, false), "mhc_head hc 8");
+  expect_entries_lower(*nvrtc, cuda::mhc_head_cuda_source(4, 7168, true), "mhc_head 7168, portable");
   expect_entries_lower(*nvrtc, cuda::mhc_post_cuda_source(4, 7168), "mhc_post");
   expect_entries_lower(*nvrtc, cuda::CudaSwigluBackend::kernel_spec(256, 512, "sm_90a").kernel_source(), "swiglu_mlp");
 }

@@ -9,9 +9,11 @@
 namespace hcwarm {
 namespace {
 
+namespace fs = std::filesystem;
+
 const char* const kVariables[] = {
     "HCWARM_CACHE_DIR",   "HCWARM_CACHE_MAX_MB",   "HCWARM_CACHE_TRUST",       "HCWARM_STRICT_WARMUP",
-    "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_JIT",  "HCWARM_TIERED",               "HCWARM_LOCK_TIMEOUT_S",
+    "HCWARM_MHC_PREWARM", "HCWARM_MHC_ONE_PASS",   "HCWARM_CUDA_PORTABLE", "HCWARM_JIT",  "HCWARM_TIERED",               "HCWARM_LOCK_TIMEOUT_S",
     "HCWARM_COMPILE_TIMEOUT_S", "HCWARM_JOBS",     "HCWARM_CXX",               "HCWARM_NUM_SMS",
     "HCWARM_LOG_LEVEL",   "HCWARM_CUDA_LIBRARY",   "HCWARM_NVRTC_LIBRARY",     "CUDA_HOME",
     "HCWARM_LOCAL_WORLD_SIZE", "HCWARM_TORCH_CPP_OPS", "HCWARM_GROUP_TIMEOUT_S"};
@@ -125,6 +127,45 @@ TEST(CliInfo, SaysWhyNvrtcAndTheCacheAreUnavailable) {
   const auto off = nlohmann::json::parse(run_cli({"info", "--json"}, {test::kNoGpu, "HCWARM_CACHE_DIR="}).out);
   EXPECT_TRUE(off["cache"]["dir"].is_null()) << off.dump(2);
   EXPECT_FALSE(off["cache"]["usable"].get<bool>());
+}
+
+// A GPU below the kernels' floor (a stand-in driver's sm_75): `info` names it
+// refused; a command that would serve on it fails at start-up naming the GPU and
+// its target, with nothing compiled. An sm_86 one takes the portable forms.
+TEST(CliInfo, AGpuBelowTheFloorIsRefusedAtStartUpAndAmpereTakesThePortableForms) {
+  TempDir dir;
+  const std::string driver = std::string("HCWARM_CUDA_LIBRARY=") + HCWARM_STAND_IN_CUDA;
+  const std::vector<std::string> turing{driver, "HCWARM_STAND_IN_CC=75"};
+  const auto info = run_cli({"info", "--json"}, turing);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  ASSERT_TRUE(j["gpu"].is_object()) << j.dump(2);
+  EXPECT_EQ(j["gpu"]["arch"], "sm_75");
+  EXPECT_NE(j["gpu"]["support"].get<std::string>().find("refused"), std::string::npos) << j.dump(2);
+
+  const fs::path cache = dir / "cache";
+  const auto warm = run_cli({"warm", "--backend", "cuda", "--model", "dsv4-flash", "--cache-dir", cache.string()}, turing);
+  EXPECT_NE(warm.exit_code, 0) << warm.out;
+  EXPECT_NE(warm.err.find("GPU hcwarm stand-in GPU sm_75 is not supported"), std::string::npos) << warm.err;
+  EXPECT_NE(warm.err.find("sm_80 or newer"), std::string::npos) << warm.err;
+  std::error_code ec;
+  size_t files = 0;
+  for (auto it = fs::recursive_directory_iterator(cache, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    files += it->is_regular_file() && it->path().extension() == ".cubin";
+  }
+  EXPECT_EQ(files, 0u) << "a kernel was compiled for a refused GPU";
+
+  const auto ampere = nlohmann::json::parse(run_cli({"info", "--json"}, {driver, "HCWARM_STAND_IN_CC=86"}).out);
+  EXPECT_EQ(ampere["gpu"]["arch"], "sm_86");
+  EXPECT_EQ(ampere["gpu"]["kernel_forms"], "portable") << ampere.dump(2);
+  EXPECT_NE(ampere["gpu"]["support"].get<std::string>().find("portable"), std::string::npos) << ampere.dump(2);
+  // A Hopper stand-in: native forms, portable only when forced.
+  const std::vector<std::string> hopper{driver, "HCWARM_STAND_IN_CC=90"};
+  EXPECT_EQ(nlohmann::json::parse(run_cli({"info", "--json"}, hopper).out)["gpu"]["kernel_forms"], "native");
+  auto forced = hopper;
+  forced.push_back("HCWARM_CUDA_PORTABLE=1");
+  EXPECT_EQ(nlohmann::json::parse(run_cli({"info", "--json"}, forced).out)["gpu"]["kernel_forms"], "portable");
 }
 
 }  // namespace

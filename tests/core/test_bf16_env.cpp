@@ -31,6 +31,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
                                       {"HCWARM_STRICT_WARMUP", "1"},
                                       {"HCWARM_MHC_PREWARM", "0"},
                                       {"HCWARM_MHC_ONE_PASS", "0"},
+                                      {"HCWARM_CUDA_PORTABLE", "1"},
                                       {"HCWARM_TORCH_CPP_OPS", "0"},
                                       {"HCWARM_JOBS", "3"},
                                       {"HCWARM_CACHE_MAX_MB", "10"},
@@ -41,6 +42,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
   EXPECT_TRUE(c.strict_warmup);
   EXPECT_FALSE(c.mhc_prewarm);
   EXPECT_FALSE(c.mhc_one_pass);
+  EXPECT_TRUE(c.cuda_portable);
   EXPECT_FALSE(c.torch_cpp_ops);
   EXPECT_EQ(c.jobs, 3);
   EXPECT_EQ(c.cache_max_bytes, 10u << 20);
@@ -58,12 +60,14 @@ TEST(EnvConfig, DefaultsAndCacheDirFallbacks) {
   EXPECT_FALSE(d.strict_warmup);
   EXPECT_TRUE(d.mhc_prewarm);
   EXPECT_TRUE(d.mhc_one_pass);
+  EXPECT_FALSE(d.cuda_portable);
   EXPECT_TRUE(d.torch_cpp_ops);
 }
 
 TEST(EnvConfig, BadValuesNameTheVariable) {
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"HCWARM_STRICT_WARMUP", "maybe"},
                                                                       {"HCWARM_MHC_ONE_PASS", "2"},
+                                                                      {"HCWARM_CUDA_PORTABLE", "portable"},
                                                                       {"HCWARM_TORCH_CPP_OPS", "yes please"},
                                                                       {"HCWARM_JOBS", "-1"},
                                                                       {"HCWARM_JOBS", "2x"},

@@ -29,18 +29,26 @@ inline CudaEnv& cuda_env() {
     auto* e = new CudaEnv;
     const auto cfg = EnvConfig::from_environment();
     if (!cuda::cuda_device_present(cfg.cuda_library)) return e;
-    e->device = new cuda::CudaDevice(0, cfg.cuda_library);
+    e->device = new cuda::CudaDevice(0, cfg.cuda_library, cfg.cuda_portable);  // HCWARM_CUDA_PORTABLE=1: the portable forms
     jit::JitOptions o;
     o.cache_dir = std::nullopt;
     o.nvrtc_library = cfg.nvrtc_library;
     o.tiered = false;
     e->jit = new jit::JitRuntime(o);
     e->jit->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*e->device));
-    std::printf("[gpu] %s, %d SMs, %s\n", e->device->name().c_str(), e->device->num_sms(), e->device->arch().c_str());
+    std::printf("[gpu] %s, %d SMs, %s, %s kernel forms\n", e->device->name().c_str(), e->device->num_sms(),
+                e->device->arch().c_str(), e->device->portable() ? "portable" : "native");
     return e;
   }();
   return *env;
 }
+
+// Under the portable forms (HCWARM_CUDA_PORTABLE=1, or a GPU below sm_90) there is no
+// one-pass kernel: a test of that kernel skips, saying so.
+#define HCWARM_SKIP_IF_PORTABLE(device)                                                         \
+  do {                                                                                          \
+    if ((device).portable()) GTEST_SKIP() << "the portable kernel forms have no one-pass kernel"; \
+  } while (0)
 
 // A test that needs the device: skips without one.
 class CudaTest : public ::testing::Test {

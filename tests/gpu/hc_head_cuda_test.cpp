@@ -84,6 +84,7 @@ TEST_F(HcHeadCuda, MatchesTheReference) {
 // T = 1 and 37 leave most of a 128-token chunk empty, 300 ends in a partial
 // chunk, 2048 fills 16.
 TEST_F(HcHeadCuda, OnePassMatchesTheReference) {
+  HCWARM_SKIP_IF_PORTABLE(*device_);
   for (const int hidden : {4096, 7168}) {
     mhc::HcHeadOp op({4, hidden}, {}, *device_, jit_, device_->arch(), nullptr);
     op.set_cuda_one_pass_min_tokens(1);
@@ -113,6 +114,7 @@ TEST_F(HcHeadCuda, OnePassMatchesTheReference) {
 }
 
 TEST_F(HcHeadCuda, AShortWorkspaceIsRefusedByName) {
+  HCWARM_SKIP_IF_PORTABLE(*device_);
   mhc::HcHeadOp op({4, 4096}, {}, *device_, jit_, device_->arch(), nullptr);
   op.set_cuda_one_pass_min_tokens(1);
   const int64_t T = 40;
@@ -182,6 +184,7 @@ TEST_F(HcHeadCuda, CapturedCallReplaysAsEagerAndAColdCaptureIsRefused) {
 // call (the counters' memset and the cooperative launch) replays as eager,
 // three times in a row (the counters reset per replay).
 TEST_F(HcHeadCuda, OnePassCaptureNeedsAReservedWorkspaceAndReplaysAsEager) {
+  HCWARM_SKIP_IF_PORTABLE(*device_);
   auto& dev = *device_;
   const TestStream stream(dev);
   ASSERT_NE(stream.get(), nullptr);

@@ -198,6 +198,7 @@ TEST_F(MhcPreCuda, PreciseFinish) {
 // specialization's bit for bit in each form; the two forms differ from
 // each other in post and comb (N(0, 1000) residual, norm on and off).
 TEST_F(MhcPreCuda, GenericKernelsFollowTheReciprocalForm) {
+  HCWARM_SKIP_IF_PORTABLE(*device_);
   const int D = 7168;
   const int64_t T = 2500;
   for (const bool norm : {true, false}) {

@@ -25,7 +25,7 @@ TEST(CudaTargets, MatrixSaysWhatRanWhatOnlyCompilesAndWhatIsRefused) {
   EXPECT_EQ(gpu_support(9), GpuSupport::Ran);  // the H200
   EXPECT_EQ(gpu_support(10), GpuSupport::CompilesOnly);
   EXPECT_EQ(gpu_support(12), GpuSupport::CompilesOnly);
-  EXPECT_EQ(gpu_support(8), GpuSupport::Refused);
+  EXPECT_EQ(gpu_support(8), GpuSupport::CompilesOnly);  // the portable forms
   EXPECT_EQ(gpu_support(7), GpuSupport::Refused);
   int ran = 0;
   for (const auto& row : gpu_matrix()) {
@@ -35,21 +35,32 @@ TEST(CudaTargets, MatrixSaysWhatRanWhatOnlyCompilesAndWhatIsRefused) {
   EXPECT_EQ(ran, 1) << "one architecture has run the GPU suite; a second needs its figures first";
   EXPECT_NE(describe_gpu_support(9, 0).find("ran"), std::string::npos);
   EXPECT_NE(describe_gpu_support(12, 0).find("not run"), std::string::npos);
-  EXPECT_NE(describe_gpu_support(8, 9).find("refused"), std::string::npos);
+  EXPECT_NE(describe_gpu_support(8, 9).find("portable"), std::string::npos);
+  EXPECT_NE(describe_gpu_support(7, 5).find("refused"), std::string::npos);
+}
+
+TEST(CudaTargets, PortableFormsBelowSm90Only) {
+  for (const char* arch : {"sm_80", "sm_86", "sm_89"}) EXPECT_TRUE(cuda_portable_target(arch)) << arch;
+  for (const char* arch : {"sm_90a", "sm_100a", "sm_103a", "sm_120", "sm_121a"}) {
+    EXPECT_FALSE(cuda_portable_target(arch)) << arch;
+  }
+  EXPECT_FALSE(cuda_portable_target("not-an-arch"));
+  EXPECT_TRUE(cuda_portable_target(8));
+  EXPECT_FALSE(cuda_portable_target(9));
 }
 
 TEST(CudaTargets, RefusedTargetNamesItselfAndWhatIsNeeded) {
-  for (const char* arch : {"sm_80", "sm_86", "sm_89"}) {
+  for (const char* arch : {"sm_75", "sm_70", "sm_61"}) {
     try {
-      require_supported_cuda_arch(arch, "GPU NVIDIA A100");
+      require_supported_cuda_arch(arch, "GPU Tesla T4");
       ADD_FAILURE() << arch << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
-      EXPECT_NE(e.message().find(std::string("GPU NVIDIA A100 ") + arch), std::string::npos) << e.message();
-      EXPECT_NE(e.message().find("sm_90 or newer"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find(std::string("GPU Tesla T4 ") + arch), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("sm_80 or newer"), std::string::npos) << e.message();
     }
   }
-  for (const char* arch : {"sm_90a", "sm_100a", "sm_103a", "sm_120", "sm_121a"}) {
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120", "sm_121a"}) {
     EXPECT_NO_THROW(require_supported_cuda_arch(arch, "target")) << arch;
   }
   EXPECT_THROW(require_supported_cuda_arch("gfx942", "target"), Error);
@@ -57,13 +68,13 @@ TEST(CudaTargets, RefusedTargetNamesItselfAndWhatIsNeeded) {
 
 // No kernel is compiled for a refused target: the compiler refuses to be made,
 // before it looks for NVRTC (so the message is the same on a machine without one).
-TEST(CudaTargets, NvrtcCompilerRefusesATargetBelowSm90) {
+TEST(CudaTargets, NvrtcCompilerRefusesATargetBelowSm80) {
   try {
-    NvrtcCompiler nvrtc("sm_89", "/nonexistent/libnvrtc.so");
-    FAIL() << "an sm_89 compiler was made";
+    NvrtcCompiler nvrtc("sm_75", "/nonexistent/libnvrtc.so");
+    FAIL() << "an sm_75 compiler was made";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unavailable) << e.message();
-    EXPECT_NE(e.message().find("NVRTC target sm_89"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("NVRTC target sm_75"), std::string::npos) << e.message();
   }
 }
 

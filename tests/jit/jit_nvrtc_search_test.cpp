@@ -193,14 +193,14 @@ TEST(NvrtcSearch, TakesTheFirstNewEnoughAndSaysWhyEachBeforeWasSkipped) {
 
 // Every kernel family the runner and `cache build` plan for CUDA, each planned
 // spec of it (DeepSeek V4 Flash on an H200: every split class, the one-pass
-// form, the embedding and boundary inputs), for sm_90a.
+// form, the embedding and boundary inputs), for `arch` as `cache build --arch`
+// plans it (below sm_90: the portable forms).
 std::map<std::string, std::vector<KernelSpec>> cuda_families(const std::string& arch) {
   runtime::KernelPlanInput in;
   in.model = model::resolve_model("dsv4-flash");
   in.env = EnvConfig::from_map({});
   in.backend = mhc::Backend::Cuda;
-  in.cuda.arch = arch;
-  in.cuda.one_pass = true;
+  in.cuda = mhc::cuda_kernel_options(arch, /*one_pass=*/true, /*force_portable=*/false);
   std::map<std::string, std::vector<KernelSpec>> out;
   const auto names = runtime::make_kernel_registry(in).families();
   for (const auto& name : names) {
@@ -265,6 +265,7 @@ TEST(NvrtcMajors, EveryCudaFamilyCompilesForDatacenterAndWorkstationBlackwellUnd
   std::error_code ec;
   if (!fs::exists(kToolkitNvrtc, ec)) GTEST_SKIP() << "no CUDA 13 toolkit NVRTC at " << kToolkitNvrtc;
   expect_every_family_compiles(kToolkitNvrtc, 13, "sm_100a");
+  expect_every_family_compiles(kToolkitNvrtc, 13, "sm_103a");
   expect_every_family_compiles(kToolkitNvrtc, 13, "sm_120");
 }
 
@@ -272,6 +273,17 @@ TEST(NvrtcMajors, EveryCudaFamilyCompilesForBlackwellUnderNvrtc129) {
   const std::string lib = wheel_nvrtc12();
   if (lib.empty()) GTEST_SKIP() << "NVRTC 12.x wheel not installed (scripts/setup.sh installs it)";
   expect_every_family_compiles(lib, 12, "sm_100a");
+}
+
+// The portable floor: every family in its portable forms (no one-pass kernel,
+// the cluster-free head) for sm_80, which sm_86 and sm_89 run too. Not run on
+// such a GPU: the same forms run on an H200 under HCWARM_CUDA_PORTABLE=1.
+TEST(NvrtcMajors, EveryCudaFamilyCompilesInItsPortableFormsForTheSm80Floor) {
+  std::error_code ec;
+  if (fs::exists(kToolkitNvrtc, ec)) expect_every_family_compiles(kToolkitNvrtc, 13, "sm_80");
+  const std::string lib = wheel_nvrtc12();
+  if (!lib.empty()) expect_every_family_compiles(lib, 12, "sm_80");
+  if (!fs::exists(kToolkitNvrtc, ec) && lib.empty()) GTEST_SKIP() << "neither NVRTC 13 nor 12.9 here";
 }
 
 }  // namespace

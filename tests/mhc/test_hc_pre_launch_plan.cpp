@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/hc_pre_cpu_backend.hpp"
@@ -156,6 +157,14 @@ TEST(HcPreLaunchPlan, OnePassChoiceFollowsTheDocumentedRule) {
     CudaKernelOptions off = cuda;
     off.one_pass = false;
     EXPECT_FALSE(plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, off).one_pass()) << where;
+    // The portable forms (HCWARM_CUDA_PORTABLE, or a target below sm_90): the pair on the bucket's count.
+    CudaKernelOptions portable = cuda;
+    portable.portable = true;
+    const HcPreLaunchPlan p = plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, portable);
+    EXPECT_FALSE(p.one_pass()) << where;
+    EXPECT_EQ(p.kernel_splits, r.bucket_splits) << where;
+    EXPECT_EQ(cuda_kernel_options(r.arch, true, false).portable, std::string_view(r.arch) == "sm_80") << where;
+    EXPECT_TRUE(cuda_kernel_options(r.arch, true, true).portable) << where;
     for (const HcPreInput input : {HcPreInput::Embed, HcPreInput::Post}) {
       const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, dims, r.sms, r.tokens, r.norm, cuda, input);
       EXPECT_FALSE(other.one_pass()) << where << " input " << to_string(input);

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "jit/cubin_set.hpp"
+#include "jit/cuda_targets.hpp"
 
 namespace hcwarm::cuda {
 
-CudaDevice::CudaDevice(int ordinal, const std::string& library_path)
+CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable)
     : driver_(open_cuda_driver(library_path)), ordinal_(ordinal) {
   const CudaDriver& d = *driver_;
   int count = 0;
@@ -21,6 +22,7 @@ CudaDevice::CudaDevice(int ordinal, const std::string& library_path)
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&num_sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_));
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
+  portable_ = force_portable || jit::cuda_portable_target(cc_major_);
   std::array<char, 256> buf{};
   HCWARM_CHECK_CU(d, d.cuDeviceGetName(buf.data(), static_cast<int>(buf.size()), dev_));
   name_ = buf.data();

@@ -19,7 +19,8 @@ namespace hcwarm::cuda {
 class CudaDevice final : public Device {
  public:
   // Throws ErrorKind::Unavailable when there is no driver or no such device.
-  explicit CudaDevice(int ordinal = 0, const std::string& library_path = {});
+  // force_portable: the portable kernel forms on this GPU too (HCWARM_CUDA_PORTABLE).
+  explicit CudaDevice(int ordinal = 0, const std::string& library_path = {}, bool force_portable = false);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
@@ -41,6 +42,9 @@ class CudaDevice final : public Device {
   int cc_minor() const { return cc_minor_; }
   // NVRTC target of this device: "sm_90a" on Hopper (9.0), "sm_100a" on 10.0, else "sm_XY".
   std::string arch() const;
+  // Whether the kernels run in their portable forms here (jit::cuda_portable_target:
+  // below sm_90, or forced): no one-pass kernel, no clusters, no programmatic dependent launch.
+  bool portable() const { return portable_; }
   // Makes this device's context current on the calling thread.
   void make_current() const;
   CUcontext context() const { return ctx_; }
@@ -58,6 +62,7 @@ class CudaDevice final : public Device {
   int num_sms_ = 0;
   int cc_major_ = 0;
   int cc_minor_ = 0;
+  bool portable_ = false;
   std::string name_;
 };
 

@@ -29,33 +29,44 @@ int64_t head_one_pass_min_tokens(int /*hidden*/) {
   return 512;
 }
 
-HeadEntries mhc_head_entries(int hc, int hidden) {
+HeadEntries mhc_head_entries(int hc, int hidden, bool portable) {
   const char* bad = head_shape_unsupported(hc, hidden);
   HCWARM_CHECK_ARG(bad == nullptr, "bad mhc_head specialization (hc {}, hidden {}): {}", hc, hidden, bad ? bad : "");
-  // The cluster kernel's launch bounds and cluster come from hidden (hcwarm_mhc::head_*).
-  auto cluster = [&](int tokens_per_thread) {
+  // The kernels' launch bounds (and the cluster kernel's cluster) come from hidden (hcwarm_mhc::head_*).
+  const int threads = static_cast<int>(head_threads(hidden)), min_blocks = hcwarm_mhc::head_blocks_per_sm(hidden);
+  auto kernel = [&](int tokens_per_thread) {
+    if (portable) {
+      return jit::kernel_entry(0, {"hcwarm_head"}, "mhc_head_portable_kernel",
+                               {hc, hidden, tokens_per_thread, threads, min_blocks},
+                               "22hcwarm_mhc_head_params");  // (hcwarm_mhc_head_params)
+    }
     return jit::kernel_entry(0, {"hcwarm_head"}, "mhc_head_cluster_kernel",
-                             {hc, hidden, tokens_per_thread, static_cast<int>(head_cluster(hidden)),
-                              static_cast<int>(head_threads(hidden)), hcwarm_mhc::head_blocks_per_sm(hidden)},
-                             "22hcwarm_mhc_head_params");  // (hcwarm_mhc_head_params)
+                             {hc, hidden, tokens_per_thread, static_cast<int>(head_cluster(hidden)), threads,
+                              min_blocks},
+                             "22hcwarm_mhc_head_params");
   };
-  HeadEntries e{cluster(1), cluster(head_wide_tokens_per_thread(hc, hidden)), std::nullopt};
-  if (head_has_one_pass(hc, hidden)) {
+  HeadEntries e{kernel(1), kernel(head_wide_tokens_per_thread(hc, hidden)), std::nullopt};
+  if (!portable && head_has_one_pass(hc, hidden)) {
     e.one_pass = one_pass_entry(1, hc, hidden, false, false, true, hcwarm_mhc::one_pass_threads(hidden));
   }
   return e;
 }
 
-jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
-  HeadEntries e = mhc_head_entries(hc, hidden);
-  // The narrow and the wide instantiation of the cluster kernel (1 and `wide`
-  // tokens per thread) and, where the shape allows it, the one-pass kernel:
-  // two parts (jit/cubin_set.hpp), so that NVRTC compiles them in parallel.
+jit::KernelSource mhc_head_cuda_source(int hc, int hidden, bool portable) {
+  HeadEntries e = mhc_head_entries(hc, hidden, portable);
+  // The narrow and the wide instantiation of the cluster (or portable) kernel
+  // (1 and `wide` tokens per thread) and, where the shape allows it, the
+  // one-pass kernel: two parts (jit/cubin_set.hpp), so that NVRTC compiles them in parallel.
   jit::KernelSource out;
   out.text = fmt::format(
       "// mhc_head CUDA: hc={} hidden={}, threads={} cluster={}, wide tokens per thread={}, one_pass={}\n", hc, hidden,
-      head_threads(hidden), head_cluster(hidden), head_wide_tokens_per_thread(hc, hidden), e.one_pass ? 1 : 0);
+      head_threads(hidden), portable ? 1U : head_cluster(hidden), head_wide_tokens_per_thread(hc, hidden),
+      e.one_pass ? 1 : 0);
   out.entries = {std::move(e.narrow), std::move(e.wide)};
+  if (portable) {
+    out.text += "#include \"cuda/mhc_head_portable.cuh\"\n";
+    return out;
+  }
   if (!e.one_pass) {
     out.text += "#include \"cuda/mhc_head.cuh\"\n";
     return out;
@@ -69,11 +80,11 @@ jit::KernelSource mhc_head_cuda_source(int hc, int hidden) {
 
 void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
   // The names the module's source instantiated (mhc_head_cuda_source writes them from the same function).
-  const HeadEntries e = mhc_head_entries(hc_, hidden_);
+  const HeadEntries e = mhc_head_entries(hc_, hidden_, portable_);
   narrow_ = static_cast<CUfunction>(module->function(e.narrow.symbol));
   wide_ = static_cast<CUfunction>(module->function(e.wide.symbol));
   one_pass_ = {};
-  if (e.one_pass && one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms())) {
+  if (e.one_pass && one_pass_possible()) {
     const CudaDriver& d = device_.driver();
     HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(e.one_pass->symbol)), hidden_,
                                         device_.num_sms(), one_pass_));
@@ -91,7 +102,11 @@ bool CudaHcHeadBackend::capturing(const LaunchContext& launch) const {
 
 bool CudaHcHeadBackend::one_pass_wanted(int64_t num_tokens) const {
   if (num_tokens < one_pass_min_tokens_) return false;
-  return module_ ? one_pass_.f != nullptr : one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms());
+  return module_ ? one_pass_.f != nullptr : one_pass_possible();
+}
+
+bool CudaHcHeadBackend::one_pass_possible() const {
+  return !portable_ && one_pass_supported(hc_, hidden_, device_.cc_major(), device_.num_sms());
 }
 
 size_t CudaHcHeadBackend::workspace_bytes(int64_t num_tokens) const {
@@ -135,7 +150,7 @@ void CudaHcHeadBackend::launch(const hcwarm_mhc_head_params& p, const LaunchCont
   }
   hcwarm_mhc_head_params params = p;
   void* args[] = {&params};
-  const long long cluster = head_cluster(hidden_);
+  const long long cluster = portable_ ? 1 : head_cluster(hidden_);  // the portable kernel: one block per tile
   // Narrow while its grid is at most one block per SM; wide beyond, where
   // blocks queue and each one's fn loads and barriers serve more tokens.
   long long tile = hcwarm_mhc::kHeadTokens;

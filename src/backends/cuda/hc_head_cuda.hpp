@@ -5,7 +5,8 @@
 // SM (decode), the wide one beyond, and from head_one_pass_min_tokens on the
 // one-pass kernel of hc_pre computing the head's gates (one persistent
 // cooperative launch that reads the residual from memory once), where the
-// shape allows it. Clusters need compute capability 9.0 or newer.
+// shape allows it. Clusters need compute capability 9.0 or newer: on older GPUs,
+// and wherever the portable forms are forced, the cluster-free kernel runs at every T.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,12 +21,13 @@ namespace hcwarm::cuda {
 // The kernels of one (hc, hidden) module (jit/kernel_entry.hpp): the cluster
 // kernel hcwarm_head::mhc_head_cluster_kernel with 1 token per thread (decode)
 // and with head_wide_tokens_per_thread (part 0), and where head_has_one_pass,
-// hc_pre's one-pass kernel in its head form (part 1).
+// hc_pre's one-pass kernel in its head form (part 1). portable: the
+// cluster-free hcwarm_head::mhc_head_portable_kernel, narrow and wide, alone.
 struct HeadEntries {
   jit::KernelEntry narrow, wide;
   std::optional<jit::KernelEntry> one_pass;
 };
-HeadEntries mhc_head_entries(int hc, int hidden);
+HeadEntries mhc_head_entries(int hc, int hidden, bool portable);
 
 // Why the CUDA head cannot take this shape, or nullptr.
 const char* head_shape_unsupported(int hc, int hidden);
@@ -40,12 +42,16 @@ bool head_has_one_pass(int hc, int hidden);
 int64_t head_one_pass_min_tokens(int hidden);
 // The translation unit of one (hc, hidden) specialization: mhc_head_entries'
 // kernels, the one-pass kernel as a second part where the shape has it.
-jit::KernelSource mhc_head_cuda_source(int hc, int hidden);
+jit::KernelSource mhc_head_cuda_source(int hc, int hidden, bool portable);
 
 class CudaHcHeadBackend final : public backends::HcHeadBackend {
  public:
   CudaHcHeadBackend(CudaDevice& device, int hc, int hidden)
-      : device_(device), hc_(hc), hidden_(hidden), one_pass_min_tokens_(head_one_pass_min_tokens(hidden)) {}
+      : device_(device),
+        hc_(hc),
+        hidden_(hidden),
+        portable_(device.portable()),
+        one_pass_min_tokens_(head_one_pass_min_tokens(hidden)) {}
   // T from which the one-pass kernel runs where the shape and the GPU allow it
   // (INT64_MAX: never; 1: always, for tests and benchmarks).
   void set_one_pass_min_tokens(int64_t num_tokens) { one_pass_min_tokens_ = num_tokens; }
@@ -60,10 +66,13 @@ class CudaHcHeadBackend final : public backends::HcHeadBackend {
   CUstream stream_of(const LaunchContext& launch) const;
   // Whether a call on T tokens may take the one-pass kernel (before binding: whether it could).
   bool one_pass_wanted(int64_t num_tokens) const;
+  // Whether this device and shape can run it at all (never in the portable forms).
+  bool one_pass_possible() const;
 
   CudaDevice& device_;
   int hc_;
   int hidden_;
+  bool portable_;  // the device's portable forms: the cluster-free kernel, no one-pass kernel
   int64_t one_pass_min_tokens_;
   std::shared_ptr<const jit::LoadedModule> module_;
   CUfunction narrow_ = nullptr;

@@ -40,6 +40,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
   k->cuda.partial = static_cast<CUfunction>(module->function(partial.symbol));
   k->cuda.finish = static_cast<CUfunction>(module->function(finish.symbol));
   k->cuda.partial_warps = partial_warps;
+  k->cuda.pdl = !device_.portable();
   HCWARM_CHECK_CU(device_.driver(), prepare_partial_smem(device_.driver(), k->cuda));
   k->module = std::move(module);
   return k;
@@ -82,6 +83,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   }
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
+  k->cuda.pdl = !device_.portable();
   for (int input = 0; input < 3; ++input) {
     k->cuda.partial = static_cast<CUfunction>(k->module->function(generic_partial_entry(input).symbol));
     k->cuda.finish = static_cast<CUfunction>(

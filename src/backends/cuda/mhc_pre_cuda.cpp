@@ -46,6 +46,14 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
   return rc;
 }
 
+const char* generic_kernel_targets() {
+#ifdef HCWARM_GENERIC_CUDA_TARGETS
+  return HCWARM_GENERIC_CUDA_TARGETS;  // generic.cmake: the targets its nvcc built
+#else
+  return "";
+#endif
+}
+
 bool one_pass_supported(int hc_mult, int hidden, int cc_major, int num_sms) {
   const bool big_smem = cc_major == 9 || cc_major == 10;
   const bool enough_sms = num_sms <= 0 || num_sms >= hcwarm_mhc::kOnePassBlocks;
@@ -157,7 +165,7 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   const bool split_finish = p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
                             !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
   const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
-  if (d.cuLaunchKernelEx != nullptr && (stages & 1)) {
+  if (k.pdl && d.cuLaunchKernelEx != nullptr && (stages & 1)) {
     CUlaunchAttribute pdl;
     pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     pdl.value.programmaticStreamSerializationAllowed = 1;

@@ -80,6 +80,8 @@ struct MhcPreCudaKernels {
   // The one-pass kernel where the plan took it and the device hosts its grid, or none
   // (the split pair runs). Set up by prepare_one_pass.
   OnePassKernel one_pass;
+  // The finish as a programmatic dependent of the partial (sm_90); off in the portable forms.
+  bool pdl = true;
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
@@ -89,8 +91,8 @@ struct MhcPreCudaKernels {
 // instead (launch_one_pass): then only with stages == 3 and residual input,
 // else CUDA_ERROR_INVALID_VALUE (1). Every kernel
 // needs the pointers misaligned_argument() checks 16-byte aligned.
-// Where the driver has cuLaunchKernelEx, the finish kernel is a programmatic
-// dependent of the partial kernel (it starts while the partial grid drains).
+// Where the driver has cuLaunchKernelEx and k.pdl is set, the finish kernel is a
+// programmatic dependent of the partial kernel (it starts while the partial grid drains).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages = 3);
 
@@ -144,6 +146,8 @@ std::span<const std::byte> mhc_pre_generic_fatbin();
 // Whether this build carries the generic CUDA kernels (nvcc was found when it was built):
 // without them tiered execution is off on CUDA.
 inline bool generic_kernels_built() { return !mhc_pre_generic_fatbin().empty(); }
+// The SASS targets of the generic fatbins, e.g. "sm_80, sm_90a, sm_100a" ("" without nvcc).
+const char* generic_kernel_targets();
 // The entry points (explicit instantiations in mhc_pre_generic.cu), by input kind
 // (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost), fused norm and
 // fast_finish; the one-pass kernel reads residual streams only.

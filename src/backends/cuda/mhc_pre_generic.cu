@@ -8,7 +8,11 @@
 // one-pass kernels come in both reciprocal forms, as the specializations do
 // (fast_finish).
 #include "cuda/mhc_pre.cuh"
+// The one-pass kernel (TMA, mbarriers) exists from sm_90; the sm_80 image holds
+// the split pair alone, which is all the portable forms run.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #include "cuda/mhc_pre_one_pass.cuh"
+#endif
 
 // Explicit instantiations of the kernel headers' __global__ templates; the
 // host finds them by the mangled names of generic_partial_entry,
@@ -20,7 +24,6 @@ namespace hcwarm_kernels::cuda {
 namespace {
 constexpr int kResidual = hcwarm_mhc::kInputResidual, kEmbed = hcwarm_mhc::kInputEmbed, kPost = hcwarm_mhc::kInputPost;
 constexpr int kThreads = hcwarm_mhc::kCudaThreads;
-constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);
 }  // namespace
 
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kThreads, 3>(hcwarm_mhc_pre_params);
@@ -41,6 +44,9 @@ template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, 3>(h
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, 3>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, 3>(hcwarm_mhc_pre_params);
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);
+
 template __global__ void mhc_pre_one_pass_kernel<4, 0, false, false, false, kOnePassThreads>(hcwarm_mhc_pre_params,
                                                                            const __grid_constant__ hcwarm_tensor_map);
 template __global__ void mhc_pre_one_pass_kernel<4, 0, false, true, false, kOnePassThreads>(hcwarm_mhc_pre_params,
@@ -49,5 +55,7 @@ template __global__ void mhc_pre_one_pass_kernel<4, 0, true, false, false, kOneP
                                                                            const __grid_constant__ hcwarm_tensor_map);
 template __global__ void mhc_pre_one_pass_kernel<4, 0, true, true, false, kOnePassThreads>(hcwarm_mhc_pre_params,
                                                                            const __grid_constant__ hcwarm_tensor_map);
+
+#endif
 
 }  // namespace hcwarm_kernels::cuda

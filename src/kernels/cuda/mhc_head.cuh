@@ -24,131 +24,41 @@
 //   3. each thread writes y = sum_i pre_i * x_i for its vectors from the
 //      registers of step 1: the residual is read once.
 // Compiled by NVRTC: no includes beyond these headers.
-#include "common/mhc_head_params.hpp"
-#include "cuda/mhc_post_mix.cuh"
+#include "cuda/mhc_head_tile.cuh"
 #include "cuda/ptx/cluster.cuh"
-#include "cuda/ptx/memory.cuh"
 
 namespace hcwarm_head {
 
-using hcwarm_bf16::pack_bf16x2;
-using hcwarm_post::unpack8;
-namespace ptx = hcwarm_kernels::cuda;
-
-template <int HC, int HIDDEN>
-struct HeadShape {
-  static constexpr int kCluster = hcwarm_mhc::head_cluster(HIDDEN);
-  static constexpr int kTokens = hcwarm_mhc::kHeadTokens;
-  static constexpr int kVectors = HIDDEN / 8;  // 16-byte vectors of one stream's row
-  static constexpr int kSlice = hcwarm_mhc::head_slice_vectors(HIDDEN);
-  static constexpr int kThreads = hcwarm_mhc::head_threads(HIDDEN);
-  static constexpr int kWarps = kThreads / 32;
-  static constexpr long long kK = (long long)HC * HIDDEN;
-  static_assert(HC >= 1 && HC <= 8, "mhc_head: hc_mult must be in [1, 8]");
-  static_assert(HIDDEN >= 8 && HIDDEN % 8 == 0, "mhc_head: hidden must be a positive multiple of 8 (16-byte vectors)");
-  static_assert(kTokens >= 1 && kTokens <= 32 && (kTokens & (kTokens - 1)) == 0,
-                "mhc_head: tokens per tile must be a power of two that divides a warp");
-  static_assert(kThreads <= 1024, "mhc_head: hidden too large for one slice per block (tokens x slice vectors <= 1024)");
-};
-
-// TPT: tokens per thread. The tile is TPT * hcwarm_mhc::kHeadTokens tokens
-// (token u + k * hcwarm_mhc::kHeadTokens of the tile in thread (u, vl)'s k-th
-// registers): each fn load serves TPT tokens, and a tile's barriers and
-// reductions are shared by as many.
 template <int HC, int HIDDEN, int TPT = 1>
 __device__ __forceinline__ void mhc_head_cluster(const hcwarm_mhc_head_params& p) {
   using S = HeadShape<HC, HIDDEN>;
-  constexpr int L = S::kTokens;  // token lanes of a vector
-  constexpr int kTile = L * TPT;
-  static_assert(TPT == 1 || TPT == 2 || TPT == 4,
-                "mhc_head: 1, 2 or 4 tokens per thread (their rows live in registers)");
+  using Tile = HeadTile<HC, HIDDEN, TPT>;
   if (p.hc_mult != HC || p.hidden != HIDDEN) return;  // the launcher checked; never write garbage
 
-  __shared__ float red[S::kWarps][kTile][HC + 1];  // per warp: the HC dots and the sum of squares ([HC])
-  __shared__ float part[kTile][HC + 1];            // the block's partials, read by the whole cluster
-  __shared__ float pre_s[kTile][HC];
+  __shared__ typename Tile::Reduce red;
+  __shared__ typename Tile::Part part;  // the block's partials, read by the whole cluster
+  __shared__ typename Tile::Gates pre_s;
 
   const int rank = (int)ptx::cluster_rank();
   const int tid = threadIdx.x;
-  const int lane = tid & 31;
-  const int warp = tid >> 5;
-  const int u = tid % L;   // token lane of the tile
-  const int vl = tid / L;  // vector of the slice
+  const int u = tid % Tile::kLanes;   // token lane of the tile
+  const int vl = tid / Tile::kLanes;  // vector of the slice
   const int v = rank * S::kSlice + vl;
   const bool col = vl < S::kSlice && v < S::kVectors;
+  const long long t0 = (long long)blockIdx.y * Tile::kTokens + u;  // one tile per cluster: the launcher's rule
 
-  const long long t0 = (long long)blockIdx.y * kTile + u;  // one tile per cluster: the launcher's rule
-  ptx::U4 x[TPT][HC];
-#pragma unroll
-  for (int k = 0; k < TPT; ++k) {
-    const long long t = t0 + k * L;
-    const bool live = col && t < p.num_tokens;
-    const unsigned short* row = p.residual + (live ? t * S::kK + 8LL * v : 0);
-#pragma unroll
-    for (int i = 0; i < HC; ++i) x[k][i] = live ? ptx::ldg_u4(row + (long long)i * HIDDEN) : ptx::U4{0u, 0u, 0u, 0u};
-  }
-
-  float acc[TPT][HC + 1];
+  typename Tile::Rows x;
+  Tile::load(p, t0, v, col, x);
+  typename Tile::Sums acc;
 #pragma unroll
   for (int k = 0; k < TPT; ++k) {
 #pragma unroll
     for (int j = 0; j <= HC; ++j) acc[k][j] = 0.f;
   }
-  if (col) {
-#pragma unroll
-    for (int i = 0; i < HC; ++i) {
-      float xf[TPT][8];
-#pragma unroll
-      for (int k = 0; k < TPT; ++k) {
-        unpack8(x[k][i], xf[k]);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[k][HC] = fmaf(xf[k][e], xf[k][e], acc[k][HC]);
-      }
-#pragma unroll
-      for (int j = 0; j < HC; ++j) {
-        const float* f = p.fn + j * S::kK + (long long)i * HIDDEN + 8LL * v;  // the tile's lanes of v share it
-        const ptx::F4 a = ptx::ldg_f4(f), b = ptx::ldg_f4(f + 4);
-#pragma unroll
-        for (int k = 0; k < TPT; ++k) {
-          float d = acc[k][j];
-          d = fmaf(a.x, xf[k][0], d);
-          d = fmaf(a.y, xf[k][1], d);
-          d = fmaf(a.z, xf[k][2], d);
-          d = fmaf(a.w, xf[k][3], d);
-          d = fmaf(b.x, xf[k][4], d);
-          d = fmaf(b.y, xf[k][5], d);
-          d = fmaf(b.z, xf[k][6], d);
-          d = fmaf(b.w, xf[k][7], d);
-          acc[k][j] = d;
-        }
-      }
-    }
-  }
-  // Lanes u, u + L, u + 2 L, ... hold the same tokens.
-#pragma unroll
-  for (int k = 0; k < TPT; ++k) {
-#pragma unroll
-    for (int j = 0; j <= HC; ++j) {
-#pragma unroll
-      for (int off = L; off < 32; off <<= 1) acc[k][j] += __shfl_xor_sync(0xffffffffu, acc[k][j], off);
-    }
-  }
-  if (lane < L) {
-#pragma unroll
-    for (int k = 0; k < TPT; ++k) {
-#pragma unroll
-      for (int j = 0; j <= HC; ++j) red[warp][lane + k * L][j] = acc[k][j];
-    }
-  }
-  __syncthreads();
-  for (int e = tid; e < kTile * (HC + 1); e += S::kThreads) {
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < S::kWarps; ++w) s += red[w][e / (HC + 1)][e % (HC + 1)];
-    part[e / (HC + 1)][e % (HC + 1)] = s;
-  }
+  Tile::accumulate(p, v, col, x, acc);
+  Tile::block_sums(acc, red, part);
   ptx::cluster_sync();
-  for (int e = tid; e < kTile * HC; e += S::kThreads) {
+  for (int e = tid; e < Tile::kTokens * HC; e += S::kThreads) {
     const int uu = e / HC, j = e % HC;
     const unsigned dot_addr = ptx::smem_u32(&part[uu][j]);
     const unsigned ss_addr = ptx::smem_u32(&part[uu][HC]);
@@ -158,29 +68,10 @@ __device__ __forceinline__ void mhc_head_cluster(const hcwarm_mhc_head_params& p
       m += ptx::ld_cluster_f32(dot_addr, r);
       ss += ptx::ld_cluster_f32(ss_addr, r);
     }
-    const float rr = 1.0f / sqrtf(ss / (float)S::kK + p.rms_eps);
-    pre_s[uu][j] = 1.0f / (1.0f + expf(-(m * rr * p.scale[0] + p.base[j]))) + p.hc_eps;
+    pre_s[uu][j] = Tile::gate(p, j, m, ss);
   }
   __syncthreads();
-
-#pragma unroll
-  for (int k = 0; k < TPT; ++k) {
-    const long long t = t0 + k * L;
-    if (col && t < p.num_tokens) {
-      float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int i = 0; i < HC; ++i) {
-        float xf[8];
-        unpack8(x[k][i], xf);
-        const float w = pre_s[u + k * L][i];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = fmaf(w, xf[e], o[e]);
-      }
-      ptx::stg_u4(p.y + t * HIDDEN + 8LL * v,
-                  ptx::U4{pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]),
-                          pack_bf16x2(o[6], o[7])});
-    }
-  }
+  Tile::store(p, t0, u, v, col, x, pre_s);
   ptx::cluster_sync();  // the other blocks may still read this block's partials
 }
 
