@@ -21,10 +21,11 @@ constexpr GpuArchRow kMatrix[] = {
     {10, "sm_100a, sm_103a", "B200, GB200, B300, GB300", GpuSupport::CompilesOnly,
      "the one-pass kernel where there are at least 128 SMs, as on Hopper"},
     {9, "sm_90a", "H100, H200, H800, H20, GH200", GpuSupport::Ran,
-     "GPU suite and benchmarks on an H200 (132 SMs); below 128 SMs (H100 PCIe, H20) no one-pass kernel"},
+     "GPU suite and benchmarks on an H200 and an H100 SXM (132 SMs); below 128 SMs (H100 PCIe, H20) no "
+     "one-pass kernel"},
     {8, "sm_80, sm_86, sm_89", "A100, A10, A40, L4, L40S", GpuSupport::CompilesOnly,
-     "the portable forms (split-K pair at every T, cluster-free head, no PDL), run on an H200 under "
-     "HCWARM_CUDA_PORTABLE=1"},
+     "the portable forms (split-K pair at every T, cluster-free head, no PDL); those forms ran the GPU "
+     "suite on an H100 under HCWARM_CUDA_PORTABLE=1, not on such a GPU"},
 };
 
 }  // namespace
