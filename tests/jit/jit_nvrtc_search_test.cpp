@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "core/error.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cubin_set.hpp"
+#include "jit/cuda_targets.hpp"
 #include "jit/nvrtc_library.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kernel_plan.hpp"
@@ -213,12 +216,25 @@ std::map<std::string, std::vector<KernelSpec>> cuda_families(const std::string& 
   return out;
 }
 
+// The SM a CUDA ELF image holds SASS for: e_flags bits 8-15 from ELF ABI
+// version 8 (CUDA 12.8 and newer), bits 0-7 before.
+int cubin_sm(std::span<const std::byte> image) {
+  if (image.size() < 64) return -1;
+  const auto byte = [&](size_t i) { return static_cast<uint32_t>(image[i]); };
+  const uint32_t flags = byte(48) | byte(49) << 8 | byte(50) << 16 | byte(51) << 24;  // ELF64 e_flags, little-endian
+  return static_cast<int>(byte(8) >= 8 ? (flags >> 8) & 0xff : flags & 0xff);
+}
+
 // Compiles every family with the NVRTC at `library`; a family that fails is
-// reported with its first error line, so that one run names all of them.
+// reported with its first error line, so that one run names all of them. Each
+// image must be SASS for `arch` itself (no PTX left for the driver to compile).
 void expect_every_family_compiles(const std::string& library, int major, const std::string& arch = "sm_90a") {
   const NvrtcCompiler nvrtc(arch, NvrtcSearch::standard(library, "", {}));
   ASSERT_EQ(nvrtc.major_version(), major) << library;
   const auto families = cuda_families(arch);
+  const auto cc = parse_cuda_arch(arch);
+  ASSERT_TRUE(cc.has_value()) << arch;
+  const int sm = cc->first * 10 + cc->second;
   ASSERT_EQ(families.size(), 6u) << "a family was added or removed: this list is every CUDA family";
   TempDir work;
   int compiled = 0;
@@ -235,6 +251,7 @@ void expect_every_family_compiles(const std::string& library, int major, const s
         ASSERT_FALSE(images.empty());
         for (const auto image : images) {
           EXPECT_EQ(std::string(reinterpret_cast<const char*>(image.data()), 4), "\x7f" "ELF");
+          EXPECT_EQ(cubin_sm(image), sm) << "SASS for another target";
         }
       } catch (const Error& e) {
         ADD_FAILURE() << family << " does not compile: " << e.message() << "\n" << e.log().substr(0, 2000);
@@ -273,6 +290,8 @@ TEST(NvrtcMajors, EveryCudaFamilyCompilesForBlackwellUnderNvrtc129) {
   const std::string lib = wheel_nvrtc12();
   if (lib.empty()) GTEST_SKIP() << "NVRTC 12.x wheel not installed (scripts/setup.sh installs it)";
   expect_every_family_compiles(lib, 12, "sm_100a");
+  expect_every_family_compiles(lib, 12, "sm_103a");
+  expect_every_family_compiles(lib, 12, "sm_120");
 }
 
 // The portable floor: every family in its portable forms (no one-pass kernel,
