@@ -15,7 +15,6 @@
 namespace hcwarm::jit {
 namespace {
 
-constexpr std::string_view kMagic = "hcwarm-kernel-bundle";
 
 // Reads exactly n bytes at offset into out; a file that shrank meanwhile is truncated.
 void pread_exact(int fd, char* out, size_t n, uint64_t offset, const std::string& source) {
@@ -51,9 +50,9 @@ BundleFile::BundleFile(const std::filesystem::path& path, const BundleLimits& li
   size_ = static_cast<uint64_t>(st.st_size);
   HCWARM_CHECK_ARG(size_ <= limits.max_bytes, "{}: {} bytes, over the bundle limit of {} bytes", source_, size_,
                    limits.max_bytes);
-  std::string head(std::min<uint64_t>(size_, kMagic.size()), '\0');
+  std::string head(std::min<uint64_t>(size_, kBundleMagic.size()), '\0');
   pread_exact(fd_.get(), head.data(), head.size(), 0, source_);
-  HCWARM_CHECK_ARG(head == kMagic, "{}: not an hcwarm kernel bundle", source_);
+  HCWARM_CHECK_ARG(head == kBundleMagic, "{}: not an hcwarm kernel bundle", source_);
 
   std::string tail(std::min<uint64_t>(size_, kBundleTrailerMaxBytes), '\0');
   pread_exact(fd_.get(), tail.data(), tail.size(), size_ - tail.size(), source_);

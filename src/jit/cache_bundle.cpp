@@ -14,7 +14,6 @@
 namespace hcwarm::jit {
 namespace {
 
-constexpr std::string_view kMagic = "hcwarm-kernel-bundle";
 constexpr std::string_view kTrailerTag = "sha256 ";
 constexpr size_t kTrailerBytes = 7 + 64 + 1;          // "sha256 " + hex + "\n"
 constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;  // ~1 KiB per entry at the entry bound
@@ -162,7 +161,7 @@ std::string write_bundle(const Bundle& bundle, const BundleLimits& limits) {
   }
   header["payload_bytes"] = payload;
   const std::string htext = header.dump();
-  const std::string head = fmt::format("{} {}\n{}\n{}\n", kMagic, kBundleFormat, htext.size(), htext);
+  const std::string head = fmt::format("{} {}\n{}\n{}\n", kBundleMagic, kBundleFormat, htext.size(), htext);
   const uint64_t total = head.size() + payload + kTrailerBytes + kBundleSignatureLineBytes;
   HCWARM_CHECK_ARG(total <= limits.max_bytes, "the bundle would be {} bytes, over the limit of {} bytes", total,
                    limits.max_bytes);
@@ -183,7 +182,7 @@ std::string write_bundle(const Bundle& bundle, const BundleLimits& limits) {
 Bundle parse_bundle(std::string_view bytes, const std::string& source, const BundleLimits& limits) {
   HCWARM_CHECK_ARG(bytes.size() <= limits.max_bytes, "{}: {} bytes, over the bundle limit of {} bytes", source,
                    bytes.size(), limits.max_bytes);
-  HCWARM_CHECK_ARG(bytes.substr(0, kMagic.size()) == kMagic, "{}: not an hcwarm kernel bundle", source);
+  HCWARM_CHECK_ARG(bytes.substr(0, kBundleMagic.size()) == kBundleMagic, "{}: not an hcwarm kernel bundle", source);
   // The checksum first: a truncated or altered bundle fails here, whatever part was hit.
   const BundleTrailer trailer = parse_bundle_trailer(
       bytes.substr(bytes.size() - std::min<size_t>(bytes.size(), kBundleTrailerMaxBytes)), bytes.size(), source);
@@ -193,8 +192,8 @@ Bundle parse_bundle(std::string_view bytes, const std::string& source, const Bun
 
   Reader rd(body, source);
   const std::string_view magic = rd.line(64, "the format line");
-  HCWARM_CHECK_ARG(magic == fmt::format("{} {}", kMagic, kBundleFormat), "{}: format line {} is not \"{} {}\"",
-                   source, quoted_excerpt(magic), kMagic, kBundleFormat);
+  HCWARM_CHECK_ARG(magic == fmt::format("{} {}", kBundleMagic, kBundleFormat), "{}: format line {} is not \"{} {}\"",
+                   source, quoted_excerpt(magic), kBundleMagic, kBundleFormat);
   const uint64_t hbytes = parse_count(rd.line(20, "the header length"), source, "header length");
   HCWARM_CHECK_ARG(hbytes <= kMaxHeaderBytes, "{}: header of {} bytes is over the limit of {}", source, hbytes,
                    kMaxHeaderBytes);

@@ -39,6 +39,8 @@
 namespace hcwarm::jit {
 
 inline constexpr int kBundleFormat = 1;
+// A bundle's first bytes: this magic, a space, kBundleFormat.
+inline constexpr std::string_view kBundleMagic = "hcwarm-kernel-bundle";
 
 // One entry. File bytes are views: into the bundle text (parse_bundle) or into
 // storage the caller keeps alive (read_cache_entry's owner).

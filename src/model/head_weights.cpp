@@ -14,9 +14,9 @@ namespace {
 // Seeds the head apart from every layer's parameters (those use seed * 1000003 + layer).
 constexpr uint64_t kHeadSeedSalt = 0x68635f68656164ull;  // "hc_head"
 
-struct Shapes {
+struct HeadShapes {
   Shape fn, scale, base;
-  explicit Shapes(const ModelConfig& c) : fn{c.hc_mult, c.hc_hidden_size()}, scale{1}, base{c.hc_mult} {}
+  explicit HeadShapes(const ModelConfig& c) : fn{c.hc_mult, c.hc_hidden_size()}, scale{1}, base{c.hc_mult} {}
 };
 
 }  // namespace
@@ -28,7 +28,7 @@ std::string nextn_head_prefix(const ModelConfig& config) {
 }
 
 HeadWeights HeadWeights::random(const ModelConfig& config, uint64_t seed, int owner, Device& device) {
-  const Shapes s(config);
+  const HeadShapes s(config);
   std::mt19937_64 rng((seed ^ kHeadSeedSalt) * 1000003u + static_cast<uint64_t>(owner));
   std::normal_distribution<float> n01(0.0f, 1.0f);
   auto normal = [&](const Shape& shape, float std) {
@@ -45,7 +45,7 @@ HeadWeights HeadWeights::random(const ModelConfig& config, uint64_t seed, int ow
 
 HeadWeights HeadWeights::load(const ModelConfig& config, const SafetensorsFile& file, const std::string& prefix,
                               Device& device) {
-  const Shapes s(config);
+  const HeadShapes s(config);
   HeadWeights w;
   w.fn = upload_to_device(file.get_f32(prefix + "hc_head_fn", s.fn), device);
   w.scale = upload_to_device(file.get_f32(prefix + "hc_head_scale", s.scale), device);

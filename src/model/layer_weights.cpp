@@ -10,9 +10,9 @@
 namespace hcwarm::model {
 namespace {
 
-struct Shapes {
+struct LayerShapes {
   Shape fn, scale, base, norm;
-  explicit Shapes(const ModelConfig& c)
+  explicit LayerShapes(const ModelConfig& c)
       : fn{c.mhc_dims().mix(), c.hc_hidden_size()}, scale{3}, base{c.mhc_dims().mix()}, norm{c.hidden_size} {}
 };
 
@@ -23,7 +23,7 @@ std::string layer_tensor_name(int layer, const std::string& param) {
 }
 
 DecoderLayerWeights DecoderLayerWeights::random(const ModelConfig& config, int layer, uint64_t seed, Device& device) {
-  const Shapes s(config);
+  const LayerShapes s(config);
   std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(layer));
   std::normal_distribution<float> n01(0.0f, 1.0f);
   auto normal = [&](const Shape& shape, float mean, float std) {
@@ -50,7 +50,7 @@ DecoderLayerWeights DecoderLayerWeights::random(const ModelConfig& config, int l
 
 DecoderLayerWeights DecoderLayerWeights::load(const ModelConfig& config, int layer, const SafetensorsFile& file,
                                               Device& device) {
-  const Shapes s(config);
+  const LayerShapes s(config);
   auto name = [&](const char* p) { return layer_tensor_name(layer, p); };
   DecoderLayerWeights w;
   for (auto [p, prefix] : {std::pair{&w.attn, "hc_attn_"}, std::pair{&w.ffn, "hc_ffn_"}}) {

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/jit_fixtures.hpp"
 #include "backends/cuda/hc_head_cuda.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/thread_pool.hpp"
@@ -153,22 +154,13 @@ TEST(HcHeadCuda, SpecIsOneKeyPerShape) {
   EXPECT_EQ(portable.kernel_source().text.find("mhc_pre_one_pass"), std::string::npos);
 }
 
-std::unique_ptr<jit::NvrtcCompiler> head_nvrtc_or_null(std::string* why) {
-  try {
-    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
-  } catch (const Error& e) {
-    *why = e.message();
-    return nullptr;
-  }
-}
-
 // The CUDA head compiles under NVRTC with only the embedded headers (no GPU
 // needed), with the thread count and cluster size of its launch in the source;
 // shapes it cannot take are refused by name before any compile, and the
 // template's own static_assert names the rule for a hand-written instantiation.
 TEST(MhcHeadCudaSource, CompilesUnderNvrtc) {
   std::string why;
-  const auto nvrtc = head_nvrtc_or_null(&why);
+  const auto nvrtc = nvrtc_or_null(&why);
   if (!nvrtc) GTEST_SKIP() << why;
   TempDir work;
   for (const auto& [hc, hidden] : {std::pair{4, 4096}, std::pair{4, 7168}, std::pair{4, 64}, std::pair{8, 2048}}) {

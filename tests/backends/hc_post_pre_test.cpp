@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/jit_fixtures.hpp"
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc/hc_post_op.hpp"
@@ -23,17 +24,11 @@ using mhc::Variant;
 // The CPU stores the new residual from the reference's own double sum: bit for bit.
 constexpr int64_t kCpuResidualUlps = 0;
 
-jit::JitOptions memory_only() {
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  return o;
-}
-
 bool same_bits(const HostTensor<bf16>& a, const HostTensor<bf16>& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.numel() * sizeof(bf16)) == 0;
 }
 
-void expect_same(const mhc::HcPostPreResult& a, const mhc::HcPostPreResult& b, const std::string& what) {
+void expect_same_boundary(const mhc::HcPostPreResult& a, const mhc::HcPostPreResult& b, const std::string& what) {
   EXPECT_TRUE(same_bits(a.new_residual, b.new_residual)) << what << ": new_residual";
   EXPECT_TRUE(same_bits(a.pre.y, b.pre.y)) << what << ": y";
   EXPECT_EQ(std::memcmp(a.pre.post.data(), b.pre.post.data(), a.pre.post.numel() * sizeof(float)), 0) << what;
@@ -82,7 +77,7 @@ TEST(HcPostPre, ReferenceIsThePostStepRoundedThenThePreStep) {
 // (T 1-64: the most splits, 65: the next, 300: 26, 2048: 4), both kernel variants.
 TEST(HcPostPre, CpuMatchesTheReferenceAtDsv4Widths) {
   CpuDevice dev;
-  jit::JitRuntime jit(memory_only());
+  jit::JitRuntime jit(memory_only_jit());
   for (const int hidden : {4096, 7168}) {
     HcPreOp spec(Backend::Cpu, {4, hidden}, {}, 132, &jit, dev, Variant::Specialized);
     HcPreOp generic(Backend::Cpu, {4, hidden}, {}, 132, nullptr, dev, Variant::Generic);
@@ -109,7 +104,7 @@ TEST(HcPostPre, CpuMatchesTheReferenceAtDsv4Widths) {
 // held to hc_pre's tolerances against the unfused outputs.
 TEST(HcPostPre, FusedEqualsHcPostThenHcPre) {
   CpuDevice dev;
-  jit::JitRuntime jit(memory_only());
+  jit::JitRuntime jit(memory_only_jit());
   const int hidden = 1024;  // K 4096: T 3 and 130 share the 16-split bucket (two compiles: residual and post)
   auto pool = std::make_shared<ThreadPool>(2);
   mhc::HcPostOp post_op({4, hidden}, dev, nullptr, "", pool);
@@ -147,7 +142,7 @@ TEST(HcPostPre, FusedEqualsHcPostThenHcPre) {
 // in-place call equals the out-of-place one bit for bit (threads split hidden positions).
 TEST(HcPostPre, InPlaceEqualsOutOfPlace) {
   CpuDevice dev;
-  jit::JitRuntime jit(memory_only());
+  jit::JitRuntime jit(memory_only_jit());
   for (const Backend b : {Backend::Cpu, Backend::Reference}) {
     for (const Variant v : {Variant::Specialized, Variant::Generic}) {
       if (b == Backend::Reference && v == Variant::Generic) continue;
@@ -161,7 +156,7 @@ TEST(HcPostPre, InPlaceEqualsOutOfPlace) {
         }
         const auto apart = run_post_pre(op, dev, c, true);
         const auto in_place = run_post_pre(op, dev, c, true, /*in_place=*/true);
-        expect_same(in_place, apart, what);
+        expect_same_boundary(in_place, apart, what);
         expect_post_pre_close(apart, post_pre_reference(c, true), c, kCpuResidualUlps, what);
         if (b == Backend::Cpu && v == Variant::Specialized) {
           EXPECT_TRUE(op.specialized_loaded(T, true, HcPreInput::Post)) << what;

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/jit_fixtures.hpp"
 #include "backends/cpu/mhc_pre_cpu.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
 #include "core/embedded_kernels.hpp"
@@ -22,12 +23,6 @@ using mhc::HcPreInput;
 using mhc::HcPreOp;
 using mhc::Variant;
 
-jit::JitOptions memory_only() {
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  return o;
-}
-
 TEST(HcPreEmbed, ReferenceIsHcPreOnTheCopies) {
   const EmbedCase c = make_case(3, 64, 5);
   const auto a = mhc::hc_pre_embed_reference(c.embed, 4, c.copies.fn, c.copies.scale, c.copies.base,
@@ -38,7 +33,7 @@ TEST(HcPreEmbed, ReferenceIsHcPreOnTheCopies) {
 
 TEST(HcPreEmbed, CpuSpecializedAndGenericEqualTheCopies) {
   CpuDevice dev;
-  jit::JitRuntime jit(memory_only());
+  jit::JitRuntime jit(memory_only_jit());
   for (const Variant v : {Variant::Specialized, Variant::Generic}) {
     // 132 SMs: T 5 -> 64 splits (parts cross the stream boundaries), T 130 -> 44.
     HcPreOp op(Backend::Cpu, {4, 256}, {}, 132, &jit, dev, v);
@@ -113,15 +108,6 @@ TEST(HcPreEmbed, KernelsRefuseAMismatchedOrUnknownInput) {
   p.input = 7;
   EXPECT_EQ(cpu::launch_mhc_pre_host(cpu::mhc_pre_generic_host_kernels(4, false), p, pool), hcwarm_mhc::kBadArgument);
   for (const uint16_t v : y) ASSERT_EQ(v, 0x1234);
-}
-
-std::unique_ptr<jit::NvrtcCompiler> nvrtc_or_null(std::string* why) {
-  try {
-    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
-  } catch (const Error& e) {
-    *why = e.message();
-    return nullptr;
-  }
 }
 
 // The embedding's CUDA kernels compile under NVRTC (no GPU needed).

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "common/jit_fixtures.hpp"
 #include "jit/jit_runtime.hpp"
 #include "mhc_check.hpp"
 
@@ -16,12 +17,6 @@ namespace {
 using mhc::Backend;
 using mhc::HcPreOp;
 
-jit::JitOptions memory_only() {
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  return o;
-}
-
 int64_t bit_equal_y(const mhc::HcPreResult& a, const mhc::HcPreResult& b) {
   int64_t n = 0;
   for (int64_t i = 0; i < a.y.numel(); ++i) n += a.y[i].bits == b.y[i].bits;
@@ -30,7 +25,7 @@ int64_t bit_equal_y(const mhc::HcPreResult& a, const mhc::HcPreResult& b) {
 
 TEST(HcPreTiered, GenericFirstThenTheSpecializationBothMatchTheReference) {
   CpuDevice dev;
-  jit::JitRuntime rt(memory_only());
+  jit::JitRuntime rt(memory_only_jit());
   rt.mark_ready();
   HcPreOp op(Backend::Cpu, mhc::MhcDims{4, 4096}, {}, 132, &rt, dev);
   ASSERT_TRUE(op.tiered());
@@ -64,7 +59,7 @@ TEST(HcPreTiered, GenericFirstThenTheSpecializationBothMatchTheReference) {
 
 TEST(HcPreTiered, OffCompilesInTheCall) {
   CpuDevice dev;
-  jit::JitRuntime rt(memory_only());
+  jit::JitRuntime rt(memory_only_jit());
   HcPreOp op(Backend::Cpu, mhc::MhcDims{4, 4096}, {}, 132, &rt, dev);
   op.set_tiered(false);
   EXPECT_FALSE(op.tiered());

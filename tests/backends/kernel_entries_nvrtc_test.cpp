@@ -10,6 +10,7 @@
 #include "backends/cuda/hc_head_cuda.hpp"
 #include "backends/cuda/hc_post_cuda.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
+#include "common/jit_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/error.hpp"
@@ -18,15 +19,6 @@
 
 namespace hcwarm::test {
 namespace {
-
-std::unique_ptr<jit::NvrtcCompiler> nvrtc_or_null(std::string* why) {
-  try {
-    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
-  } catch (const Error& e) {
-    *why = e.message();
-    return nullptr;
-  }
-}
 
 // Compiles `src`: a mismatch between an entry and NVRTC's lowered name throws.
 void expect_entries_lower(const jit::NvrtcCompiler& nvrtc, const jit::KernelSource& src, const std::string& what) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "common/jit_fixtures.hpp"
 #include "core/thread_pool.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/mhc_pre_cuda.hpp"
@@ -29,12 +30,6 @@ using mhc::Variant;
 using mhc::HcPreInput;
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
-
-jit::JitOptions memory_only_jit() {
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  return o;
-}
 
 void report(const std::string& what, const Comparison& c) {
   std::printf(
@@ -211,16 +206,6 @@ TEST(MhcPreOp, BackendNamesAndDefault) {
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
     }
-  }
-}
-
-// NVRTC, or a skip naming why there is none on this machine.
-std::unique_ptr<jit::NvrtcCompiler> nvrtc_or_null(std::string* why) {
-  try {
-    return std::make_unique<jit::NvrtcCompiler>("sm_90a");
-  } catch (const Error& e) {
-    *why = e.message();
-    return nullptr;
   }
 }
 

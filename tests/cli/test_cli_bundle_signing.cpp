@@ -19,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using test::read_file;
 
-std::map<std::string, std::string> snapshot(const fs::path& p) { return test::tree_snapshot(p); }
 
 bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
@@ -56,7 +55,7 @@ class CliBundleSigning : public ::testing::Test {
   void expect_refused(const test::CliResult& r, const std::string& why, const std::map<std::string, std::string>& before) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_TRUE(has(r.err, why)) << r.err;
-    EXPECT_EQ(snapshot(dst()), before);
+    EXPECT_EQ(test::tree_snapshot(dst()), before);
   }
 
   TempDir tmp_{"hcwarm-cli-signing"};
@@ -75,7 +74,7 @@ TEST_F(CliBundleSigning, ASignedBundleImportsUnderItsKey) {
 }
 
 TEST_F(CliBundleSigning, UnsignedForeignAndAlteredBundlesAreRefusedUntouched) {
-  const auto before = snapshot(dst());
+  const auto before = test::tree_snapshot(dst());
   const std::vector<std::string> trust_a{"--trusted-key", a_.public_pem.string()};
   expect_refused(import(bundle("u.hcwb"), trust_a), "unsigned", before);
   const fs::path by_b = bundle("b.hcwb", {"--sign", b_.private_pem.string()});
@@ -100,7 +99,7 @@ TEST_F(CliBundleSigning, UnsignedForeignAndAlteredBundlesAreRefusedUntouched) {
   const auto wrong_kind = import(by_a, {"--trusted-key", a_.private_pem.string()});
   EXPECT_EQ(wrong_kind.exit_code, 2) << wrong_kind.err;
   EXPECT_TRUE(has(wrong_kind.err, a_.private_pem.string())) << wrong_kind.err;
-  EXPECT_EQ(snapshot(dst()), before);
+  EXPECT_EQ(test::tree_snapshot(dst()), before);
   const auto no_key = run_cli({"cache", "export", "--all", "--cache-dir", src().string(), "--out",
                                (tmp_ / "x.hcwb").string(), "--sign", (tmp_ / "absent.pem").string()});
   EXPECT_EQ(no_key.exit_code, 2) << no_key.err;
@@ -108,7 +107,7 @@ TEST_F(CliBundleSigning, UnsignedForeignAndAlteredBundlesAreRefusedUntouched) {
 }
 
 TEST_F(CliBundleSigning, TheSettingWorksLikeTheFlag) {
-  const auto before = snapshot(dst());
+  const auto before = test::tree_snapshot(dst());
   const std::string env = "HCWARM_BUNDLE_TRUSTED_KEYS=" + b_.public_pem.string() + ":" + a_.public_pem.string();
   expect_refused(import(bundle("u.hcwb"), {}, {env}), "unsigned", before);
   expect_refused(import(bundle("c.hcwb", {"--sign", test::make_ed25519_key(tmp_.path(), "c").private_pem.string()}),
@@ -147,12 +146,12 @@ TEST_F(CliBundleSigning, AHugeDamagedBundleIsRefusedInBoundedMemory) {
   ASSERT_EQ(::pwrite(fd, trailer.data(), trailer.size(), static_cast<off_t>(size - trailer.size())),
             static_cast<ssize_t>(trailer.size()));
   ::close(fd);
-  const auto before = snapshot(dst());
+  const auto before = test::tree_snapshot(dst());
   const auto r = import(p);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "checksum mismatch")) << r.err;
   EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak RSS " << r.max_rss_kb << " KiB for a " << (size >> 20) << " MiB bundle";
-  EXPECT_EQ(snapshot(dst()), before);
+  EXPECT_EQ(test::tree_snapshot(dst()), before);
 }
 
 }  // namespace

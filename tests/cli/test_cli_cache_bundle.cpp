@@ -17,7 +17,6 @@ using test::read_file;
 using test::run_cli;
 using test::TempDir;
 
-std::map<std::string, std::string> snapshot(const fs::path& p) { return test::tree_snapshot(p); }
 
 size_t count(const std::string& s, const std::string& needle) {
   size_t n = 0;
@@ -140,7 +139,7 @@ TEST_F(CliCacheBundle, ABrokenBundleIsRefusedAndTheCacheIsUnchanged) {
   const auto ls = nlohmann::json::parse(run_cli({"cache", "ls", "--json", "--cache-dir", dst.string()}).out);
   ASSERT_EQ(ls["entries"].size(), keys_);
   fs::remove_all(ls["entries"][0]["dir"].get<std::string>());
-  const auto before = snapshot(dst);
+  const auto before = test::tree_snapshot(dst);
   struct Case {
     std::string name, bytes, needle;
   };
@@ -156,7 +155,7 @@ TEST_F(CliCacheBundle, ABrokenBundleIsRefusedAndTheCacheIsUnchanged) {
     EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find("bad.hcwb"), std::string::npos) << c.name << ": " << r.err;
-    EXPECT_EQ(snapshot(dst), before) << c.name;
+    EXPECT_EQ(test::tree_snapshot(dst), before) << c.name;
   }
   // A directory is not a bundle; nor is a missing file.
   EXPECT_EQ(run_cli({"cache", "import", tmp_.path().string(), "--cache-dir", dst.string()}).exit_code, 2);
@@ -166,8 +165,8 @@ TEST_F(CliCacheBundle, ABrokenBundleIsRefusedAndTheCacheIsUnchanged) {
   const auto home = run_cli({"cache", "import", bundle.string(), "--cache-dir", (tmp_ / "home").string()});
   EXPECT_EQ(home.exit_code, 2) << home.out << home.err;
   EXPECT_NE(home.err.find("not an hcwarm cache directory"), std::string::npos) << home.err;
-  EXPECT_EQ(snapshot(tmp_ / "home").size(), 1u);
-  EXPECT_EQ(snapshot(dst), before);
+  EXPECT_EQ(test::tree_snapshot(tmp_ / "home").size(), 1u);
+  EXPECT_EQ(test::tree_snapshot(dst), before);
 }
 
 TEST_F(CliCacheBundle, ExportOfAConfigurationNeedsEveryPlannedKey) {

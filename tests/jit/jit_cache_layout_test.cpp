@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "common/jit_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "jit/cache_trust.hpp"
 #include "jit_test_util.hpp"
@@ -16,7 +17,6 @@
 namespace hcwarm::jit::test {
 namespace {
 
-constexpr uid_t kNobody = 65534;
 
 class JitLayout : public CacheFixture {
  protected:
@@ -62,13 +62,13 @@ TEST_F(JitLayout, ParentOwnedByAnotherUserIsRefusedUnlessThatOwnerIsTrusted) {
   if (::geteuid() == 0 && ::getuid() == 0) {
     const fs::path theirs = dir_.path() / "theirs", cache = theirs / "cache";
     fs::create_directories(theirs);
-    ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+    ASSERT_EQ(::chown(theirs.c_str(), hcwarm::test::kNobodyUid, hcwarm::test::kNobodyUid), 0);
     // Not there yet: the directory it would be created in is checked itself.
     EXPECT_NE(DiskCache(cache).untrusted().value_or("").find(theirs.string() + " (above the cache"), std::string::npos);
     fs::create_directories(cache);
     EXPECT_NE(DiskCache(cache).untrusted().value_or("").find("owned by uid 65534, who could swap the cache"),
               std::string::npos);
-    EXPECT_FALSE(DiskCache(cache, CacheTrust::shared_with(kNobody, "nobody")).untrusted().has_value());
+    EXPECT_FALSE(DiskCache(cache, CacheTrust::shared_with(hcwarm::test::kNobodyUid, "nobody")).untrusted().has_value());
   } else {
     GTEST_SKIP() << "needs root to give a directory to another user";
   }
@@ -124,7 +124,7 @@ TEST_F(JitLayout, RootMaintainsAnotherUsersCacheOnlyWhenThatOwnerIsNamed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the cache to another user";
   populate({1, 2});
   const fs::path ns = ns_dir();
-  chown_tree(cache(), kNobody);
+  chown_tree(cache(), hcwarm::test::kNobodyUid);
   const auto refused = run_cli({"cache", "clear", "--cache-dir", cache().string()});
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   EXPECT_NE(refused.err.find("owned by uid 65534"), std::string::npos) << refused.err;
@@ -133,23 +133,23 @@ TEST_F(JitLayout, RootMaintainsAnotherUsersCacheOnlyWhenThatOwnerIsNamed) {
 
   const auto cleared = run_cli({"cache", "clear", "--cache-dir", cache().string()}, {"HCWARM_CACHE_TRUST=shared:65534"});
   EXPECT_EQ(cleared.exit_code, 0) << cleared.out << cleared.err;
-  EXPECT_TRUE(DiskCache(cache(), CacheTrust::shared_with(kNobody, "65534")).list().empty());
+  EXPECT_TRUE(DiskCache(cache(), CacheTrust::shared_with(hcwarm::test::kNobodyUid, "65534")).list().empty());
   // The lock files the cleanup took belong to the cache's owner, not to root.
   for (const auto& e : fs::directory_iterator(ns / "locks")) {
     struct stat st {};
     ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
-    EXPECT_EQ(st.st_uid, kNobody) << e.path();
+    EXPECT_EQ(st.st_uid, hcwarm::test::kNobodyUid) << e.path();
   }
 }
 
 TEST_F(JitLayout, SharedWithANamedOwnerAcceptsThatOwnerOnly) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the cache to another user";
   populate({1});
-  chown_tree(cache(), kNobody);
+  chown_tree(cache(), hcwarm::test::kNobodyUid);
   {
     LogCapture logs;
     auto o = options(cache());
-    o.cache_trust = CacheTrust::shared_with(kNobody, "nobody");
+    o.cache_trust = CacheTrust::shared_with(hcwarm::test::kNobodyUid, "nobody");
     JitRuntime rt(o);
     EXPECT_EQ(call_answer(*rt.get(host_spec(1))), 101);
     EXPECT_EQ(rt.stats().loaded_from_disk, 1);
@@ -157,7 +157,7 @@ TEST_F(JitLayout, SharedWithANamedOwnerAcceptsThatOwnerOnly) {
   }
   LogCapture logs;
   auto o = options(cache());
-  o.cache_trust = CacheTrust::shared_with(kNobody - 1, "someone-else");
+  o.cache_trust = CacheTrust::shared_with(hcwarm::test::kNobodyUid - 1, "someone-else");
   JitRuntime rt(o);
   EXPECT_EQ(call_answer(*rt.get(host_spec(1))), 101);
   EXPECT_EQ(rt.stats().loaded_from_disk, 0);
@@ -171,7 +171,7 @@ TEST(JitCacheTrustSetting, SharedNamesAUserOrUid) {
   const auto by_name = CacheTrust::from_env(EnvConfig::from_map({{"HCWARM_CACHE_TRUST", "shared:root"}}));
   EXPECT_EQ(by_name.who(), CacheTrust::Who::Named);
   EXPECT_TRUE(by_name.accepts_owner(0));
-  EXPECT_FALSE(by_name.accepts_owner(kNobody) && ::geteuid() != kNobody);
+  EXPECT_FALSE(by_name.accepts_owner(hcwarm::test::kNobodyUid) && ::geteuid() != hcwarm::test::kNobodyUid);
   EXPECT_EQ(by_name.describe(), "shared:root");
   const auto by_uid = CacheTrust::from_env(EnvConfig::from_map({{"HCWARM_CACHE_TRUST", "shared:4242"}}));
   EXPECT_TRUE(by_uid.accepts_owner(4242));

@@ -11,13 +11,13 @@
 #include <future>
 #include <thread>
 
+#include "common/jit_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "jit_test_util.hpp"
 
 namespace hcwarm::jit::test {
 namespace {
 
-constexpr uid_t kNobody = 65534;
 
 class JitTrust : public CacheFixture {
  protected:
@@ -74,12 +74,12 @@ TEST_F(JitTrust, ForeignOwnedCacheIsRefusedUnlessShared) {
   const fs::path e = entry_of(1), ns = e.parent_path().parent_path();
   for (const fs::path& p : {cache(), ns, e, e / "kernel.so"}) {
     SCOPED_TRACE(p.string());
-    ASSERT_EQ(::chown(p.c_str(), kNobody, kNobody), 0);
+    ASSERT_EQ(::chown(p.c_str(), hcwarm::test::kNobodyUid, hcwarm::test::kNobodyUid), 0);
     expect_refused(p, "owned by uid 65534");
     ASSERT_EQ(::chown(p.c_str(), 0, 0), 0);
   }
   // Shared: a foreign, read-only-for-others bundle is loaded from, and never written.
-  chown_tree(cache(), kNobody);
+  chown_tree(cache(), hcwarm::test::kNobodyUid);
   LogCapture logs;
   auto o = options(cache());
   o.cache_trust = CacheTrust::Shared;

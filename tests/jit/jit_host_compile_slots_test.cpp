@@ -3,6 +3,7 @@
 // processes do (flock locks belong to the open file), so together they never
 // hold more than the count; a budget gated by them bounds its threads the same way.
 // A wait for a slot ends after the lock timeout, naming the holder's pid.
+#include "core/stopwatch.hpp"
 #include "jit/host_compile_slots.hpp"
 
 #include <gtest/gtest.h>
@@ -60,10 +61,6 @@ TEST(HostCompileSlots, SlotFilesThatCannotBeOpenedBoundNothing) {
   EXPECT_EQ(s.try_take(3), 3);
   EXPECT_EQ(s.held(), 0);
   s.give_back(3);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 TEST(HostCompileSlots, AWaitForAHeldSlotEndsNamingTheHolder) {

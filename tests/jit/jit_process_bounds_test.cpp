@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/stopwatch.hpp"
 #include "common/test_util.hpp"
 #include "core/limits.hpp"
 #include "jit/process.hpp"
@@ -18,7 +19,6 @@ namespace hcwarm::jit::test {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr size_t kKept = limits::kMaxProcessOutputHead + limits::kMaxProcessOutputTail;
 

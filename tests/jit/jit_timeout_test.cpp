@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "core/stopwatch.hpp"
 #include "common/test_util.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/fs_util.hpp"
@@ -15,7 +16,6 @@ namespace hcwarm::jit::test {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The namespace directory of the host compiler in `cache` (made by one get()).
 fs::path host_namespace_dir(const fs::path& cache) {

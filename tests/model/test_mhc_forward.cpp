@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/jit_fixtures.hpp"
 #include "common/test_util.hpp"
 #include "core/error.hpp"
 #include "jit/jit_runtime.hpp"
@@ -40,16 +41,10 @@ ModelConfig config(const std::string& arch = "DeepseekV4ForCausalLM") {
                             "tiny.json");
 }
 
-jit::JitOptions memory_only() {
-  jit::JitOptions o;
-  o.cache_dir = std::nullopt;
-  return o;
-}
-
 // The ops of one CPU device, shared by the models of a test.
 struct Ops {
   CpuDevice device;
-  jit::JitRuntime jit{memory_only()};
+  jit::JitRuntime jit{test::memory_only_jit()};
   mhc::HcPreOp pre;
   mhc::HcPostOp post;
   mhc::HcHeadOp head;
