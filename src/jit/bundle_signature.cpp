@@ -12,6 +12,13 @@
 #include "jit/sha256.hpp"
 
 namespace hcwarm::jit {
+
+// An OpenSSL key, freed with it. Outside the anonymous namespace: Ed25519Key::Impl holds one.
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
 namespace {
 
 constexpr std::string_view kTag = "ed25519 ";
@@ -50,11 +57,6 @@ std::string message(std::string_view sha256) { return std::string(kDomain) + "sh
 
 // Never prompts: an encrypted PEM fails to load instead of waiting on a terminal.
 int no_passphrase(char*, int, int, void*) { return 0; }
-
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 
 Pkey read_pem(const std::filesystem::path& path, bool private_key) {
   const std::string what = private_key ? "Ed25519 private key" : "Ed25519 public key";
