@@ -9,7 +9,10 @@ on the model's shapes at --call-tokens tokens:
           first and 100th call in the same position, for reference; and "busy": the first call in
           another fresh process that ran 200 torch.mul calls between prewarm() and it (a process
           that is serving, not one that has just been idle: separates hcwarm's first-call cost
-          from the slowness of any call after idle time);
+          from the slowness of any call after idle time); "flushed": in the same process after
+          the 100 calls, a call after the GPU went idle and 64 MiB were written over the CPU's
+          caches (median of 3): what a call costs with nothing warm but no one-time set-up left,
+          the baseline a first call is measured against beside the hot 100th;
   host    mean host time per call of --host-calls back-to-back calls (no sync inside the loop),
           with torch.add on a small CUDA tensor measured the same way;
   eager   device time per call of queued calls (the GPU held by torch.cuda._sleep while the host
@@ -28,6 +31,7 @@ import torch
 import hcwarm
 
 POST_MULT = 2.0
+FLUSH_BYTES = 64 << 20  # more than the host's last-level cache
 SLEEP_CYCLES = 400_000_000  # ~0.2 s at 2 GHz: covers the host loop that queues the timed calls
 FORMS = ("hc_pre", "hc_pre_no_norm", "hc_pre_embedding", "hc_post", "hc_post_pre", "hc_head")
 ROUTES = ("hcwarm", "torch.ops")
@@ -155,7 +159,9 @@ def graph_device_us(call, n, dev, repeats=5):
 def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
     """In a fresh process, as an engine starts: the model's tensors, then prewarm(), then the host time
     of calls 1..100 of one form and route (form "torch.add": torch.add's, for reference). busy: 200
-    torch.mul calls between prewarm() and the timed calls."""
+    torch.mul calls between prewarm() and the timed calls. Then the same call three more times, each
+    after the GPU went idle and 64 MiB were written over the CPU's caches (median: "flushed"), the
+    cost of a call that finds nothing warm but needs no one-time set-up either."""
     dev = torch.device(dev)
     torch.cuda.set_device(dev)
     i = Inputs(model, tokens, dev)
@@ -171,9 +177,18 @@ def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
         t0 = time.perf_counter()
         call()
         times.append((time.perf_counter() - t0) * 1e6)
+    flushed = []
+    scratch = bytearray(FLUSH_BYTES)
+    for k in range(3):
+        torch.cuda.synchronize()
+        scratch[::64] = bytes([k + 1]) * (FLUSH_BYTES // 64)  # one write per cache line
+        t0 = time.perf_counter()
+        call()
+        flushed.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     return {"form": form, "route": route, "busy": busy, "first_us": times[0], "call100_us": times[99],
-            "median_2_100_us": statistics.median(times[1:]), "compiles_after_ready": hcwarm.compiles_after_ready(dev),
+            "median_2_100_us": statistics.median(times[1:]), "flushed_us": statistics.median(flushed),
+            "compiles_after_ready": hcwarm.compiles_after_ready(dev),
             "first_calls_pending": getattr(hcwarm, "first_calls_pending", lambda: None)()}
 
 
@@ -199,12 +214,15 @@ def run(args, dev):
             f = dict(runs[0], first_us=statistics.median(r["first_us"] for r in runs),
                      call100_us=statistics.median(r["call100_us"] for r in runs),
                      median_2_100_us=statistics.median(r["median_2_100_us"] for r in runs),
+                     flushed_us=statistics.median(r["flushed_us"] for r in runs),
                      compiles_after_ready=max(r["compiles_after_ready"] for r in runs),
-                     processes=[{k: r[k] for k in ("first_us", "call100_us", "median_2_100_us")} for r in runs])
+                     processes=[{k: r[k] for k in ("first_us", "call100_us", "median_2_100_us", "flushed_us")}
+                                for r in runs])
             first.append(f)
             each = ", ".join(f"{r['first_us']:.1f}" for r in runs)
             print(f"first call {form:<17} {route:<9} {'busy' if busy else 'idle':<4} {f['first_us']:9.1f} us, "
-                  f"100th {f['call100_us']:7.1f} us (medians of {len(runs)} processes; first calls {each})")
+                  f"100th {f['call100_us']:7.1f} us, flushed {f['flushed_us']:7.1f} us "
+                  f"(medians of {len(runs)} processes; first calls {each})")
     i = Inputs(model, tokens, dev)
     add_host = host_us(torch_add_call(dev), args.host_calls)
     rows = []
@@ -226,15 +244,16 @@ def print_table(calls):
     busy = {(f["form"], f["route"]): f for f in calls["first_call"] if f.get("busy")}
     ref = firsts[("torch.add", "torch")]
     print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us, its first call "
-          f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us; "
+          f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us, flushed {ref['flushed_us']:.1f} us; "
           f"compiles after ready {calls['compiles_after_ready']}")
     if ("torch.add", "torch") in busy:
         print(f"torch.add's first call after 200 torch.mul calls: {busy[('torch.add', 'torch')]['first_us']:.1f} us")
-    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'busy 1st':>9} "
-          f"{'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
+    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'flushed':>8} "
+          f"{'1st/flu':>7} {'busy 1st':>9} {'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
     for r in calls["rows"]:
         f = firsts[(r["form"], r["route"])]
         b = busy.get((r["form"], r["route"]), f)
         print(f"{r['form']:<17} {r['route']:<9} {f['first_us']:>9.1f} {f['call100_us']:>9.1f} "
-              f"{f['first_us'] / f['call100_us']:>9.2f} {b['first_us']:>9.1f} {b['first_us'] / b['call100_us']:>7.2f} "
+              f"{f['first_us'] / f['call100_us']:>9.2f} {f['flushed_us']:>8.1f} {f['first_us'] / f['flushed_us']:>7.2f} "
+              f"{b['first_us']:>9.1f} {b['first_us'] / b['call100_us']:>7.2f} "
               f"{r['host_us']:>8.2f} {r['host_over_add']:>6.2f} {r['eager_device_us']:>9.2f} {r['graph_device_us']:>9.2f}")
