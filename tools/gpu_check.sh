@@ -14,7 +14,9 @@
 # head (bench op --op head: the dispatch, both kernels forced and hc_pre, HEAD_TOKENS),
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
 # COLD_REPEAT=5), hosts (bench cold-start --hosts 2 and bench/python/group_prewarm.py: kernels exchanged
-# between 2 simulated hosts of 2 ranks), multigpu (scripts/multi_gpu_check.py, RANKS=2).
+# between 2 simulated hosts of 2 ranks), multigpu (scripts/multi_gpu_check.py, RANKS=2),
+# ncu (Nsight Compute on hc_pre's kernels at each of NCU_HIDDEN x NCU_TOKENS, clocks as they run:
+# throughput against peak, memory workload and warp stall reasons, one CSV each under $OUT/ncu/).
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -151,5 +153,27 @@ case " $STEPS " in *" bench "*|*" calls "*)
   log "python per-call cost"
   timeout 300 "$PY" bench/python/bench_ops.py --part calls --json "$OUT/bench_calls.json" >"$OUT/bench_calls.txt" 2>&1
   echo "bench calls rc=$?"; grep -v "^\[" "$OUT/bench_calls.txt" | tail -16 ;;
+esac
+case " $STEPS " in *" ncu "*)
+  log "ncu: hc_pre's kernels"
+  mkdir -p "$OUT/ncu"
+  for d in ${NCU_HIDDEN:-4096 7168}; do
+    for t in ${NCU_TOKENS:-1 512 2048 16384}; do
+      # Eager calls only (no graph), specialized kernels; skip the warm-up calls, then profile a few.
+      timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 30 --launch-count 3 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --csv --page details \
+        build/src/hcwarm bench op --backend cuda --variant specialized --hidden "$d" --tokens "$t" \
+        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/hc_pre_${d}_${t}.csv" 2>"$OUT/ncu/hc_pre_${d}_${t}.log"
+      echo "ncu hc_pre D=$d T=$t rc=$?"
+      "$PY" - "$OUT/ncu/hc_pre_${d}_${t}.csv" <<'PY'
+import csv, sys
+wanted = ("Duration", "DRAM Throughput", "L2 Cache Throughput", "Memory Throughput", "Compute (SM) Throughput")
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+for r in rows:
+    if r.get("Metric Name") in wanted:
+        print(f'  {r["Kernel Name"][:48]:<48} {r["Metric Name"]:<24} {r["Metric Value"]:>10} {r["Metric Unit"]}')
+PY
+    done
+  done ;;
 esac
 log done
