@@ -15,7 +15,6 @@
 namespace hcwarm::jit {
 namespace {
 
-
 // Reads exactly n bytes at offset into out; a file that shrank meanwhile is truncated.
 void pread_exact(int fd, char* out, size_t n, uint64_t offset, const std::string& source) {
   size_t got = 0;
