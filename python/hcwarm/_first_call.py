@@ -130,9 +130,9 @@ def warm(device: Optional[str], hc: int, d: int, consts: tuple, *, norm_tokens: 
         _ops.hc_head(i.residual, i.head_fn, i.head_scale, i.head_base, out=i.x, hc_eps=hc_eps, rms_eps=rms_eps)
     ran += ["hcwarm.hc_pre", "hcwarm.hc_post", "hcwarm.hc_post_pre", "hcwarm.hc_head"]
     if device is not None:
-        for _ in range(_PASSES - 1):
-            _warm_operators(i, plain, consts)
-        ran += _warm_operators(i, plain, consts)
+        for _ in range(_PASSES):
+            operators = _warm_operators(i, plain, consts)
+        ran += operators
         if device.startswith("cuda"):
             _torch().cuda.synchronize(device)
     return ran

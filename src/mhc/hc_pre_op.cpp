@@ -50,6 +50,11 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
       device_(&device),
       variant_(variant),
       workspace_(device, size_t{1} << 16) {
+  // The device's target and kernel forms, fixed for its life: read once, not on every plan.
+  if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(&device)) {
+    cuda_arch_ = cd->arch();
+    cuda_portable_ = cd->portable();
+  }
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
                    dims.hidden);
   HCWARM_CHECK_ARG(num_sms >= 1, "num_sms must be positive, got {}", num_sms);
@@ -122,16 +127,6 @@ bool HcPreOp::tiered() const {
 HcPreOp::~HcPreOp() = default;
 
 bool HcPreOp::uses_fast_path() const { return uses_fast_path(backend_, variant_); }
-
-std::string HcPreOp::cuda_arch() const {
-  if (auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_)) return cd->arch();
-  return "sm_90a";
-}
-
-bool HcPreOp::cuda_portable() const {
-  auto* cd = dynamic_cast<const cuda::CudaDevice*>(device_);
-  return cd != nullptr && cd->portable();
-}
 
 int HcPreOp::num_splits(int64_t num_tokens) const { return mhc::num_splits(num_tokens, dims_.k(), num_sms_); }
 

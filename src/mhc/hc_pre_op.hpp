@@ -151,9 +151,10 @@ class HcPreOp {
   // Cpu backend: run on the caller's pool instead of the op's own (one set of threads per process).
   void set_cpu_pool(std::shared_ptr<ThreadPool> pool);
 
-  std::string cuda_arch() const;
-  bool cuda_portable() const;  // the CUDA device's CudaDevice::portable()
-  CudaKernelOptions cuda_options() const { return {cuda_arch(), one_pass_, fast_finish_, num_sms_, cuda_portable()}; }
+  // The CUDA device's target ("sm_90a" on another device) and CudaDevice::portable().
+  const std::string& cuda_arch() const { return cuda_arch_; }
+  bool cuda_portable() const { return cuda_portable_; }
+  CudaKernelOptions cuda_options() const { return {cuda_arch_, one_pass_, fast_finish_, num_sms_, cuda_portable_}; }
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
@@ -185,6 +186,8 @@ class HcPreOp {
   std::unique_ptr<jit::ModuleProvider> owned_modules_;
   jit::ModuleProvider* modules_ = nullptr;
   Device* device_;
+  std::string cuda_arch_ = "sm_90a";  // the constructor's reading of a CUDA device
+  bool cuda_portable_ = false;
   Variant variant_;
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;
