@@ -30,6 +30,7 @@ import argparse
 import ctypes
 import json
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -53,7 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--decode-tokens", type=int, default=4, help="T of the captured decode graph (default: 4)")
     p.add_argument("--json-out", default="", help="also write the whole report as JSON to this file")
     p.add_argument("--no-alone", action="store_true", help="skip the phase of one rank alone on an empty cache")
-    p.add_argument("--port", type=int, default=29517, help="rendezvous port on 127.0.0.1 (default: 29517)")
+    p.add_argument("--port", type=int, default=0, help="rendezvous port on 127.0.0.1 (default: 0, a free port per "
+                   "phase, so that two checks on one host never join each other's group)")
     return p.parse_args(argv)
 
 
@@ -199,8 +201,18 @@ def rank_main(rank, args, phase, world, backend, result_dir):
 
 # ---------------------------------------------------------------- the parent
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_phase(args, phase, world, backend):
     import torch.multiprocessing as mp
+
+    if args.port == 0:
+        args = argparse.Namespace(**dict(vars(args), port=free_port()))
 
     with tempfile.TemporaryDirectory(prefix="hcwarm-mgpu-") as result_dir:
         mp.start_processes(rank_main, args=(args, phase, world, backend, result_dir), nprocs=world, join=True,
