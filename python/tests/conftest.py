@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated kernel cache for the test run, the reference, and the gpu marker.
+"""Shared fixtures: an isolated kernel cache for the test run, the compiler memo, the reference, and
+the gpu marker.
 
 Tests marked `gpu` need PyTorch and a CUDA device and skip cleanly without them.
 """
@@ -20,6 +21,13 @@ def pytest_configure(config):
     # meanwhile: results in this process never depend on whether a background compile landed
     # (generic and specialized kernels agree within the tolerances, not bit for bit).
     os.environ.setdefault("HCWARM_TIERED", "0")
+    # The CPU kernels' host compiler through tests/compiler_memo (its header says why), sharing
+    # CTest's memo when the CMake tree is there.
+    memo = os.path.join(ROOT, "build", "tests", "compiler-memo")
+    if not os.path.isdir(os.path.dirname(memo)):
+        memo = os.path.join(ROOT, "build-python", "compiler-memo")
+    os.environ.setdefault("HCWARM_TEST_CXX_MEMO", memo)
+    os.environ["PATH"] = os.path.join(ROOT, "tests", "compiler_memo") + os.pathsep + os.environ.get("PATH", "")
 
 
 def _gpu_available():

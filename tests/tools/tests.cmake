@@ -22,5 +22,10 @@ endif()
 foreach(backend reference cpu)
   add_test(NAME tools.op_hc_pre_vs_numpy.${backend}
            COMMAND ${HCWARM_NUMPY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_op_hc_pre.py $<TARGET_FILE:hcwarm> ${backend})
-  set_tests_properties(tools.op_hc_pre_vs_numpy.${backend} PROPERTIES LABELS cli)
+  set_tests_properties(tools.op_hc_pre_vs_numpy.${backend} PROPERTIES LABELS cli ENVIRONMENT "${HCWARM_TEST_MEMO_DIR}"
+                       ENVIRONMENT_MODIFICATION "${HCWARM_TEST_MEMO_PATH}")
 endforeach()
+
+# The compiler memo the tests' CPU kernels go through (tests/compiler_memo/c++).
+add_test(NAME tools.compiler_memo COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/compiler_memo/check.sh)
+set_tests_properties(tools.compiler_memo PROPERTIES LABELS jit)
