@@ -43,19 +43,14 @@ __device__ __forceinline__ void mhc_head_cluster(const hcwarm_mhc_head_params& p
   const int tid = threadIdx.x;
   const int u = tid % Tile::kLanes;   // token lane of the tile
   const int vl = tid / Tile::kLanes;  // vector of the slice
-  const int v = rank * S::kSlice + vl;
-  const bool col = vl < S::kSlice && v < S::kVectors;
+  const auto c = Tile::column(rank, vl);
   const long long t0 = (long long)blockIdx.y * Tile::kTokens + u;  // one tile per cluster: the launcher's rule
 
   typename Tile::Rows x;
-  Tile::load(p, t0, v, col, x);
+  Tile::load(p, t0, c.v, c.in, x);
   typename Tile::Sums acc;
-#pragma unroll
-  for (int k = 0; k < TPT; ++k) {
-#pragma unroll
-    for (int j = 0; j <= HC; ++j) acc[k][j] = 0.f;
-  }
-  Tile::accumulate(p, v, col, x, acc);
+  Tile::zero(acc);
+  Tile::accumulate(p, c.v, c.in, x, acc);
   Tile::block_sums(acc, red, part);
   ptx::cluster_sync();
   for (int e = tid; e < Tile::kTokens * HC; e += S::kThreads) {
@@ -71,7 +66,7 @@ __device__ __forceinline__ void mhc_head_cluster(const hcwarm_mhc_head_params& p
     pre_s[uu][j] = Tile::gate(p, j, m, ss);
   }
   __syncthreads();
-  Tile::store(p, t0, u, v, col, x, pre_s);
+  Tile::store(p, t0, u, c.v, c.in, x, pre_s);
   ptx::cluster_sync();  // the other blocks may still read this block's partials
 }
 

@@ -31,17 +31,12 @@ __device__ __forceinline__ void mhc_head_portable(const hcwarm_mhc_head_params& 
   const long long t0 = (long long)blockIdx.y * Tile::kTokens + u;
 
   typename Tile::Sums acc;
-#pragma unroll
-  for (int k = 0; k < TPT; ++k) {
-#pragma unroll
-    for (int j = 0; j <= HC; ++j) acc[k][j] = 0.f;
-  }
+  Tile::zero(acc);
   for (int r = 0; r < S::kCluster; ++r) {  // the slice a cluster's block `r` would take
-    const int v = r * S::kSlice + vl;
-    const bool col = vl < S::kSlice && v < S::kVectors;
+    const auto c = Tile::column(r, vl);
     typename Tile::Rows x;
-    Tile::load(p, t0, v, col, x);
-    Tile::accumulate(p, v, col, x, acc);
+    Tile::load(p, t0, c.v, c.in, x);
+    Tile::accumulate(p, c.v, c.in, x, acc);
   }
   Tile::block_sums(acc, red, part);
   __syncthreads();
@@ -51,11 +46,10 @@ __device__ __forceinline__ void mhc_head_portable(const hcwarm_mhc_head_params& 
   }
   __syncthreads();
   for (int r = 0; r < S::kCluster; ++r) {
-    const int v = r * S::kSlice + vl;
-    const bool col = vl < S::kSlice && v < S::kVectors;
+    const auto c = Tile::column(r, vl);
     typename Tile::Rows x;
-    Tile::load(p, t0, v, col, x);
-    Tile::store(p, t0, u, v, col, x, pre_s);
+    Tile::load(p, t0, c.v, c.in, x);
+    Tile::store(p, t0, u, c.v, c.in, x, pre_s);
   }
 }
 

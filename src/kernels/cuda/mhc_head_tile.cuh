@@ -49,6 +49,25 @@ struct HeadTile {
   using Part = float[kTokens][HC + 1];
   using Gates = float[kTokens][HC];
 
+  // The vector of the hidden positions that a thread at vl of its slice takes in the slice of
+  // cluster rank r, and whether it has one there (the last slice may be short).
+  struct Column {
+    int v;
+    bool in;
+  };
+  static __device__ __forceinline__ Column column(int r, int vl) {
+    const int v = r * S::kSlice + vl;
+    return {v, vl < S::kSlice && v < S::kVectors};
+  }
+
+  static __device__ __forceinline__ void zero(Sums& acc) {
+#pragma unroll
+    for (int k = 0; k < TPT; ++k) {
+#pragma unroll
+      for (int j = 0; j <= HC; ++j) acc[k][j] = 0.f;
+    }
+  }
+
   // Step 1a: the thread's rows of vector v (zeros where col is false or past T).
   static __device__ __forceinline__ void load(const hcwarm_mhc_head_params& p, long long t0, int v, bool col,
                                               Rows& x) {
