@@ -25,7 +25,7 @@ constexpr GpuArchRow kMatrix[] = {
      "one-pass kernel"},
     {8, "sm_80, sm_86, sm_89", "A100, A10, A40, L4, L40S", GpuSupport::CompilesOnly,
      "the portable forms (split-K pair at every T, cluster-free head, no PDL); those forms ran the GPU "
-     "suite on an H100 under HCWARM_CUDA_PORTABLE=1, not on such a GPU"},
+     "suite on an H200 and an H100 under HCWARM_CUDA_PORTABLE=1, not on such a GPU"},
 };
 
 }  // namespace
