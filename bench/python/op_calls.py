@@ -35,6 +35,7 @@ FLUSH_BYTES = 64 << 20  # more than the host's last-level cache
 SLEEP_CYCLES = 400_000_000  # ~0.2 s at 2 GHz: covers the host loop that queues the timed calls
 FORMS = ("hc_pre", "hc_pre_no_norm", "hc_pre_embedding", "hc_post", "hc_post_pre", "hc_head")
 ROUTES = ("hcwarm", "torch.ops")
+CHILD_TIMES = ("first_us", "call100_us", "median_2_100_us", "flushed_us")  # a first-call child's host times
 
 
 class Inputs:
@@ -211,13 +212,9 @@ def run(args, dev):
                     raise RuntimeError(f"first-call child {form} {route} failed:\n{p.stderr[-4000:]}")
                 runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
             # One first call per process: the median over the processes, each process's figures kept.
-            f = dict(runs[0], first_us=statistics.median(r["first_us"] for r in runs),
-                     call100_us=statistics.median(r["call100_us"] for r in runs),
-                     median_2_100_us=statistics.median(r["median_2_100_us"] for r in runs),
-                     flushed_us=statistics.median(r["flushed_us"] for r in runs),
+            f = dict(runs[0], **{k: statistics.median(r[k] for r in runs) for k in CHILD_TIMES},
                      compiles_after_ready=max(r["compiles_after_ready"] for r in runs),
-                     processes=[{k: r[k] for k in ("first_us", "call100_us", "median_2_100_us", "flushed_us")}
-                                for r in runs])
+                     processes=[{k: r[k] for k in CHILD_TIMES} for r in runs])
             first.append(f)
             each = ", ".join(f"{r['first_us']:.1f}" for r in runs)
             print(f"first call {form:<17} {route:<9} {'busy' if busy else 'idle':<4} {f['first_us']:9.1f} us, "
