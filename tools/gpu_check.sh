@@ -160,7 +160,7 @@ case " $STEPS " in *" ncu "*)
   for d in ${NCU_HIDDEN:-4096 7168}; do
     for t in ${NCU_TOKENS:-1 512 2048 16384}; do
       # Eager calls only (no graph), specialized kernels; skip the warm-up calls, then profile a few.
-      timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 30 --launch-count 3 \
+      timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 10 --launch-count 3 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --csv --page details \
         build/src/hcwarm bench op --backend cuda --variant specialized --hidden "$d" --tokens "$t" \
         --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/hc_pre_${d}_${t}.csv" 2>"$OUT/ncu/hc_pre_${d}_${t}.log"

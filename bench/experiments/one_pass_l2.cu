@@ -10,6 +10,8 @@
 //           specialization (what the generic costs: docs/BENCHMARKS.md, "The one-pass
 //           set-up in one round trip" and "The generic kernels within 1.3x of the
 //           specialized ones").
+//   WINDOW=N: chunks of TMA ahead of y (default: hcwarm_mhc::one_pass_window for
+//           the device's L2, as the library launches it).
 //   FAST=1: the one-pass kernel's time only (cheap inputs, no check, no two
 //           kernels): for repeated variant runs; it starts before the GPU's
 //           clocks are up, ~15 us above a checked run at T 8192.
@@ -23,6 +25,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 #include <cuda.h>
+#include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_one_pass.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int kSplitParts = hcwarm_mhc::cuda_subsplits(1);
@@ -143,7 +146,7 @@ int run(long long T) {
                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
     void* f = nullptr;
     cudaDriverEntryPointQueryResult q;
-    CK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q));
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
     const cuuint64_t dims[2] = {(cuuint64_t)kK, (cuuint64_t)T};
     const cuuint64_t strides[1] = {(cuuint64_t)kK * 2};
     const cuuint32_t box[2] = {hcwarm_mhc::kOnePassBox, hcwarm_mhc::kOnePassBox};
@@ -283,11 +286,17 @@ int run(long long T) {
     if (strcmp(variant, "spec") != 0) printf("variant %s\n", variant);
     const int smem = hcwarm_mhc::one_pass_smem(kD);
     const int threads = hcwarm_mhc::one_pass_threads(kD);
+    // The window as the library launches it (the device's L2), or WINDOW=N.
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    const int window = getenv("WINDOW") ? atoi(getenv("WINDOW")) : hcwarm_mhc::one_pass_window(kD, l2);
+    printf("window %d (L2 %.1f MiB)\n", window, l2 / 1048576.0);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaMemset(y1, 0, T * kD * 2));
     auto launch = [&]() {
       hcwarm_mhc_pre_params q = p;
       q.y = y1, q.post = post1, q.comb = comb1, q.partials = ws, q.num_parts = hcwarm_mhc::kOnePassParts;
+      q.one_pass_window = window;
       CK(cudaMemsetAsync(ws, 0, hcwarm_mhc::one_pass_counter_bytes(T)));
       void* args[] = {&q, &tmap};
       CK(cudaLaunchCooperativeKernel((const void*)kern, hcwarm_mhc::kOnePassBlocks, threads, args, smem));
