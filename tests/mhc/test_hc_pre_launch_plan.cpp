@@ -259,6 +259,31 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   EXPECT_THROW(plan_hc_pre_launch(bad), Error);
 }
 
+// How far the one-pass kernel's TMA runs ahead of its y (the launcher passes it
+// from the device's L2): the rows of that many 128-token chunks fit 60% of the
+// L2, at most kOnePassWindow, at least one; 5 where the L2 is not known.
+TEST(HcPreLaunchPlan, OnePassWindowKeepsItsRowsInSixtyPercentOfTheL2) {
+  using hcwarm_mhc::kOnePassWindow;
+  using hcwarm_mhc::one_pass_window;
+  for (const long long l2 : {8LL << 20, 40LL << 20, 50LL << 20, 60LL << 20, 126LL << 20}) {
+    for (const int hidden : {1024, 2048, 4096, 5120, 7168}) {
+      const int w = one_pass_window(hidden, l2);
+      const long long rows = static_cast<long long>(hcwarm_mhc::kOnePassTokens) * 4 * hidden * 2;
+      const long long budget = l2 / 5 * 3;
+      SCOPED_TRACE(fmt::format("L2 {} MiB, hidden {}", l2 >> 20, hidden));
+      EXPECT_GE(w, 1);
+      EXPECT_LE(w, kOnePassWindow);
+      if (w > 1) EXPECT_LE(w * rows, budget);
+      if (w < kOnePassWindow) EXPECT_GT((w + 1) * rows, budget);
+    }
+  }
+  EXPECT_EQ(one_pass_window(7168, 50LL << 20), 4);  // H100: 5 chunks (36.7 MB) overflowed its L2
+  EXPECT_EQ(one_pass_window(7168, 60LL << 20), 5);  // H200
+  EXPECT_EQ(one_pass_window(4096, 50LL << 20), 5);
+  EXPECT_EQ(one_pass_window(7168, 0), kOnePassWindow);  // L2 size unknown: as before it was read
+  EXPECT_EQ(one_pass_window(7168, 1LL << 20), 1);       // not one chunk's rows: still makes progress
+}
+
 // The source generator reads the form and refuses a one-pass source for a
 // count other than 1 or an input other than the residual, and a CPU plan.
 TEST(HcPreLaunchPlan, SourceGeneratorOnlyReadsThePlan) {

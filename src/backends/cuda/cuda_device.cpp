@@ -22,6 +22,9 @@ CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&num_sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_));
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
   HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
+  int l2 = 0;
+  HCWARM_CHECK_CU(d, d.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev_));
+  l2_bytes_ = l2;
   portable_ = force_portable || jit::cuda_portable_target(cc_major_);
   std::array<char, 256> buf{};
   HCWARM_CHECK_CU(d, d.cuDeviceGetName(buf.data(), static_cast<int>(buf.size()), dev_));

@@ -40,6 +40,8 @@ class CudaDevice final : public Device {
   int num_sms() const { return num_sms_; }
   int cc_major() const { return cc_major_; }
   int cc_minor() const { return cc_minor_; }
+  // L2 cache bytes (sizes how far the one-pass kernel streams ahead: hcwarm_mhc::one_pass_window).
+  long long l2_bytes() const { return l2_bytes_; }
   // NVRTC target of this device: "sm_90a" on Hopper (9.0), "sm_100a" on 10.0, else "sm_XY".
   std::string arch() const;
   // Whether the kernels run in their portable forms here (jit::cuda_portable_target:
@@ -62,6 +64,7 @@ class CudaDevice final : public Device {
   int num_sms_ = 0;
   int cc_major_ = 0;
   int cc_minor_ = 0;
+  long long l2_bytes_ = 0;
   bool portable_ = false;
   std::string name_;
 };

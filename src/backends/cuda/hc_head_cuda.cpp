@@ -87,7 +87,7 @@ void CudaHcHeadBackend::bind(std::shared_ptr<const jit::LoadedModule> module) {
   if (e.one_pass && one_pass_possible()) {
     const CudaDriver& d = device_.driver();
     HCWARM_CHECK_CU(d, prepare_one_pass(d, static_cast<CUfunction>(module->function(e.one_pass->symbol)), hidden_,
-                                        device_.num_sms(), one_pass_));
+                                        device_.num_sms(), device_.l2_bytes(), one_pass_));
   }
   module_ = std::move(module);
 }

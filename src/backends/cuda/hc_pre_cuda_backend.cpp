@@ -54,7 +54,8 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
   if (e.one_pass) {
     const auto f = static_cast<CUfunction>(k->module->function(e.one_pass->symbol.c_str()));
     auto& cuda = static_cast<CudaKernels&>(*k).cuda;
-    HCWARM_CHECK_CU(device_.driver(), prepare_one_pass(device_.driver(), f, hidden_, device_.num_sms(), cuda.one_pass));
+    HCWARM_CHECK_CU(device_.driver(),
+                    prepare_one_pass(device_.driver(), f, hidden_, device_.num_sms(), device_.l2_bytes(), cuda.one_pass));
   }
   return k;
 }
@@ -95,7 +96,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   if (one_pass_) {
     const auto f = static_cast<CUfunction>(
         k->module->function(generic_one_pass_entry(fused_norm, fast_finish_).symbol));
-    HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), k->cuda.one_pass));
+    HCWARM_CHECK_CU(d, prepare_one_pass(d, f, hidden_, device_.num_sms(), device_.l2_bytes(), k->cuda.one_pass));
   }
   return k;
 }

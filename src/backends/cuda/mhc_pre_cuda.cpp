@@ -95,7 +95,8 @@ const char* misaligned_argument(const hcwarm_mhc_pre_params& p) {
   return nullptr;
 }
 
-CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, OnePassKernel& k) {
+CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num_sms, long long l2_bytes,
+                          OnePassKernel& k) {
   k = OnePassKernel{};
   if (d.cuLaunchKernelEx == nullptr || d.cuFuncSetAttribute == nullptr || d.cuTensorMapEncodeTiled == nullptr ||
       d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr || f == nullptr || !one_pass_hidden(hidden)) {
@@ -110,7 +111,7 @@ CUresult prepare_one_pass(const CudaDriver& d, CUfunction f, int hidden, int num
   if (rc != CUDA_SUCCESS) return rc;
   // Every block of the grid must be resident at once (they wait for each other).
   if (per_sm * num_sms < hcwarm_mhc::kOnePassBlocks) return CUDA_SUCCESS;
-  k = OnePassKernel{f, threads, smem};
+  k = OnePassKernel{f, threads, smem, hcwarm_mhc::one_pass_window(hidden, l2_bytes)};
   return CUDA_SUCCESS;
 }
 
@@ -119,6 +120,7 @@ CUresult launch_one_pass(const CudaDriver& d, const OnePassKernel& k, const hcwa
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
   hcwarm_mhc_pre_params params = p;
   params.num_parts = hcwarm_mhc::kOnePassParts;
+  params.one_pass_window = k.window;
   // The chunks' counters start at zero (p.partials: hcwarm_mhc::one_pass_workspace_bytes).
   CUresult rc = d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p.partials), 0,
                                   hcwarm_mhc::one_pass_counter_bytes(static_cast<size_t>(p.num_tokens)), stream);

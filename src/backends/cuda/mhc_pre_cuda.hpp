@@ -69,6 +69,7 @@ struct OnePassKernel {
   CUfunction f = nullptr;  // null: not available here (the caller takes another path)
   unsigned threads = 0;
   unsigned smem = 0;  // dynamic shared memory per block, bytes (grid: hcwarm_mhc::kOnePassBlocks)
+  int window = hcwarm_mhc::kOnePassWindow;  // hcwarm_mhc::one_pass_window for the hidden size and the device's L2
 };
 
 struct MhcPreCudaKernels {
@@ -130,7 +131,8 @@ const char* misaligned_argument(const hcwarm_mhc_pre_params& p);
 // wait for each other). On success fills k and returns CUDA_SUCCESS; otherwise
 // leaves k.f null (the caller falls back to another path): no TMA entry point
 // in the driver, too few SMs.
-CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, OnePassKernel& k);
+CUresult prepare_one_pass(const CudaDriver& driver, CUfunction f, int hidden, int num_sms, long long l2_bytes,
+                          OnePassKernel& k);
 // Queues k on `stream` as one cooperative launch: p.partials must hold
 // one_pass_workspace_bytes(T); the launcher clears its counters (a memset node
 // in a graph), sets p.num_parts and encodes the residual's TMA map itself.

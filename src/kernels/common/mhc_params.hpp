@@ -100,8 +100,20 @@ inline constexpr int kOnePassBox = 64;  // a TMA box: 64 tokens x 64 columns (12
 inline constexpr int kOnePassStages = 6;
 // Chunks a block's TMA may run ahead of its own y: how long the rows stay in
 // L2 before their re-read. Fewer starve the GPU; more no longer fit the rows
-// of all blocks in the L2.
+// of all blocks in the L2. The launcher passes one_pass_window(hidden, the
+// device's L2 bytes): at most kOnePassWindow, and no more chunks than fit 60%
+// of the L2 with their rows (the rest holds the record ring, y and fn). On an
+// H100 (50 MiB) at hidden 7168, 5 chunks (36.7 MB) left 44% of the re-reads
+// to memory, and 4 took 1.5-10% less time (docs/BENCHMARKS.md, "What bounds hc_pre").
 inline constexpr int kOnePassWindow = 5;
+HCWARM_HOST_DEVICE constexpr int one_pass_window(int hidden, long long l2_bytes) {
+  const long long chunk_rows = (long long)kOnePassTokens * 4 * (hidden > 0 ? hidden : 1) * 2;  // hc 4, bf16
+  const long long fit = l2_bytes / 5 * 3 / chunk_rows;
+  return l2_bytes <= 0 ? kOnePassWindow : fit < 1 ? 1 : fit > kOnePassWindow ? kOnePassWindow : (int)fit;
+}
+static_assert(one_pass_window(7168, 50LL << 20) == 4 && one_pass_window(7168, 60LL << 20) == 5 &&
+                  one_pass_window(4096, 50LL << 20) == 5 && one_pass_window(7168, 0) == kOnePassWindow,
+              "H100 (50 MiB L2): 4 chunks at hidden 7168, 5 at 4096; H200 (60 MiB): 5; unknown L2: 5");
 // Chunks a block's TMA may run ahead of its own comb warps; the record ring
 // bounds it (WINDOW + COMB_WINDOW < RING).
 inline constexpr int kOnePassCombWindow = 5;
@@ -173,6 +185,7 @@ struct hcwarm_mhc_pre_params {
   float norm_eps;
   float post_mult;
   int input;                          // kInputResidual, kInputEmbed or kInputPost
+  int one_pass_window;                // one-pass kernel only: one_pass_window(hidden, L2 bytes); 0: kOnePassWindow
   // Input POST only (null otherwise). residual_out may alias residual: every
   // element is read and then written by the same thread.
   const unsigned short* post_x;       // (T, D) bf16 bits: the previous sublayer's output

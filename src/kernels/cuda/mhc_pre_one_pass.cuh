@@ -9,7 +9,8 @@
 //              streams half b / 64 of each chunk (64 tokens) over K-part b % 64
 //              (4 * hidden / 64 columns) into shared memory, 64 x 64 boxes with
 //              the 128-byte swizzle, STAGES in flight. Before chunk c it waits
-//              for this block's own y of chunk c - WINDOW, so a chunk's rows are
+//              for this block's own y of chunk c - WINDOW (p.one_pass_window: 5,
+//              4 at hidden 7168 on a 50 MiB L2), so a chunk's rows are
 //              re-read while still in L2 (loads marked evict_last, re-reads
 //              evict_first), and for its comb warps' chunk c - COMB_WINDOW (the
 //              record ring).

@@ -124,7 +124,6 @@ struct OnePassBlock {
   static constexpr int kBox = hcwarm_mhc::kOnePassBox;
   static constexpr int kStages = hcwarm_mhc::kOnePassStages;
   static constexpr int kStageBytes = kBox * kBox * 2;
-  static constexpr int kWindow = hcwarm_mhc::kOnePassWindow;
   static constexpr int kCombWindow = hcwarm_mhc::kOnePassCombWindow;
   static constexpr int kRing = hcwarm_mhc::kOnePassRing;
   static constexpr int kRec = hcwarm_mhc::kOnePassRecord;
@@ -140,6 +139,7 @@ struct OnePassBlock {
   int part_k;  // K / kParts
   int spc;     // TMA stages per chunk
   int y_warps, y_threads;
+  int window;  // chunks of TMA ahead of this block's y (p.one_pass_window, at most kOnePassWindow)
   OnePassWarps roles;
   int c0;  // the first comb warp
   DynamicNamedBarrier y_barrier;
@@ -168,6 +168,8 @@ struct OnePassBlock {
     K = (long long)HC * D;
     part_k = D / 16;
     spc = part_k / kBox;
+    window = p.one_pass_window >= 1 && p.one_pass_window <= hcwarm_mhc::kOnePassWindow ? p.one_pass_window
+                                                                                          : hcwarm_mhc::kOnePassWindow;
     y_warps = D / hcwarm_mhc::kOnePassHiddenStep;
     y_threads = 32 * y_warps;
     roles = OnePassWarps{y_warps};

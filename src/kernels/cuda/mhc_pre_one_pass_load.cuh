@@ -16,7 +16,7 @@ __device__ __forceinline__ void OnePassBlock<HC, HIDDEN, FUSED_NORM, FAST, HEAD>
   const unsigned long long policy = policy_evict_last();
   int n = 0;
   for (int c = 0; c < nchunks; ++c) {
-    const int d = c - kWindow;
+    const int d = c - window;
     if (d >= 0) {
       while (*y_done <= d) __nanosleep(kTmaPollNs);
     }
