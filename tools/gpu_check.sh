@@ -16,7 +16,8 @@
 # COLD_REPEAT=5), hosts (bench cold-start --hosts 2 and bench/python/group_prewarm.py: kernels exchanged
 # between 2 simulated hosts of 2 ranks), multigpu (scripts/multi_gpu_check.py, RANKS=2),
 # ncu (Nsight Compute on hc_pre's kernels at each of NCU_HIDDEN x NCU_TOKENS, clocks as they run:
-# throughput against peak, memory workload and warp stall reasons, one CSV each under $OUT/ncu/).
+# throughput against peak, memory workload and warp state, then DRAM bytes and the sampled stall
+# reasons; two CSVs each under $OUT/ncu/, docs/BENCHMARKS.md "What bounds hc_pre").
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-build tests engine}
@@ -172,6 +173,24 @@ rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('
 for r in rows:
     if r.get("Metric Name") in wanted:
         print(f'  {r["Kernel Name"][:48]:<48} {r["Metric Name"]:<24} {r["Metric Value"]:>10} {r["Metric Unit"]}')
+PY
+      timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 10 --launch-count 2 --csv \
+        --metrics regex:smsp__pcsamp_warps_issue_stalled_.*,smsp__pcsamp_sample_count,gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        build/src/hcwarm bench op --backend cuda --variant specialized --hidden "$d" --tokens "$t" \
+        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/stalls_${d}_${t}.csv" 2>"$OUT/ncu/stalls_${d}_${t}.log"
+      echo "ncu stalls D=$d T=$t rc=$?"
+      "$PY" - "$OUT/ncu/stalls_${d}_${t}.csv" <<'PY'
+import csv, sys
+kernels = {}
+for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"')):
+    kernels.setdefault(r["Kernel Name"].split("(")[0], {}).setdefault(r["Metric Name"], r["Metric Value"])
+num = lambda v: float(v.replace(",", ""))
+for name, m in kernels.items():
+    total = num(m.get("smsp__pcsamp_sample_count", "0")) or 1.0
+    stalls = sorted(((num(v) / total, k.replace("smsp__pcsamp_warps_issue_stalled_", "")) for k, v in m.items()
+                     if k.startswith("smsp__pcsamp_warps_issue_stalled_") and not k.endswith("_not_issued")), reverse=True)
+    print(f'  {name[5:48]:<44} DRAM read {num(m["dram__bytes_read.sum"]) / 1e6:.1f} MB, write {num(m["dram__bytes_write.sum"]) / 1e6:.1f} MB;',
+          ", ".join(f"{k} {100 * v:.0f}%" for v, k in stalls[:4]))
 PY
     done
   done ;;
