@@ -66,6 +66,14 @@ TEST(CudaDeviceQuery, MatchesTheDevice) {
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->num_sms, device.num_sms());
   EXPECT_GT(info->total_memory_gb, 1.0);
+  // The L2 size the one-pass kernel's window is sized from (hcwarm_mhc::one_pass_window).
+  const cuda::CudaDriver& d = device.driver();
+  cuda::CUdevice dev = 0;
+  int l2 = 0;
+  ASSERT_EQ(d.cuDeviceGet(&dev, 0), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(d.cuDeviceGetAttribute(&l2, cuda::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev), cuda::CUDA_SUCCESS);
+  EXPECT_EQ(device.l2_bytes(), l2);
+  EXPECT_GT(device.l2_bytes(), 1LL << 20);
 }
 
 }  // namespace
