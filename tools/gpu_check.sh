@@ -15,7 +15,8 @@
 # buckets (bench op --buckets), serve (bench serve), coldstart (bench cold-start, COLD_PROCESSES=8,
 # COLD_REPEAT=5), hosts (bench cold-start --hosts 2 and bench/python/group_prewarm.py: kernels exchanged
 # between 2 simulated hosts of 2 ranks), multigpu (scripts/multi_gpu_check.py, RANKS=2),
-# ncu (Nsight Compute on hc_pre's kernels at each of NCU_HIDDEN x NCU_TOKENS, clocks as they run:
+# ncu (Nsight Compute on hc_pre's kernels at each of NCU_HIDDEN x NCU_TOKENS, clocks as they run; NCU_OP=pre-embed
+# profiles the first layer's pre from the embedding instead:
 # throughput against peak, memory workload and warp state, then DRAM bytes and the sampled stall
 # reasons; two CSVs each under $OUT/ncu/, docs/BENCHMARKS.md "What bounds hc_pre").
 set -u
@@ -156,17 +157,18 @@ case " $STEPS " in *" bench "*|*" calls "*)
   echo "bench calls rc=$?"; grep -v "^\[" "$OUT/bench_calls.txt" | tail -16 ;;
 esac
 case " $STEPS " in *" ncu "*)
-  log "ncu: hc_pre's kernels"
+  op=${NCU_OP:-pre}  # bench op --op: pre (hc_pre) or pre-embed (the first layer's, from the embedding)
+  log "ncu: the kernels of --op $op"
   mkdir -p "$OUT/ncu"
   for d in ${NCU_HIDDEN:-4096 7168}; do
     for t in ${NCU_TOKENS:-1 512 2048 16384}; do
       # Eager calls only (no graph), specialized kernels; skip the warm-up calls, then profile a few.
       timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 10 --launch-count 3 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --csv --page details \
-        build/src/hcwarm bench op --backend cuda --variant specialized --hidden "$d" --tokens "$t" \
-        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/hc_pre_${d}_${t}.csv" 2>"$OUT/ncu/hc_pre_${d}_${t}.log"
-      echo "ncu hc_pre D=$d T=$t rc=$?"
-      "$PY" - "$OUT/ncu/hc_pre_${d}_${t}.csv" <<'PY'
+        build/src/hcwarm bench op --backend cuda --op "$op" --variant specialized --hidden "$d" --tokens "$t" \
+        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/${op}_${d}_${t}.csv" 2>"$OUT/ncu/${op}_${d}_${t}.log"
+      echo "ncu $op D=$d T=$t rc=$?"
+      "$PY" - "$OUT/ncu/${op}_${d}_${t}.csv" <<'PY'
 import csv, sys
 wanted = ("Duration", "DRAM Throughput", "L2 Cache Throughput", "Memory Throughput", "Compute (SM) Throughput")
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
@@ -176,10 +178,10 @@ for r in rows:
 PY
       timeout 300 ncu --clock-control none --kernel-name regex:mhc_pre --launch-skip 10 --launch-count 2 --csv \
         --metrics regex:smsp__pcsamp_warps_issue_stalled_.*,smsp__pcsamp_sample_count,gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-        build/src/hcwarm bench op --backend cuda --variant specialized --hidden "$d" --tokens "$t" \
-        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/stalls_${d}_${t}.csv" 2>"$OUT/ncu/stalls_${d}_${t}.log"
-      echo "ncu stalls D=$d T=$t rc=$?"
-      "$PY" - "$OUT/ncu/stalls_${d}_${t}.csv" <<'PY'
+        build/src/hcwarm bench op --backend cuda --op "$op" --variant specialized --hidden "$d" --tokens "$t" \
+        --min-seconds 0.01 --graph-replays 0 >"$OUT/ncu/stalls_${op}_${d}_${t}.csv" 2>"$OUT/ncu/stalls_${op}_${d}_${t}.log"
+      echo "ncu stalls $op D=$d T=$t rc=$?"
+      "$PY" - "$OUT/ncu/stalls_${op}_${d}_${t}.csv" <<'PY'
 import csv, sys
 kernels = {}
 for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"')):
