@@ -58,6 +58,25 @@ TEST(ThreadPool, CoversEveryIndexOnceAndRethrows) {
 
 // Every split count of dsv4-flash and dsv4-pro (132 and 148 SMs), generic kernels
 // (the same templates as the JIT ones, split count at run time), few tokens.
+// The tests' reference in token slices on several threads is the library's
+// reference bit for bit, with and without the norm (and a T no slice divides).
+TEST(MhcReference, SlicedEqualsTheWholeReference) {
+  const HcPreInputs in = random_hc_pre_inputs(1001, 4, 256, 17);
+  for (const bool norm : {false, true}) {
+    const mhc::HcPreResult sliced = reference_of(in, norm);
+    const mhc::HcPreResult whole =
+        mhc::hc_pre_reference(in.residual, in.fn, in.scale, in.base, norm ? &in.norm_weight : nullptr, {});
+    EXPECT_EQ(sliced.norm_fused, whole.norm_fused);
+    EXPECT_EQ(sliced.y.shape(), whole.y.shape());
+    EXPECT_EQ(std::memcmp(sliced.y.data(), whole.y.data(), whole.y.numel() * sizeof(bf16)), 0) << norm;
+    EXPECT_EQ(sliced.post.vec(), whole.post.vec()) << norm;
+    EXPECT_EQ(sliced.comb.vec(), whole.comb.vec()) << norm;
+  }
+  HcPreInputs bad = in;
+  bad.fn = HostTensor<float>({24, 3});
+  EXPECT_THROW(reference_of(bad, false), Error);
+}
+
 TEST(MhcPreCpu, GenericEverySplitCountMatchesReference) {
   CpuDevice dev;
   for (int hidden : {4096, 7168}) {
