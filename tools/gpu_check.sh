@@ -7,6 +7,7 @@
 # unpacked tree of Debian's -dev packages (spdlog, fmt, nlohmann-json, CLI11,
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
+# GPU_TESTS (a ctest -R regex) and PYTEST_ARGS ("-m gpu python/tests") narrow the tests step to a subset.
 # BUILD_TARGETS limits the build to what the chosen steps need, e.g. "hcwarm_tests_gpu hcwarm_python"
 # for ctest -L gpu, pytest and every bench step (the CPU-only test binaries are most of a full build).
 # engine runs examples/torch_engine/engine.py on both models and through both engines' adapters.
@@ -53,13 +54,15 @@ case " $STEPS " in *" build "*)
 esac
 case " $STEPS " in *" tests "*|*" ctest "*)
   log "C++ gpu tests"
-  timeout 600 ctest --test-dir build -L gpu --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
+  # GPU_TESTS: a ctest -R regex for a subset, e.g. "HcPreEmbedCuda|TieredCuda" (the whole label takes minutes).
+  timeout 600 ctest --test-dir build -L gpu ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure >"$OUT/ctest_gpu.txt" 2>&1
   echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt" ;;
 esac
 case " $STEPS " in *" tests "*|*" pytest "*)
   log "python tests"
   rm -f "$OUT/numerics.jsonl"
-  HCWARM_TEST_REPORT="$OUT/numerics.jsonl" timeout 400 "$PY" -m pytest -q -p no:cacheprovider python/tests \
+  # PYTEST_ARGS: what pytest runs, e.g. "-m gpu python/tests" (only the tests that need the GPU).
+  HCWARM_TEST_REPORT="$OUT/numerics.jsonl" timeout 400 "$PY" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-python/tests} \
     >"$OUT/pytest.txt" 2>&1
   echo "pytest rc=$?"; grep -E "^E  |^FAILED|passed|failed" "$OUT/pytest.txt" | head -40 ;;
 esac
