@@ -14,6 +14,7 @@
 
 #include "common/test_util.hpp"
 #include "core/device.hpp"
+#include "core/thread_pool.hpp"
 #include "mhc/hc_pre_op.hpp"
 #include "mhc/reference.hpp"
 #include "mhc/split_policy.hpp"
@@ -132,25 +133,22 @@ struct Comparison {
 // cores: the same values, and the GPU suite's checks no longer wait on one core.
 inline mhc::HcPreResult reference_of(const HcPreInputs& in, bool norm) {
   const HostTensor<bf16>* weight = norm ? &in.norm_weight : nullptr;
-  mhc::check_hc_pre_shapes(in.residual, in.fn, in.scale, in.base, weight);  // throws here, not in a slice
+  mhc::check_hc_pre_shapes(in.residual, in.fn, in.scale, in.base, weight);  // the named error, before any slicing
   const int64_t T = in.residual.dim(0), hc = in.residual.dim(1), D = in.residual.dim(2);
-  const int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
+  const int threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
   const int64_t slice = std::max<int64_t>(64, (T + threads - 1) / threads);
   if (T <= slice) return mhc::hc_pre_reference(in.residual, in.fn, in.scale, in.base, weight, mhc::MhcConstants{});
   mhc::HcPreResult out{HostTensor<bf16>({T, D}), HostTensor<float>({T, hc}), HostTensor<float>({T, hc, hc}), norm};
-  std::vector<std::thread> workers;
-  for (int64_t t0 = 0; t0 < T; t0 += slice) {
-    workers.emplace_back([&, t0] {
-      const int64_t n = std::min(slice, T - t0);
-      HostTensor<bf16> rows({n, hc, D});
-      std::copy_n(in.residual.data() + t0 * hc * D, n * hc * D, rows.data());
-      const mhc::HcPreResult r = mhc::hc_pre_reference(rows, in.fn, in.scale, in.base, weight, mhc::MhcConstants{});
-      std::copy_n(r.y.data(), n * D, out.y.data() + t0 * D);
-      std::copy_n(r.post.data(), n * hc, out.post.data() + t0 * hc);
-      std::copy_n(r.comb.data(), n * hc * hc, out.comb.data() + t0 * hc * hc);
-    });
-  }
-  for (std::thread& w : workers) w.join();
+  ThreadPool pool(threads);
+  pool.parallel_for(T, slice, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    HostTensor<bf16> rows({n, hc, D});
+    std::copy_n(in.residual.data() + t0 * hc * D, n * hc * D, rows.data());
+    const mhc::HcPreResult r = mhc::hc_pre_reference(rows, in.fn, in.scale, in.base, weight, mhc::MhcConstants{});
+    std::copy_n(r.y.data(), n * D, out.y.data() + t0 * D);
+    std::copy_n(r.post.data(), n * hc, out.post.data() + t0 * hc);
+    std::copy_n(r.comb.data(), n * hc * hc, out.comb.data() + t0 * hc * hc);
+  });
   return out;
 }
 

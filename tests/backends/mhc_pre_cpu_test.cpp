@@ -56,8 +56,6 @@ TEST(ThreadPool, CoversEveryIndexOnceAndRethrows) {
   EXPECT_EQ(calls, 0);
 }
 
-// Every split count of dsv4-flash and dsv4-pro (132 and 148 SMs), generic kernels
-// (the same templates as the JIT ones, split count at run time), few tokens.
 // The tests' reference in token slices on several threads is the library's
 // reference bit for bit, with and without the norm (and a T no slice divides).
 TEST(MhcReference, SlicedEqualsTheWholeReference) {
@@ -77,6 +75,8 @@ TEST(MhcReference, SlicedEqualsTheWholeReference) {
   EXPECT_THROW(reference_of(bad, false), Error);
 }
 
+// Every split count of dsv4-flash and dsv4-pro (132 and 148 SMs), generic kernels
+// (the same templates as the JIT ones, split count at run time), few tokens.
 TEST(MhcPreCpu, GenericEverySplitCountMatchesReference) {
   CpuDevice dev;
   for (int hidden : {4096, 7168}) {
