@@ -65,7 +65,9 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
     p.num_sms = r.cuda.num_sms;
     // CUDA kernels read the split count at run time: one specialization serves a class.
     p.split_class = cuda::cuda_split_class(p.kernel_splits);
-    p.split_parts = cuda::cuda_num_parts(p.kernel_splits);
+    p.split_parts = p.input == HcPreInput::Embed
+                        ? hcwarm_mhc::cuda_embed_parts(p.kernel_splits, p.num_tokens, r.cuda.num_sms)
+                        : cuda::cuda_num_parts(p.kernel_splits);
     p.partial_warps = cuda::cuda_partial_warps(p.kernel_splits);
     if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
   }

@@ -262,6 +262,44 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
 // How far the one-pass kernel's TMA runs ahead of its y (the launcher passes it
 // from the device's L2): the rows of that many 128-token chunks fit 60% of the
 // L2, at most kOnePassWindow, at least one; 5 where the L2 is not known.
+// The embedding's split pair: fewer, wider parts where tokens are plentiful,
+// never fewer than a quarter of the residual's, and a grid of at least 3 blocks
+// per SM wherever it runs fewer than the residual's; the workspace follows.
+TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
+  for (const int sms : {132, 148}) {
+    for (const int hidden : {4096, 7168}) {
+      const MhcDims d{4, hidden};
+      CudaKernelOptions cuda;
+      cuda.num_sms = sms;
+      for (const int64_t t : {1, 77, 512, 2048, 3000, 4500, 9000, 16384}) {
+        const std::string where = "sms " + std::to_string(sms) + " D " + std::to_string(hidden) + " T " + std::to_string(t);
+        const HcPreLaunchPlan embed = plan_for_tokens(Backend::Cuda, d, sms, t, true, cuda, HcPreInput::Embed);
+        const HcPreLaunchPlan residual = plan_for_tokens(Backend::Cuda, d, sms, t, true, cuda);
+        ASSERT_FALSE(embed.one_pass()) << where;
+        const int full = cuda::cuda_num_parts(embed.kernel_splits);
+        const int64_t tile = 16 * hcwarm_mhc::cuda_partial_warps(embed.kernel_splits);
+        const int64_t blocks = embed.split_parts * ((t + tile - 1) / tile);
+        EXPECT_LE(embed.split_parts, full) << where;
+        EXPECT_GE(embed.split_parts * 4, full) << where;
+        if (embed.split_parts < full) EXPECT_GE(blocks, 3 * sms) << where;
+        // One part fewer would leave the grid short of 3 blocks per SM, or go below a quarter.
+        if (embed.split_parts * 4 > full + 3) EXPECT_LT((embed.split_parts - 1) * ((t + tile - 1) / tile), 3 * sms) << where;
+        EXPECT_EQ(embed.workspace_bytes,
+                  static_cast<size_t>(t) * embed.split_parts * hcwarm_mhc::kPartialStride * sizeof(float))
+            << where;
+        if (!residual.one_pass()) EXPECT_EQ(residual.split_parts, full) << where;  // residual streams: unchanged
+      }
+      // The largest bucket runs a quarter of the residual's parts; decode all of them.
+      EXPECT_EQ(plan_for_tokens(Backend::Cuda, d, sms, 16384, true, cuda, HcPreInput::Embed).split_parts, 6);
+      const HcPreLaunchPlan decode = plan_for_tokens(Backend::Cuda, d, sms, 1, true, cuda, HcPreInput::Embed);
+      EXPECT_EQ(decode.split_parts, cuda::cuda_num_parts(decode.kernel_splits));
+    }
+  }
+  // Without an SM count (a key's plan): the residual's count.
+  const HcPreLaunchPlan unknown = plan_for_tokens(Backend::Cuda, {4, 7168}, 132, 16384, true, {}, HcPreInput::Embed);
+  EXPECT_EQ(unknown.split_parts, cuda::cuda_num_parts(unknown.kernel_splits));
+}
+
 TEST(HcPreLaunchPlan, OnePassWindowKeepsItsRowsInSixtyPercentOfTheL2) {
   using hcwarm_mhc::kOnePassWindow;
   using hcwarm_mhc::one_pass_window;

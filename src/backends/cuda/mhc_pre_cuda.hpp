@@ -140,7 +140,7 @@ CUresult launch_one_pass(const CudaDriver& driver, const OnePassKernel& k, const
                          CUstream stream);
 
 // K-parts of the CUDA partial stage for a split count (see mhc_params.hpp).
-inline int cuda_num_parts(int num_splits) { return num_splits * hcwarm_mhc::cuda_subsplits(num_splits); }
+inline int cuda_num_parts(int num_splits) { return hcwarm_mhc::cuda_num_parts(num_splits); }
 
 // The generic kernels built ahead of time by nvcc (sm_90a SASS + compute_90 PTX),
 // embedded in the library; empty when the library was built without nvcc.

@@ -10,8 +10,8 @@
 //            entries [0, mix) are the dot products, entry `mix` the sum of squares.
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
-// on CUDA. The policy's grid is ceil(T / 64) tiles and its split count about
-// sms / tiles, so the CUDA partial launch has num_parts * tiles blocks:
+// on CUDA (the embedding: cuda_embed_parts, at most that). The policy's grid
+// is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA partial launch has num_parts * tiles blocks:
 //   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
 //   8 <= num_splits < 64:        3 sub-parts, about 3 blocks per multiprocessor
 //                                (one block of 4 warps per SM cannot keep enough
@@ -36,6 +36,7 @@ inline constexpr int kPreAbi = 5;
 inline constexpr int kPartialStride = 32;
 inline constexpr int kTokensPerTile = 64;
 HCWARM_HOST_DEVICE constexpr int cuda_subsplits(int s) { return s >= 64 ? 1 : s >= 8 ? 3 : (24 + s - 1) / s; }
+HCWARM_HOST_DEVICE constexpr int cuda_num_parts(int s) { return s * cuda_subsplits(s); }
 inline constexpr int kCudaThreads = 128;
 // The CUDA hc_pre kernels' largest hidden size: the finish holds a token's y in
 // registers (hidden / 8 vectors over 128 threads).
@@ -46,6 +47,29 @@ inline constexpr int kCudaMaxHidden = 8192;
 // smaller buckets would get too few blocks. 4 (64 tokens,
 // kCudaThreads) otherwise and in the generic kernel.
 HCWARM_HOST_DEVICE constexpr int cuda_partial_warps(int s) { return s >= 1 && s <= 2 ? 8 : 4; }
+// The first layer's embedding (input EMBED) is one stream, a quarter of K: at
+// the residual's part count a block would stream one to three 128-column
+// chunks, and the partials would cost a fifth of the embedding's bytes at 4096
+// (docs/BENCHMARKS.md, "The first layer's pre from the embedding"). So it runs
+// fewer, wider parts where tokens are plentiful: as few as a quarter of the
+// residual's (as wide as the residual's parts), as long as the partial grid
+// keeps kCudaEmbedBlocksPerSm blocks per SM. Any count from 1 to
+// cuda_num_parts(s) is valid for the kernels; this one is the plan's choice.
+inline constexpr int kCudaEmbedBlocksPerSm = 3;
+HCWARM_HOST_DEVICE constexpr int cuda_embed_parts(int s, long long num_tokens, int num_sms) {
+  const int full = cuda_num_parts(s);
+  const long long tile = 16LL * cuda_partial_warps(s);
+  const long long tiles = (num_tokens + tile - 1) / tile;
+  if (num_sms <= 0 || tiles <= 0) return full;
+  const long long want = ((long long)kCudaEmbedBlocksPerSm * num_sms + tiles - 1) / tiles;
+  const int fewest = (full + 3) / 4;
+  return want >= full ? full : want <= fewest ? fewest : (int)want;
+}
+static_assert(cuda_embed_parts(1, 16384, 132) == 6 && cuda_embed_parts(4, 2048, 132) == 13 &&
+                  cuda_embed_parts(16, 512, 132) == 48 && cuda_embed_parts(112, 1, 132) == 112 &&
+                  cuda_embed_parts(1, 16384, 0) == 24,
+              "the embedding's parts: a quarter of the residual's at 16384 tokens, 13 of 24 at 2048 (3 blocks per SM "
+              "of 132), all of them where the tiles are few, all without an SM count");
 // Dynamic shared memory of the mma_smem partial kernel: two stages of its
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
 HCWARM_HOST_DEVICE constexpr int cuda_partial_smem_stages(int warps, int stages) { return stages * warps * 16 * 128 * 2; }

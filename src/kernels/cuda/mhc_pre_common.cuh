@@ -177,7 +177,9 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > hcwarm_mhc::kCudaMaxHidden) return false;
   if (p.num_splits < 1) return false;
   if (SPLIT_CLASS != 0 && hcwarm_mhc::cuda_split_class(p.num_splits) != SPLIT_CLASS) return false;
-  const int parts = ONE_PASS ? hcwarm_mhc::kOnePassParts : p.num_splits * hcwarm_mhc::cuda_subsplits(p.num_splits);
+  const int parts = ONE_PASS ? hcwarm_mhc::kOnePassParts : hcwarm_mhc::cuda_num_parts(p.num_splits);
+  // The embedding may run fewer, wider parts (hcwarm_mhc::cuda_embed_parts): the finish batch still covers them.
+  if (!ONE_PASS && p.input == hcwarm_mhc::kInputEmbed) return p.num_parts >= 1 && p.num_parts <= parts;
   return p.num_parts == parts;
 }
 

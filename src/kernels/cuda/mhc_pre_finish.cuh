@@ -188,7 +188,6 @@ template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = fals
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
-  const int S = p.num_splits;
   // The generic kernel batches as the 5-21 class does (decode's 112 parts in two
   // rounds, not a chain of loads; section 3f); 160 would leave it at its 168-register limit.
   constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
@@ -202,7 +201,8 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   const long long t = T - 1 - (split && b >= T ? b - T : b);
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
   constexpr int kStreamX = hcwarm_mhc::cuda_finish_streams(SPLIT_CLASS) ? 1 : 0;
-  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, S * hcwarm_mhc::cuda_subsplits(S), role);
+  // p.num_parts: shape_ok held it to the split count's parts (the embedding's may be fewer).
+  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
 }
 
 // The entry point instantiated by name (jit/kernel_entry.hpp): hcwarm_mhc::kCudaThreads

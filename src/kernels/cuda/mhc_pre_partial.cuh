@@ -289,9 +289,9 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
-  const int S = p.num_splits;
   constexpr int kWarps = SPLIT_CLASS != 0 ? hcwarm_mhc::cuda_partial_warps(SPLIT_CLASS) : 4;
-  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, S * hcwarm_mhc::cuda_subsplits(S));
+  // p.num_parts: shape_ok held it to the split count's parts (the embedding's may be fewer).
+  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, p.num_parts);
 }
 
 template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
