@@ -68,7 +68,7 @@ struct HcPreLaunchPlan {
   int kernel_splits = 1;  // what the kernels run with (params.num_splits): 1 with the one-pass kernel
   int split_class = 1;    // the unit of specialization: Cuda, cuda_split_class(kernel_splits); Cpu, kernel_splits
   // What the launch needs.
-  int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts; the embedding's: hcwarm_mhc::cuda_embed_parts)
+  int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts; cuda_embed_parts)
   int partial_warps = 0;          // Cuda: the partial kernel's block, 16 tokens a warp
   unsigned one_pass_threads = 0;  // OnePass: its block (the launch bounds of its source)
   // Scratch for num_tokens: the split pair's partials and, with the one-pass

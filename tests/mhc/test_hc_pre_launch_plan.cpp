@@ -259,9 +259,6 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   EXPECT_THROW(plan_hc_pre_launch(bad), Error);
 }
 
-// How far the one-pass kernel's TMA runs ahead of its y (the launcher passes it
-// from the device's L2): the rows of that many 128-token chunks fit 60% of the
-// L2, at most kOnePassWindow, at least one; 5 where the L2 is not known.
 // The embedding's split pair: fewer, wider parts where tokens are plentiful,
 // never fewer than a quarter of the residual's, and a grid of at least 3 blocks
 // per SM wherever it runs fewer than the residual's; the workspace follows.
@@ -300,6 +297,9 @@ TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
   EXPECT_EQ(unknown.split_parts, cuda::cuda_num_parts(unknown.kernel_splits));
 }
 
+// How far the one-pass kernel's TMA runs ahead of its y (the launcher passes it
+// from the device's L2): the rows of that many 128-token chunks fit 60% of the
+// L2, at most kOnePassWindow, at least one; 5 where the L2 is not known.
 TEST(HcPreLaunchPlan, OnePassWindowKeepsItsRowsInSixtyPercentOfTheL2) {
   using hcwarm_mhc::kOnePassWindow;
   using hcwarm_mhc::one_pass_window;

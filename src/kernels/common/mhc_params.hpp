@@ -11,7 +11,8 @@
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
 // on CUDA (the embedding: cuda_embed_parts, at most that). The policy's grid
-// is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA partial launch has num_parts * tiles blocks:
+// is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA
+// partial launch has num_parts * tiles blocks:
 //   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
 //   8 <= num_splits < 64:        3 sub-parts, about 3 blocks per multiprocessor
 //                                (one block of 4 warps per SM cannot keep enough
