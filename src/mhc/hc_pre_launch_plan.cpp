@@ -70,10 +70,15 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
                         : cuda::cuda_num_parts(p.kernel_splits);
     p.partial_warps = cuda::cuda_partial_warps(p.kernel_splits);
     if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
+    p.fold_fn = p.input == HcPreInput::Embed && hcwarm_mhc::cuda_embed_folds(p.num_tokens);
   }
   if (r.backend != Backend::Reference && p.num_tokens > 0) {
     p.workspace_bytes =
         static_cast<size_t>(p.num_tokens) * p.split_parts * hcwarm_mhc::kPartialStride * sizeof(float);
+    if (p.fold_fn) {  // after the partials: a multiple of 128 bytes from the workspace's start
+      p.fold_offset = p.workspace_bytes;
+      p.workspace_bytes += static_cast<size_t>(hcwarm_mhc::fold_bytes(r.dims.hc_mult, r.dims.hidden));
+    }
     if (p.one_pass()) p.workspace_bytes = std::max(p.workspace_bytes, cuda::one_pass_workspace_bytes(p.num_tokens));
   }
   return p;

@@ -71,9 +71,13 @@ struct HcPreLaunchPlan {
   int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts; cuda_embed_parts)
   int partial_warps = 0;          // Cuda: the partial kernel's block, 16 tokens a warp
   unsigned one_pass_threads = 0;  // OnePass: its block (the launch bounds of its source)
-  // Scratch for num_tokens: the split pair's partials and, with the one-pass
-  // kernel, its counters and ring (a device too busy to host its cooperative
-  // grid runs the pair instead, on the same split count).
+  // Cuda, input Embed: fn folded over the streams once, by the fold kernel, into the
+  // workspace at fold_offset (hcwarm_mhc::cuda_embed_folds), not in every partial block.
+  bool fold_fn = false;
+  size_t fold_offset = 0;
+  // Scratch for num_tokens: the split pair's partials (then the folded fn) and, with
+  // the one-pass kernel, its counters and ring (a device too busy to host its
+  // cooperative grid runs the pair instead, on the same split count).
   size_t workspace_bytes = 0;
 
   bool one_pass() const { return form == HcPreKernelForm::OnePass; }
@@ -86,7 +90,9 @@ struct HcPreLaunchPlan {
 // hc 4 with hidden a multiple of 1024 up to 7168 (cuda::one_pass_supported),
 // in the buckets of at most cuda::one_pass_max_splits(hidden) splits (a
 // Kernel-count request: where it is 1). Everything else runs the split-K pair
-// on the requested count. num_splits < 1: InvalidArgument.
+// on the requested count; with the embedding, on fewer, wider parts
+// (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
+// (hcwarm_mhc::cuda_embed_folds). num_splits < 1: InvalidArgument.
 HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
 
 }  // namespace hcwarm::mhc

@@ -126,10 +126,16 @@ TEST(MhcPreCudaSource, EmbedCompilesUnderNvrtc) {
       const std::string bytes(reinterpret_cast<const char*>(image.data()), image.size());
       for (const auto& e : src.entries) found += bytes.find(e.symbol) != std::string::npos;
     }
-    EXPECT_EQ(src.entries.size(), 2u);
-    EXPECT_EQ(found, 2u);
-    // The kernels take the embedding's input kind as a template argument.
-    for (const auto& e : src.entries) EXPECT_NE(e.expression.find(", 1, "), std::string::npos) << e.expression;
+    // The partial, the finish and the fn fold, each in its own part.
+    ASSERT_EQ(src.entries.size(), 3u);
+    EXPECT_EQ(found, 3u);
+    EXPECT_EQ(src.parts, 3);
+    EXPECT_NE(src.entries[2].expression.find("::mhc_pre_fold_kernel<4, 4096>"), std::string::npos)
+        << src.entries[2].expression;
+    // The pair takes the embedding's input kind as a template argument.
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_NE(src.entries[i].expression.find(", 1, "), std::string::npos) << src.entries[i].expression;
+    }
   }
 }
 

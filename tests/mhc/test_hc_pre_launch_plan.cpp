@@ -64,12 +64,16 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
   EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
   EXPECT_EQ(has_one_pass_entry(spec), plan.one_pass()) << where;
-  EXPECT_EQ(spec.parts, plan.one_pass() ? 3 : 2) << where;
+  // The embedding's specializations carry the fn fold as their third part.
+  const bool embed = plan.input == HcPreInput::Embed;
+  EXPECT_EQ(spec.parts, plan.one_pass() || embed ? 3 : 2) << where;
   const cuda::MhcPreEntries e = cuda::mhc_pre_entries(plan);
-  ASSERT_EQ(spec.entries.size(), plan.one_pass() ? 3u : 2u) << where;
+  ASSERT_EQ(spec.entries.size(), plan.one_pass() || embed ? 3u : 2u) << where;
   EXPECT_EQ(spec.entries[0], e.partial) << where;
   EXPECT_EQ(spec.entries[1], e.finish) << where;
   EXPECT_EQ(e.one_pass.has_value(), plan.one_pass()) << where;
+  EXPECT_EQ(e.fold.has_value(), embed) << where;
+  if (embed) EXPECT_EQ(spec.entries[2], *e.fold) << where;
   if (plan.one_pass()) {
     EXPECT_EQ(plan.kernel_splits, 1) << where;
     EXPECT_EQ(plan.one_pass_threads, cuda::one_pass_threads(plan.dims.hidden)) << where;
@@ -281,9 +285,8 @@ TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
         if (embed.split_parts < full) EXPECT_GE(blocks, 3 * sms) << where;
         // One part fewer would leave the grid short of 3 blocks per SM, or go below a quarter.
         if (embed.split_parts * 4 > full + 3) EXPECT_LT((embed.split_parts - 1) * ((t + tile - 1) / tile), 3 * sms) << where;
-        EXPECT_EQ(embed.workspace_bytes,
-                  static_cast<size_t>(t) * embed.split_parts * hcwarm_mhc::kPartialStride * sizeof(float))
-            << where;
+        const size_t partials = static_cast<size_t>(t) * embed.split_parts * hcwarm_mhc::kPartialStride * sizeof(float);
+        EXPECT_EQ(embed.workspace_bytes, partials + (embed.fold_fn ? 24 * hidden * sizeof(float) : 0)) << where;
         if (!residual.one_pass()) EXPECT_EQ(residual.split_parts, full) << where;  // residual streams: unchanged
       }
       // The largest bucket runs a quarter of the residual's parts; decode all of them.
@@ -295,6 +298,35 @@ TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
   // Without an SM count (a key's plan): the residual's count.
   const HcPreLaunchPlan unknown = plan_for_tokens(Backend::Cuda, {4, 7168}, 132, 16384, true, {}, HcPreInput::Embed);
   EXPECT_EQ(unknown.split_parts, cuda::cuda_num_parts(unknown.kernel_splits));
+}
+
+// The embedding's fn is folded once per call, by the fold kernel, from
+// kCudaEmbedFoldMinTokens tokens on: the plan sets the room for it after the
+// partials. Other inputs, smaller calls and other backends fold nothing.
+TEST(HcPreLaunchPlan, EmbeddingFoldsFnOnceWhereTokensArePlentiful) {
+  for (const int hidden : {4096, 7168}) {
+    const MhcDims d{4, hidden};
+    CudaKernelOptions cuda;
+    cuda.num_sms = 132;
+    for (const int64_t t : {1, 512, 2047, 2048, 4500, 16384}) {
+      const std::string where = "D " + std::to_string(hidden) + " T " + std::to_string(t);
+      const HcPreLaunchPlan embed = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda, HcPreInput::Embed);
+      EXPECT_EQ(embed.fold_fn, t >= 2048) << where;
+      const size_t partials = static_cast<size_t>(t) * embed.split_parts * hcwarm_mhc::kPartialStride * sizeof(float);
+      EXPECT_EQ(embed.fold_offset, embed.fold_fn ? partials : 0) << where;
+      EXPECT_EQ(embed.fold_offset % 16, 0u) << where;  // the fold kernel stores 16 bytes at a time
+      EXPECT_EQ(embed.workspace_bytes, partials + (embed.fold_fn ? 24u * hidden * sizeof(float) : 0)) << where;
+      for (const HcPreInput other : {HcPreInput::Residual, HcPreInput::Post}) {
+        EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda, other).fold_fn) << where;
+      }
+      EXPECT_FALSE(plan_for_tokens(Backend::Cpu, d, 132, t, true, {}, HcPreInput::Embed).fold_fn) << where;
+    }
+    // A bucket's plan (no token count, its key) folds nothing; its kernels still carry the fold.
+    const HcPreLaunchPlan bucket = plan_hc_pre_launch({.backend = Backend::Cuda, .dims = d, .cuda = cuda,
+                                                       .input = HcPreInput::Embed, .num_splits = 1});
+    EXPECT_FALSE(bucket.fold_fn);
+    EXPECT_TRUE(cuda::mhc_pre_entries(bucket).fold.has_value());
+  }
 }
 
 // How far the one-pass kernel's TMA runs ahead of its y (the launcher passes it

@@ -51,6 +51,9 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
   // The names the plan's source instantiated (mhc_pre_cuda_source writes them from the same function).
   const MhcPreEntries e = mhc_pre_entries(plan);
   auto k = bind_split_pair(std::move(module), e.partial, e.finish, plan.partial_warps);
+  if (e.fold) {
+    static_cast<CudaKernels&>(*k).cuda.fold = static_cast<CUfunction>(k->module->function(e.fold->symbol.c_str()));
+  }
   if (e.one_pass) {
     const auto f = static_cast<CUfunction>(k->module->function(e.one_pass->symbol.c_str()));
     auto& cuda = static_cast<CudaKernels&>(*k).cuda;
@@ -93,6 +96,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
     k->partial_by_input[input] = k->cuda.partial;
     k->finish_by_input[input] = k->cuda.finish;
   }
+  k->cuda.fold = static_cast<CUfunction>(k->module->function(generic_fold_entry().symbol));
   if (one_pass_) {
     const auto f = static_cast<CUfunction>(
         k->module->function(generic_one_pass_entry(fused_norm, fast_finish_).symbol));
@@ -120,11 +124,17 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const mhc::HcPreLaunchPlan& plan, const LaunchContext& launch, int stages) {
   // stages other than 3 time the pair's kernels apart (benchmarks).
+  // The folded fn goes after the partials in the workspace (the plan sized it); kernels
+  // bound without the fold (a spec's own entries) leave the partial to fold fn itself.
+  if (plan.fold_fn && static_cast<const CudaKernels&>(kernels).cuda.fold != nullptr) {
+    p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
+  }
   launch_kernels(kernels, p, plan.one_pass() && stages == 3, plan.split_parts, launch, stages);
 }
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
+  p.fn_folded = nullptr;  // no plan, no room set aside for it
   launch_kernels(kernels, p, false, cuda_num_parts(p.num_splits), launch, stages);
 }
 

@@ -153,13 +153,38 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     if (stages != 3 || p.input != hcwarm_mhc::kInputResidual) return kInvalidValue;
     return launch_one_pass(d, k.one_pass, p, stream);
   }
+  // The folded fn is the partial stage's input: only with it, and only for the embedding.
+  const bool fold = p.fn_folded != nullptr;
+  if (fold && (k.fold == nullptr || p.input != hcwarm_mhc::kInputEmbed)) return kInvalidValue;
+  const bool pdl = k.pdl && d.cuLaunchKernelEx != nullptr;
+  // A launch of f on `stream`, as a programmatic dependent of the kernel before it where `dependent`.
+  const auto launch = [&](CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, bool dependent) {
+    if (!dependent) return d.cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, stream, args, nullptr);
+    CUlaunchAttribute attr;
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c;
+    c.gridDimX = gx;
+    c.gridDimY = gy;
+    c.blockDimX = threads;
+    c.sharedMemBytes = smem;
+    c.hStream = stream;
+    c.attrs = &attr;
+    c.numAttrs = 1;
+    return d.cuLaunchKernelEx(&c, f, args, nullptr);
+  };
   const long long tile_tokens = 16LL * k.partial_warps;
   const unsigned tiles = static_cast<unsigned>((p.num_tokens + tile_tokens - 1) / tile_tokens);
   if (stages & 1) {
+    if (fold) {
+      const unsigned quads = static_cast<unsigned>(hcwarm_mhc::fold_quads(p.hc_mult, p.hidden));
+      const unsigned threads = hcwarm_mhc::kCudaFoldThreads;
+      const CUresult rc = launch(k.fold, (quads + threads - 1) / threads, 1, threads, 0, false);
+      if (rc != CUDA_SUCCESS) return rc;
+    }
     const unsigned smem = p.input == hcwarm_mhc::kInputPost ? k.partial_smem_post : k.partial_smem;
-    const CUresult rc = d.cuLaunchKernel(k.partial, static_cast<unsigned>(p.num_parts), tiles, 1,
-                                         32u * static_cast<unsigned>(k.partial_warps), 1, 1, smem, stream, args,
-                                         nullptr);
+    const CUresult rc = launch(k.partial, static_cast<unsigned>(p.num_parts), tiles,
+                               32u * static_cast<unsigned>(k.partial_warps), smem, fold && pdl);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;
@@ -167,19 +192,7 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   const bool split_finish = p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
                             !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
   const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
-  if (k.pdl && d.cuLaunchKernelEx != nullptr && (stages & 1)) {
-    CUlaunchAttribute pdl;
-    pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    pdl.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig c;
-    c.gridDimX = blocks;
-    c.blockDimX = hcwarm_mhc::kCudaThreads;
-    c.hStream = stream;
-    c.attrs = &pdl;
-    c.numAttrs = 1;
-    return d.cuLaunchKernelEx(&c, k.finish, args, nullptr);
-  }
-  return d.cuLaunchKernel(k.finish, blocks, 1, 1, hcwarm_mhc::kCudaThreads, 1, 1, 0, stream, args, nullptr);
+  return launch(k.finish, blocks, 1, hcwarm_mhc::kCudaThreads, 0, pdl && (stages & 1));
 }
 
 }  // namespace hcwarm::cuda

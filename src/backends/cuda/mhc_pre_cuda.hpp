@@ -22,11 +22,13 @@ namespace hcwarm::cuda {
 // jit::KernelEntry gives the name expression and the mangled symbol the
 // launcher looks up. The entries of one specialization, each in its own part:
 // partial 0, finish 1, one-pass 2 (only in one-pass plans: num_splits 1; see
-// cuda/mhc_pre_one_pass.cuh). partial_warps: the partial kernel's block;
+// cuda/mhc_pre_one_pass.cuh), or with the embedding the fn fold 2
+// (cuda/mhc_pre_fold.cuh). partial_warps: the partial kernel's block;
 // one_pass_threads: the one-pass kernel's (one_pass only).
 struct MhcPreEntries {
   jit::KernelEntry partial, finish;
   std::optional<jit::KernelEntry> one_pass;
+  std::optional<jit::KernelEntry> fold;
 };
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
                               int input, int partial_warps, int one_pass_threads);
@@ -36,6 +38,7 @@ MhcPreEntries mhc_pre_entries(const mhc::HcPreLaunchPlan& plan);
 jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int threads, int min_blocks);
 jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, bool fused_norm, bool fast, int input,
                               int min_blocks);
+jit::KernelEntry fold_entry(int part, int hc, int hidden);
 // head: the mHC head's form (backends/cuda/hc_head_cuda.hpp); threads: one_pass_threads(hidden).
 jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, bool fast, bool head, int threads);
 
@@ -81,7 +84,11 @@ struct MhcPreCudaKernels {
   // The one-pass kernel where the plan took it and the device hosts its grid, or none
   // (the split pair runs). Set up by prepare_one_pass.
   OnePassKernel one_pass;
-  // The finish as a programmatic dependent of the partial (sm_90); off in the portable forms.
+  // The embedding's fn fold (cuda/mhc_pre_fold.cuh), run first where p.fn_folded is set; null
+  // in kernels without it (the partial then folds fn itself: launch_mhc_pre_cuda refuses the pointer).
+  CUfunction fold = nullptr;
+  // The finish as a programmatic dependent of the partial (sm_90), and the partial of the
+  // fold; off in the portable forms.
   bool pdl = true;
 };
 
@@ -94,6 +101,8 @@ struct MhcPreCudaKernels {
 // needs the pointers misaligned_argument() checks 16-byte aligned.
 // Where the driver has cuLaunchKernelEx and k.pdl is set, the finish kernel is a
 // programmatic dependent of the partial kernel (it starts while the partial grid drains).
+// With p.fn_folded set (input EMBED only, and k.fold), the fold kernel runs before the
+// partial stage and the partial is its programmatic dependent in the same way.
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages = 3);
 
@@ -152,9 +161,10 @@ inline bool generic_kernels_built() { return !mhc_pre_generic_fatbin().empty(); 
 const char* generic_kernel_targets();
 // The entry points (explicit instantiations in mhc_pre_generic.cu), by input kind
 // (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost), fused norm and
-// fast_finish; the one-pass kernel reads residual streams only.
+// fast_finish; the one-pass kernel reads residual streams only, the fold serves the embedding.
 jit::KernelEntry generic_partial_entry(int input);
 jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast);
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast);
+jit::KernelEntry generic_fold_entry();
 
 }  // namespace hcwarm::cuda

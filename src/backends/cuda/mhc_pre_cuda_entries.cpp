@@ -33,6 +33,10 @@ jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, boo
                    kPreParams);
 }
 
+jit::KernelEntry fold_entry(int part, int hc, int hidden) {
+  return pre_entry(part, "mhc_pre_fold_kernel", {hc, hidden}, kPreParams);
+}
+
 jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, bool fast, bool head, int threads) {
   return pre_entry(part, "mhc_pre_one_pass_kernel", {hc, hidden, fused_norm, fast, head, threads}, kOnePassParams);
 }
@@ -47,6 +51,8 @@ MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_no
   e.finish = finish_entry(1, split_class, hc, hidden, fused_norm, fast_finish, input,
                           hcwarm_mhc::cuda_finish_streams(split_class) ? 8 : 3);
   if (one_pass) e.one_pass = one_pass_entry(2, hc, hidden, fused_norm, fast_finish, false, one_pass_threads);
+  // The embedding's fn fold, which the launch runs where the plan folds (HcPreLaunchPlan::fold_fn).
+  if (input == hcwarm_mhc::kInputEmbed) e.fold = fold_entry(2, hc, hidden);
   return e;
 }
 
@@ -60,6 +66,8 @@ jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast) {
   check_input(input);
   return finish_entry(0, 0, 4, 0, fused_norm, fast, input, 3);
 }
+
+jit::KernelEntry generic_fold_entry() { return fold_entry(0, 4, 0); }
 
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast) {
   return one_pass_entry(0, 4, 0, fused_norm, fast, false, hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden));

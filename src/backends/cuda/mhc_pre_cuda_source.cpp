@@ -79,6 +79,11 @@ jit::KernelSource generate(const SourceShape& s) {
     out.entries.push_back(std::move(*e.one_pass));
     out.parts = 3;
   }
+  if (e.fold) {  // never beside the one-pass kernel (embedding input): part 2 is free
+    out.text += part(2, "mhc_pre_fold.cuh");
+    out.entries.push_back(std::move(*e.fold));
+    out.parts = 3;
+  }
   return out;
 }
 

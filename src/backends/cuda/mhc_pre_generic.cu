@@ -8,6 +8,7 @@
 // one-pass kernels come in both reciprocal forms, as the specializations do
 // (fast_finish).
 #include "cuda/mhc_pre.cuh"
+#include "cuda/mhc_pre_fold.cuh"
 // The one-pass kernel (TMA, mbarriers) exists from sm_90; the sm_80 image holds
 // the split pair alone, which is all the portable forms run.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -16,7 +17,7 @@
 
 // Explicit instantiations of the kernel headers' __global__ templates; the
 // host finds them by the mangled names of generic_partial_entry,
-// generic_finish_entry and generic_one_pass_entry (mhc_pre_cuda.hpp), whose
+// generic_finish_entry, generic_fold_entry and generic_one_pass_entry (mhc_pre_cuda.hpp), whose
 // template arguments these repeat: split class 0, hc 4, hidden 0 (both from the
 // params), hcwarm_mhc::kCudaThreads a block and 3 blocks per SM; the one-pass
 // kernel with the largest block (hcwarm_mhc::kOnePassMaxHidden's).
@@ -29,6 +30,8 @@ constexpr int kThreads = hcwarm_mhc::kCudaThreads;
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kThreads, 3>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kEmbed, kThreads, 3>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kPost, kThreads, 3>(hcwarm_mhc_pre_params);
+
+template __global__ void mhc_pre_fold_kernel<4, 0>(hcwarm_mhc_pre_params);
 
 // Per input kind: norm x reciprocal form.
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, 3>(hcwarm_mhc_pre_params);

@@ -33,12 +33,22 @@
 // launchers (grids, blocks, shared memory, workspace) read alike.
 namespace hcwarm_mhc {
 
-inline constexpr int kPreAbi = 5;
+inline constexpr int kPreAbi = 6;
 inline constexpr int kPartialStride = 32;
 inline constexpr int kTokensPerTile = 64;
 HCWARM_HOST_DEVICE constexpr int cuda_subsplits(int s) { return s >= 64 ? 1 : s >= 8 ? 3 : (24 + s - 1) / s; }
 HCWARM_HOST_DEVICE constexpr int cuda_num_parts(int s) { return s * cuda_subsplits(s); }
 inline constexpr int kCudaThreads = 128;
+// The embedding's fn fold (cuda/mhc_pre_fold.cuh): its block, four columns a
+// thread, its threads' count (quads of fn's (mix, D) fold) and its output's bytes.
+inline constexpr int kCudaFoldThreads = 256;
+HCWARM_HOST_DEVICE constexpr long long fold_quads(int hc, long long hidden) { return hc * (2LL + hc) * hidden / 4; }
+HCWARM_HOST_DEVICE constexpr long long fold_bytes(int hc, long long hidden) { return 16 * fold_quads(hc, hidden); }
+// Where the embedding's fn is folded once per call, not per partial block and chunk: from
+// kCudaEmbedFoldMinTokens tokens, where it took 13-18% off the call; at decode sizes its
+// launch would lengthen a latency chain (docs/BENCHMARKS.md, "The first layer's pre from the embedding").
+inline constexpr long long kCudaEmbedFoldMinTokens = 2048;
+HCWARM_HOST_DEVICE constexpr bool cuda_embed_folds(long long num_tokens) { return num_tokens >= kCudaEmbedFoldMinTokens; }
 // The CUDA hc_pre kernels' largest hidden size: the finish holds a token's y in
 // registers (hidden / 8 vectors over 128 threads).
 inline constexpr int kCudaMaxHidden = 8192;
@@ -217,6 +227,9 @@ struct hcwarm_mhc_pre_params {
   const float* prev_post;             // (T, hc): post of the previous pre step
   const float* prev_comb;             // (T, hc, hc): comb of the previous pre step
   unsigned short* residual_out;       // (T, hc, D) bf16 bits: the new residual
+  // Input EMBED only: fn folded over the streams, (mix, D), written by the fold
+  // kernel the partial kernel depends on; null: the partial folds each chunk itself.
+  float* fn_folded;
 };
 // A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned): the
 // one-pass kernel's view of the residual as (T rows, hc * hidden columns).

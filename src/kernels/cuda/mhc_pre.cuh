@@ -25,6 +25,9 @@
 //   streams (column d: the f32 sum of fn's columns j D + d), so it does a
 //   quarter of the residual input's tensor-core work; the results match those
 //   on the materialized copies within the tolerances of docs/MATH.md, not bit for bit.
+//   From hcwarm_mhc::kCudaEmbedFoldMinTokens tokens the fold kernel
+//   (cuda/mhc_pre_fold.cuh) forms that folded fn once per call and the partial
+//   kernel, its programmatic dependent, reads it (p.fn_folded): the same sums, bit for bit.
 //   hcwarm_mhc::kInputPost (the fused sublayer boundary): a K-part is a range
 //   of hidden positions d across all hc streams; the partial kernel reads the
 //   previous residual and post_x of its rows, computes each new-residual
@@ -48,6 +51,8 @@
 //             (hcwarm_mhc::cuda_partial_smem_post(warps) with input POST).
 //   finish:   grid (T), or (2 T) for T <= hcwarm_mhc::kCudaFinishSplitTokens outside the streaming
 //             classes (FinishRole); block 128, no dynamic shared memory.
+//   fold:     (input EMBED, p.fn_folded set) before the partial: grid
+//             ceil(fold_quads(hc, D) / kCudaFoldThreads), block kCudaFoldThreads.
 //   one-pass: see cuda/mhc_pre_one_pass.cuh: grid hcwarm_mhc::kOnePassBlocks, cooperative,
 //             block hcwarm_mhc::one_pass_threads(hidden), dynamic shared memory
 //             hcwarm_mhc::one_pass_smem(hidden); a TMA map of the residual as its second argument.

@@ -70,7 +70,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   const bool active = t0 < T;  // idle warps still help with fn and the barriers
 
   // The embedding's hc streams are one row: its parts cover D columns, and fn
-  // is folded over the streams (fold_fn4), a quarter of the tensor-core work.
+  // is folded over the streams (fold_fn4 per chunk, or once per call into
+  // p.fn_folded by the fold kernel), a quarter of the tensor-core work.
   long long k0, k1;
   if (post_in) {
     post_part_range(D, P, part, k0, k1);
@@ -178,6 +179,10 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // 12 more live registers would spill at their 128 and their many
   // blocks hide the latency.
   constexpr bool kFnEarly = WARPS <= 4;
+  // The embedding's fn folded ahead by the fold kernel (cuda/mhc_pre_fold.cuh), or null;
+  // null at compile time for the other inputs, whose code stays as it was.
+  constexpr bool kMayFold = INPUT == hcwarm_mhc::kInputEmbed || INPUT == hcwarm_mhc::kInputRuntime;
+  const float* folded = kMayFold && embed ? p.fn_folded : nullptr;
   auto load_fn = [&](long long kc, F4 (&f)[kF4PerThread]) {
 #pragma unroll
     for (int i = 0; i < kF4PerThread; ++i) {
@@ -187,7 +192,9 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
       const long long kk = kc + cc;
       const long long col = post_in ? post_col(kc, cc, D) : kk;
       const bool ok = (kF4 % kThreads == 0 || e < kF4) && kk < k1;
-      if (kFnEarly) {
+      if (folded != nullptr) {
+        f[i] = ok ? ldcg_f4(folded + n * D + col) : zf;
+      } else if (kFnEarly) {
         f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);
       } else {
         f[i] = !ok ? zf : fold_fn4<HC>(p.fn + n * K + col, D, true, embed);
@@ -196,7 +203,8 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   };
 
   // Chunks 0 .. STAGES - 2 in flight before the loop; chunk i lands in stage i % STAGES.
-  if (k0 < k1) load_fn(k0, fr);
+  // With the folded fn the rows go first: they do not depend on the fold kernel, its fn does.
+  if (folded == nullptr && k0 < k1) load_fn(k0, fr);
 #pragma unroll
   for (int i = 0; i + 1 < STAGES; ++i) {
     if (k0 + (long long)i * kChunk < k1) {
@@ -204,6 +212,10 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
     } else {
       cp_async_commit();
     }
+  }
+  if (folded != nullptr) {
+    griddep_wait();
+    if (k0 < k1) load_fn(k0, fr);
   }
   int buf = 0;     // fn fragments of this chunk: sb[buf]
   int xstage = 0;  // its residual rows

@@ -65,7 +65,16 @@ __device__ __forceinline__ float ldcg_f32_if(const float* p, bool valid) {
       : "l"(p), "r"((int)valid));
   return v;
 }
-// Volatile with a memory clobber: it stays after the griddepcontrol.wait that orders it after its writer.
+// These two are volatile with a memory clobber: each stays after the griddepcontrol.wait that orders it
+// after its writer.
+__device__ __forceinline__ F4 ldcg_f4(const float* p) {
+  F4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
 __device__ __forceinline__ U4 ldcg_u4(const void* p) {
   U4 v;
   asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
