@@ -124,11 +124,9 @@ bool CudaHcPreBackend::capturing(const LaunchContext& launch) const { return lau
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const mhc::HcPreLaunchPlan& plan, const LaunchContext& launch, int stages) {
   // stages other than 3 time the pair's kernels apart (benchmarks).
-  // The folded fn goes after the partials in the workspace (the plan sized it); kernels
-  // bound without the fold (a spec's own entries) leave the partial to fold fn itself.
-  if (plan.fold_fn && static_cast<const CudaKernels&>(kernels).cuda.fold != nullptr) {
-    p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
-  }
+  // The folded fn goes after the partials in the workspace (the plan sized it). Kernels bound
+  // from the plan or the generic fatbin carry the fold; the launcher refuses any without it.
+  if (plan.fold_fn) p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
   launch_kernels(kernels, p, plan.one_pass() && stages == 3, plan.split_parts, launch, stages);
 }
 
