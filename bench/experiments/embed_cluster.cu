@@ -1,0 +1,388 @@
+// The first layer's pre from the embedding in one pass on a thread-block
+// cluster (embed_cluster_kernel.cuh, beside this file) against the split-K pair as the
+// library runs it from 2048 tokens (the fold kernel, then partial and finish):
+// graph-replay µs over rotating inputs larger than the L2, fused norm on, and
+// both routes' y, post and comb against a float64 reference of the same
+// arithmetic (bf16 y, rounded once; the norm over the rounded y) on the first
+// and last tokens. Standalone: bench/experiments/build.sh embed_cluster, then
+// ./embed_cluster [T...] on the GPU machine (CHECK_ONLY=1: one call per route, no timing).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <cuda_runtime.h>
+#include "cuda/mhc_pre.cuh"
+#include "cuda/mhc_pre_fold.cuh"
+#include "embed_cluster_kernel.cuh"
+using namespace hcwarm_kernels::cuda;
+
+#define CK(x)                                                                   \
+  do {                                                                          \
+    cudaError_t e_ = (x);                                                       \
+    if (e_ != cudaSuccess) {                                                    \
+      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+constexpr int kEmbed = hcwarm_mhc::kInputEmbed;
+
+__global__ void fill_bf16(unsigned short* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    const float u = ((h & 0xffff) + 0.5f) / 65536.f, v = ((h >> 16) + 0.5f) / 65536.f;
+    const float g = sqrtf(-2.f * logf(u)) * cosf(6.2831853f * v);
+    p[i] = (unsigned short)(__float_as_uint(g) >> 16);
+  }
+}
+__global__ void fill_f32(float* p, size_t n, unsigned seed, float scale, float offset) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    p[i] = offset + scale * (((h & 0xffffff) + 0.5f) / 16777216.f - 0.5f);
+  }
+}
+
+static cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute a;
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
+static void launch_fold(void* fold, hcwarm_mhc_pre_params& p, cudaStream_t s) {
+  void* args[] = {&p};
+  const int quads = 24 * p.hidden / 4;
+  CK(cudaLaunchKernel(fold, dim3((quads + hcwarm_mhc::kCudaFoldThreads - 1) / hcwarm_mhc::kCudaFoldThreads),
+                      dim3(hcwarm_mhc::kCudaFoldThreads), args, 0, s));
+}
+
+// The pair as the library launches it (fold first, partial and finish its programmatic dependents).
+struct Pair {
+  void *partial, *finish, *fold;
+  int warps;
+  void launch(hcwarm_mhc_pre_params p, cudaStream_t s) const {
+    void* args[] = {&p};
+    cudaLaunchAttribute a = pdl_attr();
+    launch_fold(fold, p, s);
+    const int tile = 16 * warps;
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(p.num_parts, (unsigned)((p.num_tokens + tile - 1) / tile));
+    c.blockDim = dim3(32 * warps);
+    c.dynamicSmemBytes = hcwarm_mhc::cuda_partial_smem(warps);
+    c.stream = s;
+    c.attrs = &a;
+    c.numAttrs = 1;
+    CK(cudaLaunchKernelExC(&c, partial, args));
+    cudaLaunchConfig_t f{};
+    const bool split = p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
+                       !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
+    f.gridDim = dim3((unsigned)p.num_tokens * (split ? 2 : 1));
+    f.blockDim = dim3(hcwarm_mhc::kCudaThreads);
+    f.stream = s;
+    f.attrs = &a;
+    f.numAttrs = 1;
+    CK(cudaLaunchKernelExC(&f, finish, args));
+  }
+};
+
+template <int CLASS, int D>
+Pair pair_kernels() {
+  constexpr int w = hcwarm_mhc::cuda_partial_warps(CLASS);
+  constexpr bool stream = hcwarm_mhc::cuda_finish_streams(CLASS);
+  return {(void*)mhc_pre_partial_kernel<CLASS, 4, D, kEmbed, 32 * w, w == 8 ? 2 : 3>,
+          (void*)mhc_pre_finish_kernel<CLASS, 4, D, true, true, kEmbed, stream ? 8 : 3>,
+          (void*)mhc_pre_fold_kernel<4, D>, w};
+}
+template <int D>
+Pair pair_for(int cls) {
+  switch (cls) {
+    case 1: return pair_kernels<1, D>();
+    case 2: return pair_kernels<2, D>();
+    case 3: return pair_kernels<3, D>();
+    case 5: return pair_kernels<5, D>();
+    default: return pair_kernels<22, D>();
+  }
+}
+
+// The cluster kernel: the fold first (or none: each block folds its slice), the kernel its programmatic dependent.
+struct Cluster {
+  const char* name;
+  void* kernel;
+  void* fold;
+  int tokens, stages, smem;
+  bool use_fold;
+  int clusters = 0;  // the persistent grid: clusters resident at once, at most the tiles
+  void prepare(long long T) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    cudaLaunchConfig_t c = config(1, nullptr);
+    int most = 0;
+    CK(cudaOccupancyMaxActiveClusters(&most, kernel, &c));
+    clusters = (int)std::min<long long>(most, (T + tokens - 1) / tokens);
+  }
+  cudaLaunchConfig_t config(int n, cudaStream_t s) const {
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(n * kEmbedCluster);
+    c.blockDim = dim3(kEmbedClusterThreads);
+    c.dynamicSmemBytes = smem;
+    c.stream = s;
+    return c;
+  }
+  void launch(hcwarm_mhc_pre_params p, cudaStream_t s) const {
+    void* args[] = {&p};
+    cudaLaunchAttribute a = pdl_attr();  // the cluster's size is the kernel's (__cluster_dims__)
+    if (use_fold) {
+      launch_fold(fold, p, s);
+    } else {
+      p.fn_folded = nullptr;
+    }
+    cudaLaunchConfig_t c = config(clusters, s);
+    c.attrs = &a;
+    c.numAttrs = use_fold ? 1 : 0;
+    CK(cudaLaunchKernelExC(&c, kernel, args));
+  }
+};
+
+// use_fold false: each block folds its slice of fn from fn itself (measured: 1-6% slower than after the fold kernel).
+template <int D, int TOKENS, int STAGES>
+Cluster cluster_kernel(const char* name, bool use_fold) {
+  return {name, (void*)mhc_pre_embed_cluster_kernel<D, TOKENS, STAGES, true, true>, (void*)mhc_pre_fold_kernel<4, D>,
+          TOKENS, STAGES, embed_cluster_smem(D, TOKENS, STAGES), use_fold};
+}
+
+int split_rule(long long T, int D, int sms) {
+  const long long grid = std::max(1LL, (T + 63) / 64);
+  const long long cap = ((4LL * D + 63) / 64) / 4;
+  return (int)std::max(1LL, std::min((long long)sms / grid, cap));
+}
+
+static float bf(unsigned short h) {
+  unsigned u = (unsigned)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static double round_bf16(double v) {
+  float f = (float)v;
+  unsigned u;
+  memcpy(&u, &f, 4);
+  u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// Errors of one route against the float64 reference on the checked tokens.
+struct Errors {
+  double y_ulps = 0, post_rel = 0, comb_rel = 0;
+};
+
+struct Host {
+  std::vector<unsigned short> x, nw;
+  std::vector<float> fn, scale, base;
+};
+
+Errors check(const Host& h, int D, long long T, const std::vector<long long>& toks, const std::vector<unsigned short>& y,
+             const std::vector<float>& post, const std::vector<float>& comb) {
+  Errors e;
+  const double K = 4.0 * D;
+  for (long long t : toks) {
+    const unsigned short* x = h.x.data() + t * D;
+    double mix[24] = {0}, ss = 0;
+    for (int d = 0; d < D; ++d) {
+      const double v = bf(x[d]);
+      ss += 4 * v * v;
+      for (int n = 0; n < 24; ++n) {
+        double f = 0;
+        for (int j = 0; j < 4; ++j) f += h.fn[(size_t)n * 4 * D + j * D + d];
+        mix[n] += f * v;
+      }
+    }
+    const double r = 1.0 / std::sqrt(ss / K + 1e-6);
+    double pre[4];
+    for (int i = 0; i < 4; ++i) pre[i] = 1.0 / (1.0 + std::exp(-(mix[i] * r * h.scale[0] + h.base[i]))) + 1e-6;
+    for (int i = 0; i < 4; ++i) {
+      const double ref = 2.0 / (1.0 + std::exp(-(mix[4 + i] * r * h.scale[1] + h.base[4 + i])));
+      e.post_rel = std::max(e.post_rel, std::fabs(post[t * 4 + i] - ref) / std::fabs(ref));
+    }
+    double c[4][4];
+    for (int i = 0; i < 4; ++i) {
+      double m = -1e300;
+      for (int j = 0; j < 4; ++j) m = std::max(m, c[i][j] = mix[8 + 4 * i + j] * r * h.scale[2] + h.base[8 + 4 * i + j]);
+      double s = 0;
+      for (int j = 0; j < 4; ++j) s += (c[i][j] = std::exp(c[i][j] - m));
+      for (int j = 0; j < 4; ++j) c[i][j] = c[i][j] / s + 1e-6;
+    }
+    for (int it = 0; it < 20; ++it) {
+      if (it > 0) {
+        for (int i = 0; i < 4; ++i) {
+          const double s = c[i][0] + c[i][1] + c[i][2] + c[i][3] + 1e-6;
+          for (int j = 0; j < 4; ++j) c[i][j] /= s;
+        }
+      }
+      for (int j = 0; j < 4; ++j) {
+        const double s = c[0][j] + c[1][j] + c[2][j] + c[3][j] + 1e-6;
+        for (int i = 0; i < 4; ++i) c[i][j] /= s;
+      }
+    }
+    for (int i = 0; i < 16; ++i) {
+      e.comb_rel = std::max(e.comb_rel, std::fabs(comb[t * 16 + i] - c[i / 4][i % 4]) / std::fabs(c[i / 4][i % 4]));
+    }
+    std::vector<double> yr(D);
+    double ssq = 0;
+    for (int d = 0; d < D; ++d) {
+      yr[d] = round_bf16((pre[0] + pre[1] + pre[2] + pre[3]) * bf(x[d]));
+      ssq += yr[d] * yr[d];
+    }
+    const double rn = 1.0 / std::sqrt(ssq / D + 1e-6);
+    for (int d = 0; d < D; ++d) {
+      const double ref = yr[d] * rn * bf(h.nw[d]);
+      const double ulp = std::max(std::ldexp(1.0, std::ilogb(std::fabs(ref) > 1e-30 ? ref : 1e-30) - 7), 1e-30);
+      e.y_ulps = std::max(e.y_ulps, std::fabs(bf(y[t * D + d]) - ref) / ulp);
+    }
+  }
+  return e;
+}
+
+template <int D>
+void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
+  const int s = split_rule(T, D, sms);
+  const int cls = hcwarm_mhc::cuda_split_class(s);
+  const Pair pair = pair_for<D>(cls);
+  CK(cudaFuncSetAttribute(pair.partial, cudaFuncAttributeMaxDynamicSharedMemorySize, hcwarm_mhc::cuda_partial_smem(pair.warps)));
+  const int parts = hcwarm_mhc::cuda_embed_parts(s, T, sms);
+  const size_t xbytes = (size_t)T * D * 2;
+  const int sets = (int)std::max<size_t>(2, (3 * l2 + 2 * xbytes - 1) / (2 * xbytes));
+  std::vector<unsigned short*> x(sets), y(sets);
+  for (int i = 0; i < sets; ++i) {
+    CK(cudaMalloc(&x[i], xbytes));
+    CK(cudaMalloc(&y[i], xbytes));
+    fill_bf16<<<1024, 256>>>(x[i], (size_t)T * D, 17 + i);
+  }
+  float *fn, *scale, *base, *post, *comb, *partials, *folded;
+  unsigned short* nw;
+  CK(cudaMalloc(&fn, 24 * 4 * D * 4)); fill_f32<<<256, 256>>>(fn, 24 * 4 * D, 5, 4e-3f, 0.f);
+  CK(cudaMalloc(&scale, 16)); fill_f32<<<1, 32>>>(scale, 3, 7, 1.f, 1.f);
+  CK(cudaMalloc(&base, 128)); fill_f32<<<1, 32>>>(base, 24, 9, 1.f, 0.f);
+  CK(cudaMalloc(&nw, D * 2)); fill_bf16<<<16, 256>>>(nw, D, 11);
+  CK(cudaMalloc(&post, T * 16)); CK(cudaMalloc(&comb, T * 64));
+  CK(cudaMalloc(&partials, (size_t)T * parts * hcwarm_mhc::kPartialStride * 4));
+  CK(cudaMalloc(&folded, 24 * D * 4));
+  CK(cudaDeviceSynchronize());  // the fills ran on the legacy stream, which `st` does not wait for
+  hcwarm_mhc_pre_params p{};
+  p.num_tokens = T; p.fn = fn; p.scale = scale; p.base = base; p.norm_weight = nw; p.post = post; p.comb = comb;
+  p.partials = partials; p.num_splits = s; p.num_parts = parts; p.hc_mult = 4; p.hidden = D; p.sinkhorn_iters = 20;
+  p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f; p.input = kEmbed; p.fn_folded = folded;
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+
+  Host h;
+  h.x.resize((size_t)T * D); h.nw.resize(D); h.fn.resize(24 * 4 * D); h.scale.resize(3); h.base.resize(24);
+  CK(cudaMemcpy(h.x.data(), x[0], xbytes, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.nw.data(), nw, D * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.fn.data(), fn, h.fn.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.scale.data(), scale, 12, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.base.data(), base, 96, cudaMemcpyDeviceToHost));
+  std::vector<long long> toks;
+  for (long long t = 0; t < std::min<long long>(T, 24); ++t) toks.push_back(t);
+  for (long long t = std::max<long long>(24, T - 24); t < T; ++t) toks.push_back(t);
+
+  std::vector<unsigned short> y0((size_t)T * D), y1((size_t)T * D);
+  std::vector<float> po0(T * 4), po1(T * 4), co0(T * 16), co1(T * 16);
+  auto once = [&](auto&& launch, std::vector<unsigned short>& yy, std::vector<float>& po, std::vector<float>& co) {
+    CK(cudaMemset(y[0], 0xff, xbytes)); CK(cudaMemset(post, 0xff, T * 16)); CK(cudaMemset(comb, 0xff, T * 64));
+    hcwarm_mhc_pre_params q = p; q.residual = x[0]; q.y = y[0];
+    launch(q);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(yy.data(), y[0], xbytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(po.data(), post, T * 16, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(co.data(), comb, T * 64, cudaMemcpyDeviceToHost));
+  };
+  const bool check_only = getenv("CHECK_ONLY") != nullptr;  // under compute-sanitizer: no timing
+  auto time = [&](auto&& launch) {
+    if (check_only) return 0.f;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < sets; ++i) {
+      hcwarm_mhc_pre_params q = p; q.residual = x[i]; q.y = y[i];
+      launch(q);
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    cudaEventCreate(&a); cudaEventCreate(&b);
+    std::vector<float> us;
+    for (int r = 0; r < 23; ++r) {
+      cudaEventRecord(a, st);
+      CK(cudaGraphLaunch(ge, st));
+      cudaEventRecord(b, st);
+      CK(cudaEventSynchronize(b));
+      float ms;
+      cudaEventElapsedTime(&ms, a, b);
+      if (r >= 3) us.push_back(ms * 1000.f / sets);
+    }
+    std::sort(us.begin(), us.end());
+    cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
+    return us[us.size() / 2];
+  };
+
+  auto pair_launch = [&](hcwarm_mhc_pre_params q) { pair.launch(q, st); };
+  once(pair_launch, y0, po0, co0);
+  const Errors pe = check(h, D, T, toks, y0, po0, co0);
+  const float pair_us = time(pair_launch);
+  const double floor_us = 2.0 * xbytes / 4.24e3 / 1e3;
+  printf("D %d T %6lld pair (splits %2d, parts %2d)  %8.2f us  %5.1f%% of floor@4.24TB/s | vs f64: y %.2f ulp, post %.1e, comb %.1e\n",
+         D, T, s, parts, pair_us, 100 * floor_us / pair_us, pe.y_ulps, pe.post_rel, pe.comb_rel);
+  for (Cluster& v : variants) {
+    v.prepare(T);
+    auto cl = [&](hcwarm_mhc_pre_params q) { v.launch(q, st); };
+    once(cl, y1, po1, co1);
+    const Errors ce = check(h, D, T, toks, y1, po1, co1);
+    long long ydiff = 0;
+    for (size_t i = 0; i < y0.size(); ++i) ydiff += y0[i] != y1[i];
+    double pmax = 0, cmax = 0;
+    for (size_t i = 0; i < po0.size(); ++i) pmax = std::max(pmax, (double)std::fabs(po0[i] - po1[i]) / std::fabs(po0[i]));
+    for (size_t i = 0; i < co0.size(); ++i) cmax = std::max(cmax, (double)std::fabs(co0[i] - co1[i]) / std::fabs(co0[i]));
+    const float us = time(cl);
+    printf("  %-22s %3d clusters %8.2f us (%+6.1f%%) %5.1f%% of floor | vs f64: y %.2f ulp, post %.1e, comb %.1e | vs pair: %lld y differ, post %.1e, comb %.1e\n",
+           v.name, v.clusters, us, 100.0 * (us - pair_us) / pair_us, 100 * floor_us / us, ce.y_ulps, ce.post_rel,
+           ce.comb_rel, ydiff, pmax, cmax);
+  }
+  // Without the Sinkhorn (sinkhorn_iters 0): how much of each route's time its latency chain is.
+  if (!variants.empty() && !check_only) {
+    const int iters = p.sinkhorn_iters;
+    p.sinkhorn_iters = 0;
+    Cluster& v = variants.front();
+    const float pair0 = time(pair_launch);
+    const float cl0 = time([&](hcwarm_mhc_pre_params q) { v.launch(q, st); });
+    printf("  no Sinkhorn: pair %8.2f us, %s %8.2f us\n", pair0, v.name, cl0);
+    p.sinkhorn_iters = iters;
+  }
+  for (int i = 0; i < sets; ++i) { cudaFree(x[i]); cudaFree(y[i]); }
+  cudaFree(fn); cudaFree(scale); cudaFree(base); cudaFree(nw); cudaFree(post); cudaFree(comb); cudaFree(partials);
+  cudaFree(folded); cudaStreamDestroy(st);
+}
+
+int main(int argc, char** argv) {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("%s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::vector<long long> ts = {512, 2048, 8192, 16384};
+  if (argc > 1) {
+    ts.clear();
+    for (int i = 1; i < argc; ++i) ts.push_back(atoll(argv[i]));
+  }
+  for (long long T : ts) {
+    run<4096>(T, prop.multiProcessorCount, prop.l2CacheSize,
+              {cluster_kernel<4096, 64, 2>("t64 s2", true), cluster_kernel<4096, 32, 3>("t32 s3", true)});
+  }
+  for (long long T : ts) {
+    run<7168>(T, prop.multiProcessorCount, prop.l2CacheSize,
+              {cluster_kernel<7168, 32, 2>("t32 s2", true), cluster_kernel<7168, 32, 3>("t32 s3", true)});
+  }
+  return 0;
+}
