@@ -1,6 +1,6 @@
 // The first layer's pre from the embedding in one pass on a thread-block
 // cluster (embed_cluster_kernel.cuh, beside this file) against the split-K pair as the
-// library runs it from 2048 tokens (the fold kernel, then partial and finish):
+// library runs it from 2048 tokens (the fold kernel, then partial and finish; here at every T):
 // graph-replay µs over rotating inputs larger than the L2, fused norm on, and
 // both routes' y, post and comb against a float64 reference of the same
 // arithmetic (bf16 y, rounded once; the norm over the rounded y) on the first
