@@ -147,10 +147,11 @@ struct Cluster {
 };
 
 // use_fold false: each block folds its slice of fn from fn itself (measured: 1-6% slower than after the fold kernel).
-template <int D, int TOKENS, int STAGES>
+template <int D, int TOKENS, int STAGES, bool SELF_PRE = false>
 Cluster cluster_kernel(const char* name, bool use_fold) {
-  return {name, (void*)mhc_pre_embed_cluster_kernel<D, TOKENS, STAGES, true, true>, (void*)mhc_pre_fold_kernel<4, D>,
-          TOKENS, STAGES, embed_cluster_smem(D, TOKENS, STAGES), use_fold};
+  return {name, (void*)mhc_pre_embed_cluster_kernel<D, TOKENS, STAGES, true, true, SELF_PRE>,
+          (void*)mhc_pre_fold_kernel<4, D>, TOKENS, STAGES, embed_cluster_smem(D, TOKENS, STAGES, SELF_PRE ? 2 : 1),
+          use_fold};
 }
 
 int split_rule(long long T, int D, int sms) {
@@ -378,11 +379,13 @@ int main(int argc, char** argv) {
   }
   for (long long T : ts) {
     run<4096>(T, prop.multiProcessorCount, prop.l2CacheSize,
-              {cluster_kernel<4096, 64, 2>("t64 s2", true), cluster_kernel<4096, 32, 3>("t32 s3", true)});
+              {cluster_kernel<4096, 64, 2>("t64 s2", true), cluster_kernel<4096, 64, 2, true>("t64 s2 self-pre", true),
+               cluster_kernel<4096, 32, 3, true>("t32 s3 self-pre", true)});
   }
   for (long long T : ts) {
     run<7168>(T, prop.multiProcessorCount, prop.l2CacheSize,
-              {cluster_kernel<7168, 32, 2>("t32 s2", true), cluster_kernel<7168, 32, 3>("t32 s3", true)});
+              {cluster_kernel<7168, 32, 2>("t32 s2", true), cluster_kernel<7168, 32, 2, true>("t32 s2 self-pre", true),
+               cluster_kernel<7168, 32, 3, true>("t32 s3 self-pre", true)});
   }
   return 0;
 }

@@ -27,13 +27,15 @@ constexpr bool embed_cluster_shape(int hc, int hidden) {
   return hc == 4 && hidden > 0 && hidden % (64 * kEmbedCluster) == 0 && hidden <= 7168;
 }
 // Dynamic shared memory: the stages of rows, the warps' partial sums (kMix + 1
-// floats per warp and token) and the block's partials (32 floats per token).
-constexpr int embed_cluster_smem(int hidden, int tokens, int stages) {
-  return stages * tokens * (hidden / kEmbedCluster) * 2 + (kEmbedClusterThreads / 32) * tokens * 25 * 4 + tokens * 32 * 4;
+// floats per warp and token) and the block's partials (32 floats per token; two
+// buffers where every block forms pre itself, SELF_PRE below).
+constexpr int embed_cluster_smem(int hidden, int tokens, int stages, int part_buffers = 1) {
+  return stages * tokens * (hidden / kEmbedCluster) * 2 + (kEmbedClusterThreads / 32) * tokens * 25 * 4 +
+         part_buffers * tokens * 32 * 4;
 }
 
 // The shapes one specialization works with, each a compile-time constant.
-template <int HIDDEN, int TOKENS, int STAGES>
+template <int HIDDEN, int TOKENS, int STAGES, int PART_BUFFERS = 1>
 struct EmbedClusterShape {
   static constexpr int kCluster = kEmbedCluster;
   static constexpr int kThreads = kEmbedClusterThreads;
@@ -52,7 +54,7 @@ struct EmbedClusterShape {
   static constexpr int kRedStride = kMix + 1;                    // a warp's sums of a token, then its squares
   static constexpr int kRedOffset = STAGES * kStageBytes;
   static constexpr int kPartOffset = kRedOffset + kWarps * TOKENS * kRedStride * 4;
-  static constexpr int kSmem = kPartOffset + TOKENS * 32 * 4;
+  static constexpr int kSmem = kPartOffset + PART_BUFFERS * TOKENS * 32 * 4;
   static_assert(embed_cluster_shape(4, HIDDEN),
                 "HIDDEN: a multiple of 512 (slices of whole 128-byte rows), at most 7168");
   static_assert(TOKENS % 16 == 0 && TOKENS >= 16, "TOKENS: whole mma row tiles");
@@ -61,7 +63,7 @@ struct EmbedClusterShape {
   static_assert((TOKENS * kGranules) % kThreads == 0, "a tile's copies: the same count per thread");
   static_assert(kRowBytes % 128 == 0, "rows of whole 128-byte lines: the granule swizzle keeps the mma reads conflict-free");
   static_assert(STAGES >= 2 && STAGES <= 8, "STAGES: the tile worked on and at least one in flight (cp.async groups <= 7)");
-  static_assert(kSmem == embed_cluster_smem(HIDDEN, TOKENS, STAGES), "the launcher's dynamic shared memory");
+  static_assert(kSmem == embed_cluster_smem(HIDDEN, TOKENS, STAGES, PART_BUFFERS), "the launcher's dynamic shared memory");
   static_assert(kSmem <= 227 * 1024, "dynamic shared memory beyond an sm_90 block's 227 KB");
 };
 
@@ -76,9 +78,14 @@ __device__ __forceinline__ unsigned int embed_cluster_granule(unsigned int stage
 // clusters (kEmbedCluster blocks each, __cluster_dims__) of kEmbedClusterThreads
 // threads, dynamic shared memory embed_cluster_smem; as the fold kernel's
 // programmatic dependent when p.fn_folded is set (else each block folds its slice of fn itself).
-template <int HIDDEN, int TOKENS, int STAGES, bool FUSED_NORM, bool FAST>
+// SELF_PRE: every block forms the pre weights of all the tile's tokens from the
+// cluster's partials itself (the same sums in the same order as the owner's), so
+// no barrier round shares them, and the owners' post and Sinkhorn run after the
+// tile's y: two cluster barriers a tile with the fused norm, one without (the
+// partials double-buffered). Not yet run on a GPU.
+template <int HIDDEN, int TOKENS, int STAGES, bool FUSED_NORM, bool FAST, bool SELF_PRE = false>
 __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_params& p) {
-  using S = EmbedClusterShape<HIDDEN, TOKENS, STAGES>;
+  using S = EmbedClusterShape<HIDDEN, TOKENS, STAGES, SELF_PRE ? 2 : 1>;
   constexpr int HC = 4;
   constexpr int kMix = S::kMix;
   constexpr int D = HIDDEN;
@@ -168,7 +175,9 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
   }
 
   int stage = 0;
-  for (long long tile = cluster; tile < tiles; tile += clusters) {
+  int it = 0;  // the tile's index in this cluster's walk: its partials' buffer with SELF_PRE
+  for (long long tile = cluster; tile < tiles; tile += clusters, ++it) {
+    float* part_t = part + (SELF_PRE ? (it & 1) * TOKENS * 32 : 0);
     __syncthreads();  // the stage refilled next was last read in the previous tile's y phase
     issue(tile + (STAGES - 1) * clusters, stage == 0 ? STAGES - 1 : stage - 1);
     cp_async_wait<STAGES - 1>();
@@ -224,33 +233,49 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < S::kWarps; ++w) s += red[(w * TOKENS + row) * S::kRedStride + m];
-      part[row * 32 + m] = s;
+      part_t[row * 32 + m] = s;
     }
     cluster_sync();  // every block's partials of the tile
 
     // 2. The scalar part of this block's tokens, from the cluster's partials in rank order.
-    if (warp < S::kOwn) {
-      const int row = rank * S::kOwn + warp;
-      const long long t = tile * TOKENS + row;
-      // Every rank's value in flight before the first add: one round trip, not eight.
+    // Every rank's value in flight before the first add: one round trip, not eight.
+    auto gather = [&](int row, int m) {
       float v[S::kCluster];
 #pragma unroll
-      for (int r = 0; r < S::kCluster; ++r) v[r] = lane <= kMix ? ld_cluster_f32(smem_u32(part + row * 32 + lane), r) : 0.f;
-      float m = 0.f;
+      for (int r = 0; r < S::kCluster; ++r) v[r] = ld_cluster_f32(smem_u32(part_t + row * 32 + m), r);
+      float sum = 0.f;
 #pragma unroll
-      for (int r = 0; r < S::kCluster; ++r) m += v[r];
-      mix_s[warp][lane] = m;
+      for (int r = 0; r < S::kCluster; ++r) sum += v[r];
+      return sum;
+    };
+    if (warp < S::kOwn) {
+      mix_s[warp][lane] = lane <= kMix ? gather(rank * S::kOwn + warp, lane) : 0.f;
       __syncwarp();
-      const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
-      scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
-      scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
     }
-    cluster_sync();  // every block's pre weights
-    if (tid < TOKENS * HC) {
-      const int row = tid / HC;
-      pre_all[row][tid % HC] = ld_cluster_f32(smem_u32(&pre_own[row % S::kOwn][tid % HC]), row / S::kOwn);
+    if constexpr (SELF_PRE) {
+      // pre of every row here: its stream's sum and the sum of squares, as the owner forms them.
+      if (tid < TOKENS * HC) {
+        const int row = tid / HC, i = tid % HC;
+        const float m = gather(row, i), ss = gather(row, kMix);
+        const float ms = FAST ? ss * (1.0f / (float)K) : ss / (float)K;
+        pre_all[row][i] = pre_weight<FAST>(p, m, rcp_sel<FAST>(sqrtf(ms + p.rms_eps)), scale_s[0], base_s[i]);
+      }
+      __syncthreads();
+    } else {
+      if (warp < S::kOwn) {
+        const int row = rank * S::kOwn + warp;
+        const long long t = tile * TOKENS + row;
+        const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
+        scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
+        scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
+      }
+      cluster_sync();  // every block's pre weights
+      if (tid < TOKENS * HC) {
+        const int row = tid / HC;
+        pre_all[row][tid % HC] = ld_cluster_f32(smem_u32(&pre_own[row % S::kOwn][tid % HC]), row / S::kOwn);
+      }
+      __syncthreads();
     }
-    __syncthreads();
 
     // 3. y of the slice, from the rows still in shared memory (the finish's arithmetic).
     U4 yv[S::kRowsPerWarp][S::kGranIters];
@@ -296,6 +321,15 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
         }
       }
     }
+    if constexpr (SELF_PRE) {  // the owners' post and Sinkhorn, after the tile's y
+      if (warp < S::kOwn) {
+        const int row = rank * S::kOwn + warp;
+        const long long t = tile * TOKENS + row;
+        const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
+        scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
+        scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
+      }
+    }
     stage = stage + 1 == STAGES ? 0 : stage + 1;
   }
   cp_async_wait<0>();
@@ -303,10 +337,10 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
 }
 
 // kEmbedClusterThreads a block, one block per SM, clusters of kEmbedCluster fixed at compile time.
-template <int HIDDEN, int TOKENS, int STAGES, bool FUSED_NORM, bool FAST>
+template <int HIDDEN, int TOKENS, int STAGES, bool FUSED_NORM, bool FAST, bool SELF_PRE = false>
 __global__ void __cluster_dims__(kEmbedCluster, 1, 1) __launch_bounds__(kEmbedClusterThreads, 1)
     mhc_pre_embed_cluster_kernel(hcwarm_mhc_pre_params p) {
-  mhc_pre_embed_cluster<HIDDEN, TOKENS, STAGES, FUSED_NORM, FAST>(p);
+  mhc_pre_embed_cluster<HIDDEN, TOKENS, STAGES, FUSED_NORM, FAST, SELF_PRE>(p);
 }
 
 }  // namespace cuda
