@@ -252,6 +252,16 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
       mix_s[warp][lane] = lane <= kMix ? gather(rank * S::kOwn + warp, lane) : 0.f;
       __syncwarp();
     }
+    // An owner warp's token: pre (into pre_own), post and the Sinkhorn, from its gathered mix sums.
+    auto owner_scalar = [&]() {
+      if (warp < S::kOwn) {
+        const int row = rank * S::kOwn + warp;
+        const long long t = tile * TOKENS + row;
+        const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
+        scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
+        scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
+      }
+    };
     if constexpr (SELF_PRE) {
       // pre of every row here: its stream's sum and the sum of squares, as the owner forms them.
       if (tid < TOKENS * HC) {
@@ -262,13 +272,7 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
       }
       __syncthreads();
     } else {
-      if (warp < S::kOwn) {
-        const int row = rank * S::kOwn + warp;
-        const long long t = tile * TOKENS + row;
-        const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
-        scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
-        scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
-      }
+      owner_scalar();
       cluster_sync();  // every block's pre weights
       if (tid < TOKENS * HC) {
         const int row = tid / HC;
@@ -321,15 +325,7 @@ __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_param
         }
       }
     }
-    if constexpr (SELF_PRE) {  // the owners' post and Sinkhorn, after the tile's y
-      if (warp < S::kOwn) {
-        const int row = rank * S::kOwn + warp;
-        const long long t = tile * TOKENS + row;
-        const float rs = scalar_rms_inv<FAST>(p, mix_s[warp], kMix, (float)K);
-        scalar_sigmoids<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, pre_own[warp], lane, rs);
-        scalar_comb<HC, FAST>(p, t, t < T, mix_s[warp], base_s, scale_s, lane, rs);
-      }
-    }
+    if constexpr (SELF_PRE) owner_scalar();  // the owners' post and Sinkhorn, after the tile's y
     stage = stage + 1 == STAGES ? 0 : stage + 1;
   }
   cp_async_wait<0>();
