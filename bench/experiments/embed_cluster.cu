@@ -6,107 +6,12 @@
 // arithmetic (bf16 y, rounded once; the norm over the rounded y) on the first
 // and last tokens. Standalone: bench/experiments/build.sh embed_cluster, then
 // ./embed_cluster [T...] on the GPU machine (CHECK_ONLY=1: one call per route, no timing).
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
-#include <cuda_runtime.h>
-#include "cuda/mhc_pre.cuh"
-#include "cuda/mhc_pre_fold.cuh"
 #include "embed_cluster_kernel.cuh"
+#include "embed_pair.cuh"
 using namespace hcwarm_kernels::cuda;
-
-#define CK(x)                                                                   \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) {                                                    \
-      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-
-constexpr int kEmbed = hcwarm_mhc::kInputEmbed;
-
-__global__ void fill_bf16(unsigned short* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-    const float u = ((h & 0xffff) + 0.5f) / 65536.f, v = ((h >> 16) + 0.5f) / 65536.f;
-    const float g = sqrtf(-2.f * logf(u)) * cosf(6.2831853f * v);
-    p[i] = (unsigned short)(__float_as_uint(g) >> 16);
-  }
-}
-__global__ void fill_f32(float* p, size_t n, unsigned seed, float scale, float offset) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-    p[i] = offset + scale * (((h & 0xffffff) + 0.5f) / 16777216.f - 0.5f);
-  }
-}
-
-static cudaLaunchAttribute pdl_attr() {
-  cudaLaunchAttribute a;
-  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a.val.programmaticStreamSerializationAllowed = 1;
-  return a;
-}
-
-static void launch_fold(void* fold, hcwarm_mhc_pre_params& p, cudaStream_t s) {
-  void* args[] = {&p};
-  const int quads = 24 * p.hidden / 4;
-  CK(cudaLaunchKernel(fold, dim3((quads + hcwarm_mhc::kCudaFoldThreads - 1) / hcwarm_mhc::kCudaFoldThreads),
-                      dim3(hcwarm_mhc::kCudaFoldThreads), args, 0, s));
-}
-
-// The pair as the library launches it (fold first, partial and finish its programmatic dependents).
-struct Pair {
-  void *partial, *finish, *fold;
-  int warps;
-  void launch(hcwarm_mhc_pre_params p, cudaStream_t s) const {
-    void* args[] = {&p};
-    cudaLaunchAttribute a = pdl_attr();
-    launch_fold(fold, p, s);
-    const int tile = 16 * warps;
-    cudaLaunchConfig_t c{};
-    c.gridDim = dim3(p.num_parts, (unsigned)((p.num_tokens + tile - 1) / tile));
-    c.blockDim = dim3(32 * warps);
-    c.dynamicSmemBytes = hcwarm_mhc::cuda_partial_smem(warps);
-    c.stream = s;
-    c.attrs = &a;
-    c.numAttrs = 1;
-    CK(cudaLaunchKernelExC(&c, partial, args));
-    cudaLaunchConfig_t f{};
-    const bool split = p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
-                       !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
-    f.gridDim = dim3((unsigned)p.num_tokens * (split ? 2 : 1));
-    f.blockDim = dim3(hcwarm_mhc::kCudaThreads);
-    f.stream = s;
-    f.attrs = &a;
-    f.numAttrs = 1;
-    CK(cudaLaunchKernelExC(&f, finish, args));
-  }
-};
-
-template <int CLASS, int D>
-Pair pair_kernels() {
-  constexpr int w = hcwarm_mhc::cuda_partial_warps(CLASS);
-  constexpr bool stream = hcwarm_mhc::cuda_finish_streams(CLASS);
-  return {(void*)mhc_pre_partial_kernel<CLASS, 4, D, kEmbed, 32 * w, w == 8 ? 2 : 3>,
-          (void*)mhc_pre_finish_kernel<CLASS, 4, D, true, true, kEmbed, stream ? 8 : 3>,
-          (void*)mhc_pre_fold_kernel<4, D>, w};
-}
-template <int D>
-Pair pair_for(int cls) {
-  switch (cls) {
-    case 1: return pair_kernels<1, D>();
-    case 2: return pair_kernels<2, D>();
-    case 3: return pair_kernels<3, D>();
-    case 5: return pair_kernels<5, D>();
-    default: return pair_kernels<22, D>();
-  }
-}
 
 // The cluster kernel: the fold first (or none: each block folds its slice), the kernel its programmatic dependent.
 struct Cluster {
@@ -152,12 +57,6 @@ Cluster cluster_kernel(const char* name, bool use_fold) {
   return {name, (void*)mhc_pre_embed_cluster_kernel<D, TOKENS, STAGES, true, true, SELF_PRE>,
           (void*)mhc_pre_fold_kernel<4, D>, TOKENS, STAGES, embed_cluster_smem(D, TOKENS, STAGES, SELF_PRE ? 2 : 1),
           use_fold};
-}
-
-int split_rule(long long T, int D, int sms) {
-  const long long grid = std::max(1LL, (T + 63) / 64);
-  const long long cap = ((4LL * D + 63) / 64) / 4;
-  return (int)std::max(1LL, std::min((long long)sms / grid, cap));
 }
 
 static float bf(unsigned short h) {
@@ -251,8 +150,7 @@ template <int D>
 void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
   const int s = split_rule(T, D, sms);
   const int cls = hcwarm_mhc::cuda_split_class(s);
-  const Pair pair = pair_for<D>(cls);
-  CK(cudaFuncSetAttribute(pair.partial, cudaFuncAttributeMaxDynamicSharedMemorySize, hcwarm_mhc::cuda_partial_smem(pair.warps)));
+  const EmbedPair pair = embed_pair<D>(cls);
   const int parts = hcwarm_mhc::cuda_embed_parts(s, T, sms);
   const size_t xbytes = (size_t)T * D * 2;
   const int sets = (int)std::max<size_t>(2, (3 * l2 + 2 * xbytes - 1) / (2 * xbytes));
@@ -305,30 +203,10 @@ void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
   const bool check_only = getenv("CHECK_ONLY") != nullptr;  // under compute-sanitizer: no timing
   auto time = [&](auto&& launch) {
     if (check_only) return 0.f;
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < sets; ++i) {
+    return graph_replay_us(st, sets, [&](int i) {
       hcwarm_mhc_pre_params q = p; q.residual = x[i]; q.y = y[i];
       launch(q);
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    cudaEventCreate(&a); cudaEventCreate(&b);
-    std::vector<float> us;
-    for (int r = 0; r < 23; ++r) {
-      cudaEventRecord(a, st);
-      CK(cudaGraphLaunch(ge, st));
-      cudaEventRecord(b, st);
-      CK(cudaEventSynchronize(b));
-      float ms;
-      cudaEventElapsedTime(&ms, a, b);
-      if (r >= 3) us.push_back(ms * 1000.f / sets);
-    }
-    std::sort(us.begin(), us.end());
-    cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
-    return us[us.size() / 2];
+    });
   };
 
   auto pair_launch = [&](hcwarm_mhc_pre_params q) { pair.launch(q, st); };
