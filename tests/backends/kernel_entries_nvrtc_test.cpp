@@ -55,6 +55,7 @@ TEST(KernelEntriesNvrtc, GenericFatbinEntries) {
     pre.entries.push_back(cuda::generic_partial_entry(input));
     pre.entries.push_back(cuda::generic_finish_entry(input, input != 1, input == 2));
   }
+  pre.entries.push_back(cuda::generic_finish_entry(hcwarm_mhc::kInputEmbed, true, true, true));  // the streaming form
   pre.entries.push_back(cuda::generic_one_pass_entry(true, false));
   expect_entries_lower(*nvrtc, pre, "mhc_pre generic");
   expect_entries_lower(*nvrtc, {"#include \"cuda/mhc_post.cuh\"\n", 1, {cuda::generic_post_entry()}}, "mhc_post generic");

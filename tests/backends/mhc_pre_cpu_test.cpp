@@ -408,8 +408,9 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
 
 // The generic fatbin built into the library (nvcc at build time; no GPU needed
 // to read it) names every entry point bind_generic looks up: the partial and
-// the finish per input kind, the finish and one-pass kernels with and without
-// the norm in both reciprocal forms (the op's fast_finish picks one); all distinct.
+// the finish per input kind (and the streaming finish for residual streams and the
+// embedding), the finish and one-pass kernels with and without the norm in both
+// reciprocal forms (the op's fast_finish picks one); all distinct.
 TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm) {
   const auto image = cuda::mhc_pre_generic_fatbin();
   if (image.empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
@@ -423,13 +424,19 @@ TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm)
   for (int input = 0; input < 3; ++input) {
     expect_entry(cuda::generic_partial_entry(input));
     for (const bool norm : {false, true}) {
-      for (const bool fast : {false, true}) expect_entry(cuda::generic_finish_entry(input, norm, fast));
+      for (const bool fast : {false, true}) {
+        expect_entry(cuda::generic_finish_entry(input, norm, fast));
+        // The large-T buckets' streaming finish: residual streams and the embedding.
+        if (input != hcwarm_mhc::kInputPost) expect_entry(cuda::generic_finish_entry(input, norm, fast, true));
+      }
     }
   }
   for (const bool norm : {false, true}) {
     for (const bool fast : {false, true}) expect_entry(cuda::generic_one_pass_entry(norm, fast));
   }
-  EXPECT_EQ(names.size(), 19u);
+  EXPECT_EQ(names.size(), 27u);
+  // The fused boundary's input has no streaming finish: asked for, it is refused by name.
+  EXPECT_THROW(cuda::generic_finish_entry(hcwarm_mhc::kInputPost, true, true, true), Error);
 }
 
 // The one-pass launch's workspace: a 4-byte counter per half of each chunk of

@@ -36,6 +36,26 @@ TEST_F(HcPreEmbedCuda, MatchesTheReferenceOnTheCopies) {
   }
 }
 
+// The generic fatbin's streaming finish (hcwarm_mhc::kCudaAnyStreamingClass), which serves
+// every bucket of at most 4 splits, is the specialized classes' finish with the width read
+// at run time: the same bits as the specialization in the 4-split (T = 2048) and 1-split
+// (T = 9000) buckets, with and without the norm.
+TEST_F(HcPreEmbedCuda, GenericStreamingFinishGivesTheSpecializedBits) {
+  cuda::CudaDevice& dev = *device_;
+  for (const int hidden : {4096, 7168}) {
+    mhc::HcPreOp spec(mhc::Backend::Cuda, {4, hidden}, {}, dev.num_sms(), jit_, dev, mhc::Variant::Specialized);
+    mhc::HcPreOp gen(mhc::Backend::Cuda, {4, hidden}, {}, dev.num_sms(), nullptr, dev, mhc::Variant::Generic);
+    for (const int64_t T : {int64_t{2048}, int64_t{9000}}) {
+      ASSERT_LE(gen.num_splits(T), 4) << "T=" << T << " is not a streaming bucket here";
+      const EmbedCase c = make_case(T, hidden, 700 + T + hidden);
+      for (const bool norm : {true, false}) {
+        EXPECT_EQ(differing_values(run_embed(gen, dev, c, norm), run_embed(spec, dev, c, norm)), 0)
+            << "D=" << hidden << " T=" << T << (norm ? " norm" : "");
+      }
+    }
+  }
+}
+
 // Under CUDA-graph capture the fold kernel and the partial kernel, its
 // programmatic dependent, replay as they ran eagerly: the same bits, on the
 // caller's stream and workspace, with the fold (T = 2048) and without (T = 77).

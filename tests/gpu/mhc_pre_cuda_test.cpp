@@ -155,6 +155,24 @@ TEST_F(MhcPreCuda, OnePassLargeT) {
   report("cuda num_splits=1 two-pass", two);
 }
 
+// Where the one-pass kernel does not run (option off, portable forms), the generic
+// pair of the buckets of at most 4 splits finishes with the streaming form
+// (hcwarm_mhc::kCudaAnyStreamingClass): the specialized classes' bits, width at run time.
+TEST_F(MhcPreCuda, GenericStreamingFinishGivesTheSpecializedBits) {
+  for (const int hidden : {4096, 7168}) {
+    HcPreOp spec(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_, Variant::Specialized);
+    HcPreOp gen(Backend::Cuda, dims_of(hidden), {}, 132, nullptr, *device_, Variant::Generic);
+    spec.set_cuda_one_pass(false);
+    gen.set_cuda_one_pass(false);
+    for (const int s : {1, 2, 3, 4}) {
+      const bool norm = s % 2 == 1;
+      const auto in = random_hc_pre_inputs(300 + s, 4, hidden, 7000 + s, 1.0f);
+      EXPECT_EQ(differing_values(run_op(gen, *device_, in, norm, s), run_op(spec, *device_, in, norm, s)), 0)
+          << "D=" << hidden << " splits=" << s << (norm ? " norm" : "");
+    }
+  }
+}
+
 // The other scalar part (IEEE reciprocals; the default has branch-free fast
 // ones): every split count (D 7168), the one-pass kernel, and the generic
 // fatbin's precise kernels (set_cuda_fast_finish picks them too).

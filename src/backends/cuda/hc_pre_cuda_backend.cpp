@@ -13,9 +13,10 @@ namespace {
 struct CudaKernels final : backends::HcPreKernels {
   MhcPreCudaKernels cuda;
   // Generic modules: a partial and a finish per input kind (hcwarm_mhc::kInput*),
-  // the launch takes those of p.input; a specialization has one kind (cuda's)
+  // the launch takes those of p.input (and the streaming finish where the split
+  // count streams and the kind has one); a specialization has one kind (cuda's)
   // and leaves these null.
-  CUfunction partial_by_input[3] = {}, finish_by_input[3] = {};
+  CUfunction partial_by_input[3] = {}, finish_by_input[3] = {}, streaming_finish_by_input[3] = {};
   bool by_input() const { return partial_by_input[0] != nullptr; }
 };
 
@@ -95,6 +96,10 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
     HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
     k->partial_by_input[input] = k->cuda.partial;
     k->finish_by_input[input] = k->cuda.finish;
+    if (input != hcwarm_mhc::kInputPost) {  // the fused boundary runs at decode sizes only
+      k->streaming_finish_by_input[input] = static_cast<CUfunction>(
+          k->module->function(generic_finish_entry(input, fused_norm, fast_finish_, true).symbol));
+    }
   }
   k->cuda.fold = static_cast<CUfunction>(k->module->function(generic_fold_entry().symbol));
   if (one_pass_) {
@@ -144,7 +149,9 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
     HCWARM_CHECK_ARG(p.input >= 0 && p.input < 3, "mhc_pre: input {} is not hcwarm_mhc::kInputResidual, kInputEmbed or kInputPost",
                      p.input);
     k.partial = bound.partial_by_input[p.input];
-    k.finish = bound.finish_by_input[p.input];
+    const bool streams = hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
+    k.finish = streams && bound.streaming_finish_by_input[p.input] != nullptr ? bound.streaming_finish_by_input[p.input]
+                                                                             : bound.finish_by_input[p.input];
   }
   // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
   if (!one_pass || k.one_pass.f == nullptr) {

@@ -162,8 +162,10 @@ const char* generic_kernel_targets();
 // The entry points (explicit instantiations in mhc_pre_generic.cu), by input kind
 // (hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost), fused norm and
 // fast_finish; the one-pass kernel reads residual streams only, the fold serves the embedding.
+// `streaming`: the finish of the buckets of at most 4 splits (hcwarm_mhc::kCudaAnyStreamingClass),
+// for residual streams and the embedding.
 jit::KernelEntry generic_partial_entry(int input);
-jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast);
+jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, bool streaming = false);
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast);
 jit::KernelEntry generic_fold_entry();
 

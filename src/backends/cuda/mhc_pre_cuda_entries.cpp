@@ -56,14 +56,18 @@ MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_no
   return e;
 }
 
-// The generic fatbin's kernels: class 0 and hidden 0 (both from the params), hc 4, 3 blocks per SM.
+// The generic fatbin's kernels: class 0 and hidden 0 (both from the params), hc 4, 3 blocks per SM;
+// the streaming finish of the classes up to 4 splits 8.
 jit::KernelEntry generic_partial_entry(int input) {
   check_input(input);
   return partial_entry(0, 0, 4, 0, input, hcwarm_mhc::kCudaThreads, 3);
 }
 
-jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast) {
+jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, bool streaming) {
   check_input(input);
+  HCWARM_CHECK_ARG(!streaming || input != hcwarm_mhc::kInputPost,
+                   "mhc_pre: the generic streaming finish reads residual streams or the embedding, not input post");
+  if (streaming) return finish_entry(0, hcwarm_mhc::kCudaAnyStreamingClass, 4, 0, fused_norm, fast, input, 8);
   return finish_entry(0, 0, 4, 0, fused_norm, fast, input, 3);
 }
 

@@ -19,8 +19,9 @@
 // host finds them by the mangled names of generic_partial_entry,
 // generic_finish_entry, generic_fold_entry and generic_one_pass_entry (mhc_pre_cuda.hpp), whose
 // template arguments these repeat: split class 0, hc 4, hidden 0 (both from the
-// params), hcwarm_mhc::kCudaThreads a block and 3 blocks per SM; the one-pass
-// kernel with the largest block (hcwarm_mhc::kOnePassMaxHidden's).
+// params), hcwarm_mhc::kCudaThreads a block and 3 blocks per SM (the streaming
+// finish: kCudaAnyStreamingClass, 8); the one-pass kernel with the largest block
+// (hcwarm_mhc::kOnePassMaxHidden's).
 namespace hcwarm_kernels::cuda {
 namespace {
 constexpr int kResidual = hcwarm_mhc::kInputResidual, kEmbed = hcwarm_mhc::kInputEmbed, kPost = hcwarm_mhc::kInputPost;
@@ -46,6 +47,18 @@ template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kPost, 3>(
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, 3>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, 3>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, 3>(hcwarm_mhc_pre_params);
+
+// The large-T buckets' streaming finish, 8 blocks per SM (kCudaAnyStreamingClass): the
+// residual's pair (where the one-pass kernel does not run) and the embedding's.
+constexpr int kStreaming = hcwarm_mhc::kCudaAnyStreamingClass;
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kResidual, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kResidual, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kResidual, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kResidual, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kEmbed, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kEmbed, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kEmbed, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kEmbed, 8>(hcwarm_mhc_pre_params);
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);

@@ -95,6 +95,13 @@ HCWARM_HOST_DEVICE constexpr int cuda_partial_smem_post(int warps) {
 // the partials first and streams the residual after the scalar part, in fewer
 // registers (64): 8 blocks of 128 threads per SM instead of 3.
 HCWARM_HOST_DEVICE constexpr bool cuda_finish_streams(int s) { return s >= 1 && s <= 4; }
+// The generic fatbin's finish kernels have no split class compiled in (class 0:
+// any split count, holding the row, 3 blocks per SM), except one streaming form
+// for every split count of the streaming classes (num_splits <= 4), which runs
+// 8 blocks per SM: with 3 the large-T buckets wait on one token's scalar chain
+// per block (the first layer's embedding at 4096: 1.34-1.44x the specialized pair).
+inline constexpr int kCudaAnyStreamingClass = -1;
+HCWARM_HOST_DEVICE constexpr bool cuda_class_streams(int c) { return c == kCudaAnyStreamingClass || cuda_finish_streams(c); }
 // Up to this many tokens (two partial tiles) the finish of the classes that
 // hold the residual (5-21, 22+) runs two blocks per token, one for y and one
 // for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit

@@ -153,9 +153,10 @@ __device__ __forceinline__ void mma_step_smem(float (&acc)[3][4], U4 xa, U4 xb, 
 
 template <int SPLIT_CLASS, int HC, int HIDDEN, bool ONE_PASS = false, int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
-  static_assert(SPLIT_CLASS == 0 || SPLIT_CLASS == hcwarm_mhc::cuda_split_class(SPLIT_CLASS),
+  static_assert(SPLIT_CLASS == 0 || SPLIT_CLASS == hcwarm_mhc::kCudaAnyStreamingClass ||
+                    SPLIT_CLASS == hcwarm_mhc::cuda_split_class(SPLIT_CLASS),
                 "SPLIT_CLASS must be a class's smallest split count (hcwarm_mhc::cuda_split_class: 1, 2, 3, 5, 22), "
-                "or 0: any split count");
+                "0: any split count, or hcwarm_mhc::kCudaAnyStreamingClass: any of the streaming classes'");
   static_assert(INPUT == hcwarm_mhc::kInputResidual || INPUT == hcwarm_mhc::kInputEmbed ||
                     INPUT == hcwarm_mhc::kInputPost || INPUT == hcwarm_mhc::kInputRuntime,
                 "INPUT must be hcwarm_mhc::kInputResidual, kInputEmbed, kInputPost or kInputRuntime");
@@ -176,7 +177,11 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   if (HIDDEN != 0 && p.hidden != HIDDEN) return false;
   if (p.hidden <= 0 || p.hidden % 8 != 0 || p.hidden > hcwarm_mhc::kCudaMaxHidden) return false;
   if (p.num_splits < 1) return false;
-  if (SPLIT_CLASS != 0 && hcwarm_mhc::cuda_split_class(p.num_splits) != SPLIT_CLASS) return false;
+  if (SPLIT_CLASS == hcwarm_mhc::kCudaAnyStreamingClass) {
+    if (!hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits))) return false;
+  } else if (SPLIT_CLASS != 0 && hcwarm_mhc::cuda_split_class(p.num_splits) != SPLIT_CLASS) {
+    return false;
+  }
   const int parts = ONE_PASS ? hcwarm_mhc::kOnePassParts : hcwarm_mhc::cuda_num_parts(p.num_splits);
   // The embedding may run fewer, wider parts (hcwarm_mhc::cuda_embed_parts): the finish batch still covers them.
   if (!ONE_PASS && p.input == hcwarm_mhc::kInputEmbed) return p.num_parts >= 1 && p.num_parts <= parts;

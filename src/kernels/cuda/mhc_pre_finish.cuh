@@ -190,7 +190,10 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   // The generic kernel batches as the 5-21 class does (decode's 112 parts in two
   // rounds, not a chain of loads; section 3f); 160 would leave it at its 168-register limit.
+  // Its streaming form (kCudaAnyStreamingClass) batches as the streaming classes do.
   constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
+  static_assert(SPLIT_CLASS != hcwarm_mhc::kCudaAnyStreamingClass || kBatch == hcwarm_mhc::cuda_finish_batch_parts(1),
+                "the generic streaming finish batches the partials as the streaming classes do");
   // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
@@ -200,7 +203,7 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // partial kernel read last still in L2.
   const long long t = T - 1 - (split && b >= T ? b - T : b);
   // Large-T buckets read the partials first and stream the residual (see finish_impl).
-  constexpr int kStreamX = hcwarm_mhc::cuda_finish_streams(SPLIT_CLASS) ? 1 : 0;
+  constexpr int kStreamX = hcwarm_mhc::cuda_class_streams(SPLIT_CLASS) ? 1 : 0;
   // p.num_parts: shape_ok held it to the split count's parts (the embedding's may be fewer).
   finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
 }
