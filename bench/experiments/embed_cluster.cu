@@ -191,7 +191,7 @@ void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
   std::vector<unsigned short> y0((size_t)T * D), y1((size_t)T * D);
   std::vector<float> po0(T * 4), po1(T * 4), co0(T * 16), co1(T * 16);
   auto once = [&](auto&& launch, std::vector<unsigned short>& yy, std::vector<float>& po, std::vector<float>& co) {
-    CK(cudaMemset(y[0], 0xff, xbytes)); CK(cudaMemset(post, 0xff, T * 16)); CK(cudaMemset(comb, 0xff, T * 64));
+    CK(cudaMemsetAsync(y[0], 0xff, xbytes, st)); CK(cudaMemsetAsync(post, 0xff, T * 16, st)); CK(cudaMemsetAsync(comb, 0xff, T * 64, st));
     hcwarm_mhc_pre_params q = p; q.residual = x[0]; q.y = y[0];
     launch(q);
     CK(cudaStreamSynchronize(st));

@@ -43,7 +43,7 @@ void run(long long T, int sms, size_t l2) {
   std::vector<unsigned short> y0((size_t)T * D), y1((size_t)T * D);
   std::vector<float> po0(T * 4), po1(T * 4), co0(T * 16), co1(T * 16);
   auto once = [&](bool f, std::vector<unsigned short>& yy, std::vector<float>& po, std::vector<float>& co) {
-    CK(cudaMemset(y[0], 0, xbytes)); CK(cudaMemset(post, 0, T * 16)); CK(cudaMemset(comb, 0, T * 64));
+    CK(cudaMemsetAsync(y[0], 0, xbytes, st)); CK(cudaMemsetAsync(post, 0, T * 16, st)); CK(cudaMemsetAsync(comb, 0, T * 64, st));
     hcwarm_mhc_pre_params q = p; q.residual = x[0]; q.y = y[0];
     k.launch(q, st, f);
     CK(cudaStreamSynchronize(st));
