@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# A/B of bench/experiments/pdl_chain.patch on a GPU host: builds `hcwarm` from the tree as it is
-# (/tmp/pdl_base) and with the patch (/tmp/pdl_chain), then times hc_pre and the fused boundary at
-# decode and mid sizes with each, twice, interleaved. Needs what tools/gpu_check.sh needs (SYSROOT
-# likewise). Output: one table per binary and round, into $OUT (default /tmp/pdl_chain).
+# A/B of a patch of this folder (default pdl_chain.patch; pdl_chain_late.patch is its variant) on a
+# GPU host: builds `hcwarm` from the tree as it is (/tmp/pdl_base) and with the patch
+# (/tmp/pdl_chain), then times hc_pre and the fused boundary at decode and mid sizes with each,
+# twice, interleaved. Needs what tools/gpu_check.sh needs (SYSROOT likewise). Output: one table per
+# binary and round, into $OUT (default /tmp/pdl_chain).
+#   bench/experiments/pdl_chain.sh [PATCH]
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/pdl_chain}
@@ -12,11 +14,13 @@ export PATH="$PATH:/usr/local/cuda/bin"
   LD_LIBRARY_PATH="$(cd "$SYSROOT" && pwd)/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cfg="-G Ninja -DCMAKE_BUILD_TYPE=Release -DHCWARM_BUILD_TESTS=OFF -DHCWARM_BUILD_BENCH=OFF -DHCWARM_GENERIC_CUDA_ARCHS=90a"
 root=$PWD
+patch_file="$root/bench/experiments/${1:-pdl_chain.patch}"
+[ -f "$patch_file" ] || { echo "$0: no patch $patch_file" >&2; exit 2; }
 for tree in base chain; do
   dir=/tmp/pdl_$tree
   rm -rf "$dir" && mkdir -p "$dir"
   git ls-files -z | xargs -0 -I{} cp --parents {} "$dir/"
-  if [ $tree = chain ]; then (cd "$dir" && git apply "$root/bench/experiments/pdl_chain.patch"); fi
+  if [ $tree = chain ]; then (cd "$dir" && git apply "$patch_file"); fi
   cmake -S "$dir" -B "$dir/build" $cfg >/dev/null && cmake --build "$dir/build" --target hcwarm >"$OUT/build_$tree.log" 2>&1
 done
 for round in 1 2; do
