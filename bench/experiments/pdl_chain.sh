@@ -5,7 +5,7 @@
 # twice, interleaved. Needs what tools/gpu_check.sh needs (SYSROOT likewise). Output: one table per
 # binary and round, into $OUT (default /tmp/pdl_chain).
 #   bench/experiments/pdl_chain.sh [PATCH]
-set -eu
+set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/pdl_chain}
 mkdir -p "$OUT"
