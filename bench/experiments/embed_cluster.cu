@@ -148,84 +148,43 @@ Errors check(const Host& h, int D, long long T, const std::vector<long long>& to
 
 template <int D>
 void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
-  const int s = split_rule(T, D, sms);
-  const int cls = hcwarm_mhc::cuda_split_class(s);
-  const EmbedPair pair = embed_pair<D>(cls);
-  const int parts = hcwarm_mhc::cuda_embed_parts(s, T, sms);
-  const size_t xbytes = (size_t)T * D * 2;
-  const int sets = (int)std::max<size_t>(2, (3 * l2 + 2 * xbytes - 1) / (2 * xbytes));
-  std::vector<unsigned short*> x(sets), y(sets);
-  for (int i = 0; i < sets; ++i) {
-    CK(cudaMalloc(&x[i], xbytes));
-    CK(cudaMalloc(&y[i], xbytes));
-    fill_bf16<<<1024, 256>>>(x[i], (size_t)T * D, 17 + i);
-  }
-  float *fn, *scale, *base, *post, *comb, *partials, *folded;
-  unsigned short* nw;
-  CK(cudaMalloc(&fn, 24 * 4 * D * 4)); fill_f32<<<256, 256>>>(fn, 24 * 4 * D, 5, 4e-3f, 0.f);
-  CK(cudaMalloc(&scale, 16)); fill_f32<<<1, 32>>>(scale, 3, 7, 1.f, 1.f);
-  CK(cudaMalloc(&base, 128)); fill_f32<<<1, 32>>>(base, 24, 9, 1.f, 0.f);
-  CK(cudaMalloc(&nw, D * 2)); fill_bf16<<<16, 256>>>(nw, D, 11);
-  CK(cudaMalloc(&post, T * 16)); CK(cudaMalloc(&comb, T * 64));
-  CK(cudaMalloc(&partials, (size_t)T * parts * hcwarm_mhc::kPartialStride * 4));
-  CK(cudaMalloc(&folded, 24 * D * 4));
-  CK(cudaDeviceSynchronize());  // the fills ran on the legacy stream, which `st` does not wait for
-  hcwarm_mhc_pre_params p{};
-  p.num_tokens = T; p.fn = fn; p.scale = scale; p.base = base; p.norm_weight = nw; p.post = post; p.comb = comb;
-  p.partials = partials; p.num_splits = s; p.num_parts = parts; p.hc_mult = 4; p.hidden = D; p.sinkhorn_iters = 20;
-  p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f; p.input = kEmbed; p.fn_folded = folded;
-  cudaStream_t st;
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  EmbedInputs in(D, T, sms, l2, 1.f);  // scale in [0.5, 1.5)
+  const EmbedPair pair = embed_pair<D>(hcwarm_mhc::cuda_split_class(in.s));
 
   Host h;
   h.x.resize((size_t)T * D); h.nw.resize(D); h.fn.resize(24 * 4 * D); h.scale.resize(3); h.base.resize(24);
-  CK(cudaMemcpy(h.x.data(), x[0], xbytes, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h.nw.data(), nw, D * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h.fn.data(), fn, h.fn.size() * 4, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h.scale.data(), scale, 12, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h.base.data(), base, 96, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.x.data(), in.x[0], in.xbytes, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.nw.data(), in.nw, D * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.fn.data(), in.fn, h.fn.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.scale.data(), in.scale, 12, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h.base.data(), in.base, 96, cudaMemcpyDeviceToHost));
   std::vector<long long> toks;
   for (long long t = 0; t < std::min<long long>(T, 24); ++t) toks.push_back(t);
   for (long long t = std::max<long long>(24, T - 24); t < T; ++t) toks.push_back(t);
 
-  std::vector<unsigned short> y0((size_t)T * D), y1((size_t)T * D);
-  std::vector<float> po0(T * 4), po1(T * 4), co0(T * 16), co1(T * 16);
-  auto once = [&](auto&& launch, std::vector<unsigned short>& yy, std::vector<float>& po, std::vector<float>& co) {
-    CK(cudaMemsetAsync(y[0], 0xff, xbytes, st)); CK(cudaMemsetAsync(post, 0xff, T * 16, st)); CK(cudaMemsetAsync(comb, 0xff, T * 64, st));
-    hcwarm_mhc_pre_params q = p; q.residual = x[0]; q.y = y[0];
-    launch(q);
-    CK(cudaStreamSynchronize(st));
-    CK(cudaGetLastError());
-    CK(cudaMemcpy(yy.data(), y[0], xbytes, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(po.data(), post, T * 16, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(co.data(), comb, T * 64, cudaMemcpyDeviceToHost));
-  };
   const bool check_only = getenv("CHECK_ONLY") != nullptr;  // under compute-sanitizer: no timing
   auto time = [&](auto&& launch) {
     if (check_only) return 0.f;
-    return graph_replay_us(st, sets, [&](int i) {
-      hcwarm_mhc_pre_params q = p; q.residual = x[i]; q.y = y[i];
-      launch(q);
-    });
+    return graph_replay_us(in.st, in.sets, [&](int i) { launch(in.of_set(i)); });
   };
 
-  auto pair_launch = [&](hcwarm_mhc_pre_params q) { pair.launch(q, st); };
-  once(pair_launch, y0, po0, co0);
-  const Errors pe = check(h, D, T, toks, y0, po0, co0);
+  auto pair_launch = [&](hcwarm_mhc_pre_params q) { pair.launch(q, in.st); };
+  const EmbedOutputs o0 = in.outputs_of(pair_launch, 0xff);
+  const Errors pe = check(h, D, T, toks, o0.y, o0.post, o0.comb);
   const float pair_us = time(pair_launch);
-  const double floor_us = 2.0 * xbytes / 4.24e3 / 1e3;
+  const double floor_us = 2.0 * in.xbytes / 4.24e3 / 1e3;
   printf("D %d T %6lld pair (splits %2d, parts %2d)  %8.2f us  %5.1f%% of floor@4.24TB/s | vs f64: y %.2f ulp, post %.1e, comb %.1e\n",
-         D, T, s, parts, pair_us, 100 * floor_us / pair_us, pe.y_ulps, pe.post_rel, pe.comb_rel);
+         D, T, in.s, in.parts, pair_us, 100 * floor_us / pair_us, pe.y_ulps, pe.post_rel, pe.comb_rel);
   for (Cluster& v : variants) {
     v.prepare(T);
-    auto cl = [&](hcwarm_mhc_pre_params q) { v.launch(q, st); };
-    once(cl, y1, po1, co1);
-    const Errors ce = check(h, D, T, toks, y1, po1, co1);
+    auto cl = [&](hcwarm_mhc_pre_params q) { v.launch(q, in.st); };
+    const EmbedOutputs o1 = in.outputs_of(cl, 0xff);
+    const Errors ce = check(h, D, T, toks, o1.y, o1.post, o1.comb);
     long long ydiff = 0;
-    for (size_t i = 0; i < y0.size(); ++i) ydiff += y0[i] != y1[i];
+    for (size_t i = 0; i < o0.y.size(); ++i) ydiff += o0.y[i] != o1.y[i];
     double pmax = 0, cmax = 0;
-    for (size_t i = 0; i < po0.size(); ++i) pmax = std::max(pmax, (double)std::fabs(po0[i] - po1[i]) / std::fabs(po0[i]));
-    for (size_t i = 0; i < co0.size(); ++i) cmax = std::max(cmax, (double)std::fabs(co0[i] - co1[i]) / std::fabs(co0[i]));
+    for (size_t i = 0; i < o0.post.size(); ++i) pmax = std::max(pmax, (double)std::fabs(o0.post[i] - o1.post[i]) / std::fabs(o0.post[i]));
+    for (size_t i = 0; i < o0.comb.size(); ++i) cmax = std::max(cmax, (double)std::fabs(o0.comb[i] - o1.comb[i]) / std::fabs(o0.comb[i]));
     const float us = time(cl);
     printf("  %-22s %3d clusters %8.2f us (%+6.1f%%) %5.1f%% of floor | vs f64: y %.2f ulp, post %.1e, comb %.1e | vs pair: %lld y differ, post %.1e, comb %.1e\n",
            v.name, v.clusters, us, 100.0 * (us - pair_us) / pair_us, 100 * floor_us / us, ce.y_ulps, ce.post_rel,
@@ -233,17 +192,14 @@ void run(long long T, int sms, size_t l2, std::vector<Cluster> variants) {
   }
   // Without the Sinkhorn (sinkhorn_iters 0): how much of each route's time its latency chain is.
   if (!variants.empty() && !check_only) {
-    const int iters = p.sinkhorn_iters;
-    p.sinkhorn_iters = 0;
+    const int iters = in.p.sinkhorn_iters;
+    in.p.sinkhorn_iters = 0;
     Cluster& v = variants.front();
     const float pair0 = time(pair_launch);
-    const float cl0 = time([&](hcwarm_mhc_pre_params q) { v.launch(q, st); });
+    const float cl0 = time([&](hcwarm_mhc_pre_params q) { v.launch(q, in.st); });
     printf("  no Sinkhorn: pair %8.2f us, %s %8.2f us\n", pair0, v.name, cl0);
-    p.sinkhorn_iters = iters;
+    in.p.sinkhorn_iters = iters;
   }
-  for (int i = 0; i < sets; ++i) { cudaFree(x[i]); cudaFree(y[i]); }
-  cudaFree(fn); cudaFree(scale); cudaFree(base); cudaFree(nw); cudaFree(post); cudaFree(comb); cudaFree(partials);
-  cudaFree(folded); cudaStreamDestroy(st);
 }
 
 int main(int argc, char** argv) {

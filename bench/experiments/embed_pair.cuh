@@ -1,7 +1,8 @@
 #pragma once
 // What the embedding experiments (embed_fold.cu, embed_cluster.cu) share: the
-// error check, the inputs' fills, the library's split rule, the split-K pair
-// as the library launches it for the embedding, and the graph-replay timing.
+// error check, the library's split rule, the split-K pair as the library
+// launches it for the embedding, the inputs and their read-back, and the
+// graph-replay timing.
 // Built with src/kernels on the include path (bench/experiments/build.sh).
 #include <algorithm>
 #include <cstdio>
@@ -120,6 +121,82 @@ EmbedPair embed_pair(int cls) {
   CK(cudaFuncSetAttribute(k.partial, cudaFuncAttributeMaxDynamicSharedMemorySize, hcwarm_mhc::cuda_partial_smem(k.warps)));
   return k;
 }
+
+// One call's outputs, read back to the host.
+struct EmbedOutputs {
+  std::vector<unsigned short> y;
+  std::vector<float> post, comb;
+};
+
+// What an embedding experiment runs on, for T tokens of hidden D on `sms` SMs: `sets`
+// embeddings and their y (more than 3x the L2 in all, at least 2), fn, scale (its fill
+// scale_offset + [-0.5, 0.5)), base, norm weight, post, comb, the partials at the library's
+// part count and the folded fn, all filled; the params of the library's split rule (fused
+// norm, 20 Sinkhorn iterations) and a non-blocking stream.
+struct EmbedInputs {
+  EmbedInputs(int D_, long long T_, int sms, size_t l2, float scale_offset = 0.f)
+      : D(D_), T(T_), s(split_rule(T_, D_, sms)), parts(hcwarm_mhc::cuda_embed_parts(s, T_, sms)),
+        xbytes((size_t)T_ * D_ * 2), sets((int)std::max<size_t>(2, (3 * l2 + 2 * xbytes - 1) / (2 * xbytes))),
+        x(sets), y(sets) {
+    for (int i = 0; i < sets; ++i) {
+      CK(cudaMalloc(&x[i], xbytes));
+      CK(cudaMalloc(&y[i], xbytes));
+      fill_bf16<<<1024, 256>>>(x[i], (size_t)T * D, 17 + i);
+    }
+    CK(cudaMalloc(&fn, 24 * 4 * D * 4)); fill_f32<<<256, 256>>>(fn, 24 * 4 * D, 5, 4e-3f);
+    CK(cudaMalloc(&scale, 16)); fill_f32<<<1, 32>>>(scale, 3, 7, 1.f, scale_offset);
+    CK(cudaMalloc(&base, 128)); fill_f32<<<1, 32>>>(base, 24, 9, 1.f);
+    CK(cudaMalloc(&nw, D * 2)); fill_bf16<<<16, 256>>>(nw, D, 11);
+    CK(cudaMalloc(&post, T * 16)); CK(cudaMalloc(&comb, T * 64));
+    CK(cudaMalloc(&partials, (size_t)T * parts * hcwarm_mhc::kPartialStride * 4));
+    CK(cudaMalloc(&folded, 24 * D * 4));
+    CK(cudaDeviceSynchronize());  // the fills ran on the legacy stream, which `st` does not wait for
+    p.num_tokens = T; p.fn = fn; p.scale = scale; p.base = base; p.norm_weight = nw; p.post = post; p.comb = comb;
+    p.partials = partials; p.num_splits = s; p.num_parts = parts; p.hc_mult = 4; p.hidden = D; p.sinkhorn_iters = 20;
+    p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f; p.input = kEmbed; p.fn_folded = folded;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  }
+  EmbedInputs(const EmbedInputs&) = delete;
+  EmbedInputs& operator=(const EmbedInputs&) = delete;
+  ~EmbedInputs() {
+    for (int i = 0; i < sets; ++i) { cudaFree(x[i]); cudaFree(y[i]); }
+    cudaFree(fn); cudaFree(scale); cudaFree(base); cudaFree(nw); cudaFree(post); cudaFree(comb); cudaFree(partials);
+    cudaFree(folded); cudaStreamDestroy(st);
+  }
+  // p on set i's embedding and y.
+  hcwarm_mhc_pre_params of_set(int i) const {
+    hcwarm_mhc_pre_params q = p;
+    q.residual = x[i];
+    q.y = y[i];
+    return q;
+  }
+  // launch(params) on set 0, its outputs first filled with `fill` bytes (on `st`, which the
+  // launch uses), then read back.
+  template <class F>
+  EmbedOutputs outputs_of(F&& launch, int fill) const {
+    CK(cudaMemsetAsync(y[0], fill, xbytes, st)); CK(cudaMemsetAsync(post, fill, T * 16, st));
+    CK(cudaMemsetAsync(comb, fill, T * 64, st));
+    launch(of_set(0));
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    EmbedOutputs o{std::vector<unsigned short>((size_t)T * D), std::vector<float>(T * 4), std::vector<float>(T * 16)};
+    CK(cudaMemcpy(o.y.data(), y[0], xbytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(o.post.data(), post, T * 16, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(o.comb.data(), comb, T * 64, cudaMemcpyDeviceToHost));
+    return o;
+  }
+
+  int D;
+  long long T;
+  int s, parts;  // the split count and the partial stage's parts
+  size_t xbytes;
+  int sets;
+  std::vector<unsigned short*> x, y;
+  float *fn, *scale, *base, *post, *comb, *partials, *folded;
+  unsigned short* nw;
+  hcwarm_mhc_pre_params p{};
+  cudaStream_t st;
+};
 
 // Median µs per set of 20 replays (after 3 warm-up replays) of one CUDA graph that
 // holds launch_set(i) for every set i.
