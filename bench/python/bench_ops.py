@@ -157,6 +157,9 @@ def parse_args():
     p.add_argument("--call-tokens", type=int, default=1, help="calls: tokens per call")
     p.add_argument("--first-call-processes", type=int, default=3,
                    help="calls: fresh processes per op form, route and state (one first call each; medians reported)")
+    p.add_argument("--first-call-idle-only", action="store_true",
+                   help="calls: first calls right after prewarm() only, without the busy processes (200 torch.mul "
+                        "calls between prewarm() and the first call), half the processes")
     p.add_argument("--first-call-child", nargs=2, metavar=("FORM", "ROUTE"), help=argparse.SUPPRESS)
     p.add_argument("--first-call-busy", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()

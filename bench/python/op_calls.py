@@ -6,7 +6,9 @@ on the model's shapes at --call-tokens tokens:
   first   host time of the first call after prewarm(), in a fresh process per form and route that
           made the model's tensors first, as an engine does (and of its 100th call there), median over
           --first-call-processes such processes (a single first call is one sample); torch.add's
-          first and 100th call in the same position, for reference; and "busy": the first call in
+          first and 100th call in the same position, for reference, once as it comes and once
+          "warmed" (3 calls and a synchronize after prewarm(), the treatment prewarm() gives hcwarm's
+          entry points, with nothing run in between); and "busy": the first call in
           another fresh process that ran 200 torch.mul calls between prewarm() and it (a process
           that is serving, not one that has just been idle: separates hcwarm's first-call cost
           from the slowness of any call after idle time); "flushed": in the same process after
@@ -166,8 +168,11 @@ def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
     dev = torch.device(dev)
     torch.cuda.set_device(dev)
     i = Inputs(model, tokens, dev)
-    call = torch_add_call(dev) if form == "torch.add" else make_call(form, route, i)
+    call = torch_add_call(dev) if form.startswith("torch.add") else make_call(form, route, i)
     hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
+    if form == "torch.add.warmed":
+        for _ in range(3):
+            call()
     torch.cuda.synchronize()
     if busy:
         a = torch.ones(1024, device=dev)
@@ -200,8 +205,9 @@ def run(args, dev):
     report = hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
     print(f"prewarm {model}: {report.keys} keys, compiled {report.compiled}, {report.seconds:.2f} s")
     first = []
-    for form, route in [("torch.add", "torch")] + [(f, r) for f in FORMS for r in ROUTES]:
-        for busy in (False, True):
+    states = (False,) if args.first_call_idle_only else (False, True)
+    for form, route in [("torch.add", "torch"), ("torch.add.warmed", "torch")] + [(f, r) for f in FORMS for r in ROUTES]:
+        for busy in states:
             cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
                    "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
                    "--device", str(dev)] + (["--first-call-busy"] if busy else [])
@@ -243,6 +249,11 @@ def print_table(calls):
     print(f"\nper-call cost, {calls['model']} at T={calls['tokens']}; torch.add host {add:.2f} us, its first call "
           f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us, flushed {ref['flushed_us']:.1f} us; "
           f"compiles after ready {calls['compiles_after_ready']}")
+    for state, firsts_in in (("idle", firsts), ("busy", busy)):
+        w = firsts_in.get(("torch.add.warmed", "torch"))
+        if w:
+            print(f"torch.add warmed as prewarm() warms hcwarm's ops ({state}): first {w['first_us']:.1f} us, "
+                  f"100th {w['call100_us']:.1f} us, first/100th {w['first_us'] / w['call100_us']:.2f}")
     if ("torch.add", "torch") in busy:
         print(f"torch.add's first call after 200 torch.mul calls: {busy[('torch.add', 'torch')]['first_us']:.1f} us")
     print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'flushed':>8} "
