@@ -160,6 +160,9 @@ def parse_args():
     p.add_argument("--first-call-idle-only", action="store_true",
                    help="calls: first calls right after prewarm() only, without the busy processes (200 torch.mul "
                         "calls between prewarm() and the first call), half the processes")
+    p.add_argument("--first-call-warmed", action="store_true",
+                   help="calls: also each form's first call after 3 calls of it right after prewarm() (how much of a "
+                        "first call is the distance from its last warm call)")
     p.add_argument("--first-call-child", nargs=2, metavar=("FORM", "ROUTE"), help=argparse.SUPPRESS)
     p.add_argument("--first-call-busy", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()

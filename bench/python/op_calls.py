@@ -8,7 +8,8 @@ on the model's shapes at --call-tokens tokens:
           --first-call-processes such processes (a single first call is one sample); torch.add's
           first and 100th call in the same position, for reference, once as it comes and once
           "warmed" (3 calls and a synchronize after prewarm(), the treatment prewarm() gives hcwarm's
-          entry points, with nothing run in between); and "busy": the first call in
+          entry points, with nothing run in between; with --first-call-warmed, every form as well);
+          and "busy": the first call in
           another fresh process that ran 200 torch.mul calls between prewarm() and it (a process
           that is serving, not one that has just been idle: separates hcwarm's first-call cost
           from the slowness of any call after idle time); "flushed": in the same process after
@@ -37,6 +38,7 @@ FLUSH_BYTES = 64 << 20  # more than the host's last-level cache
 SLEEP_CYCLES = 400_000_000  # ~0.2 s at 2 GHz: covers the host loop that queues the timed calls
 FORMS = ("hc_pre", "hc_pre_no_norm", "hc_pre_embedding", "hc_post", "hc_post_pre", "hc_head")
 ROUTES = ("hcwarm", "torch.ops")
+WARMED = ".warmed"  # a form's suffix: called 3 times right after prewarm(), before its timed calls
 CHILD_TIMES = ("first_us", "call100_us", "median_2_100_us", "flushed_us")  # a first-call child's host times
 
 
@@ -168,9 +170,10 @@ def first_call_child(model, chunk, tokens, form, route, dev, busy=False):
     dev = torch.device(dev)
     torch.cuda.set_device(dev)
     i = Inputs(model, tokens, dev)
-    call = torch_add_call(dev) if form.startswith("torch.add") else make_call(form, route, i)
+    base, warmed = form.removesuffix(WARMED), form.endswith(WARMED)
+    call = torch_add_call(dev) if base == "torch.add" else make_call(base, route, i)
     hcwarm.prewarm(model, chunked_prefill_size=chunk, device=dev, fused_norm=None)
-    if form == "torch.add.warmed":
+    if warmed:  # the op itself, directly before: what its last warm call's distance costs
         for _ in range(3):
             call()
     torch.cuda.synchronize()
@@ -206,7 +209,10 @@ def run(args, dev):
     print(f"prewarm {model}: {report.keys} keys, compiled {report.compiled}, {report.seconds:.2f} s")
     first = []
     states = (False,) if args.first_call_idle_only else (False, True)
-    for form, route in [("torch.add", "torch"), ("torch.add.warmed", "torch")] + [(f, r) for f in FORMS for r in ROUTES]:
+    forms = [(f, r) for f in FORMS for r in ROUTES]
+    if args.first_call_warmed:
+        forms += [(f + WARMED, r) for f, r in forms]
+    for form, route in [("torch.add", "torch"), ("torch.add" + WARMED, "torch")] + forms:
         for busy in states:
             cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--first-call-child", form, route,
                    "--call-model", model, "--call-chunk", str(chunk), "--call-tokens", str(tokens),
@@ -258,6 +264,11 @@ def print_table(calls):
         print(f"torch.add's first call after 200 torch.mul calls: {busy[('torch.add', 'torch')]['first_us']:.1f} us")
     print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'flushed':>8} "
           f"{'1st/flu':>7} {'busy 1st':>9} {'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
+    warmed = [(k, f) for k, f in firsts.items() if k[0].endswith(WARMED) and k[0] != "torch.add" + WARMED]
+    if warmed:
+        print("first calls of each form called 3 times right after prewarm() (" + WARMED + "): " + ", ".join(
+            f"{k[0].removesuffix(WARMED)} {k[1]} {f['first_us']:.1f}/{f['call100_us']:.1f} us "
+            f"{f['first_us'] / f['call100_us']:.2f}x" for k, f in warmed))
     for r in calls["rows"]:
         f = firsts[(r["form"], r["route"])]
         b = busy.get((r["form"], r["route"]), f)
