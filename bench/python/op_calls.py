@@ -271,8 +271,9 @@ def print_table(calls):
             f"{f['first_us'] / f['call100_us']:.2f}x" for k, f in warmed))
     for r in calls["rows"]:
         f = firsts[(r["form"], r["route"])]
-        b = busy.get((r["form"], r["route"]), f)
+        b = busy.get((r["form"], r["route"]))
+        busy_cells = f"{b['first_us']:>9.1f} {b['first_us'] / b['call100_us']:>7.2f}" if b else f"{'-':>9} {'-':>7}"
         print(f"{r['form']:<17} {r['route']:<9} {f['first_us']:>9.1f} {f['call100_us']:>9.1f} "
               f"{f['first_us'] / f['call100_us']:>9.2f} {f['flushed_us']:>8.1f} {f['first_us'] / f['flushed_us']:>7.2f} "
-              f"{b['first_us']:>9.1f} {b['first_us'] / b['call100_us']:>7.2f} "
+              f"{busy_cells} "
               f"{r['host_us']:>8.2f} {r['host_over_add']:>6.2f} {r['eager_device_us']:>9.2f} {r['graph_device_us']:>9.2f}")
