@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of a patch of this folder (default pdl_chain.patch; pdl_chain_late.patch is its variant) on a
+# A/B of a patch of this folder (default pdl_chain.patch; pdl_chain_late.patch and pdl_chain_safe.patch are its variants) on a
 # GPU host: builds `hcwarm` from the tree as it is (/tmp/pdl_base) and with the patch
 # (/tmp/pdl_chain), then times hc_pre and the fused boundary at decode and mid sizes with each,
 # twice, interleaved. Needs what tools/gpu_check.sh needs (SYSROOT likewise). Output: one table per
