@@ -82,7 +82,8 @@ __device__ __forceinline__ unsigned int embed_cluster_granule(unsigned int stage
 // cluster's partials itself (the same sums in the same order as the owner's), so
 // no barrier round shares them, and the owners' post and Sinkhorn run after the
 // tile's y: two cluster barriers a tile with the fused norm, one without (the
-// partials double-buffered). Not yet run on a GPU.
+// partials double-buffered). Slower than the broadcast round on an H100 (docs/BENCHMARKS.md,
+// "What was tried and rejected").
 template <int HIDDEN, int TOKENS, int STAGES, bool FUSED_NORM, bool FAST, bool SELF_PRE = false>
 __device__ __forceinline__ void mhc_pre_embed_cluster(const hcwarm_mhc_pre_params& p) {
   using S = EmbedClusterShape<HIDDEN, TOKENS, STAGES, SELF_PRE ? 2 : 1>;
