@@ -256,19 +256,19 @@ def print_table(calls):
           f"after prewarm {ref['first_us']:.1f} us, 100th {ref['call100_us']:.1f} us, flushed {ref['flushed_us']:.1f} us; "
           f"compiles after ready {calls['compiles_after_ready']}")
     for state, firsts_in in (("idle", firsts), ("busy", busy)):
-        w = firsts_in.get(("torch.add.warmed", "torch"))
+        w = firsts_in.get(("torch.add" + WARMED, "torch"))
         if w:
             print(f"torch.add warmed as prewarm() warms hcwarm's ops ({state}): first {w['first_us']:.1f} us, "
                   f"100th {w['call100_us']:.1f} us, first/100th {w['first_us'] / w['call100_us']:.2f}")
     if ("torch.add", "torch") in busy:
         print(f"torch.add's first call after 200 torch.mul calls: {busy[('torch.add', 'torch')]['first_us']:.1f} us")
-    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'flushed':>8} "
-          f"{'1st/flu':>7} {'busy 1st':>9} {'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
     warmed = [(k, f) for k, f in firsts.items() if k[0].endswith(WARMED) and k[0] != "torch.add" + WARMED]
     if warmed:
         print("first calls of each form called 3 times right after prewarm() (" + WARMED + "): " + ", ".join(
             f"{k[0].removesuffix(WARMED)} {k[1]} {f['first_us']:.1f}/{f['call100_us']:.1f} us "
             f"{f['first_us'] / f['call100_us']:.2f}x" for k, f in warmed))
+    print(f"{'op':<17} {'route':<9} {'first us':>9} {'100th us':>9} {'1st/100th':>9} {'flushed':>8} "
+          f"{'1st/flu':>7} {'busy 1st':>9} {'/100th':>7} {'host us':>8} {'x add':>6} {'eager us':>9} {'graph us':>9}")
     for r in calls["rows"]:
         f = firsts[(r["form"], r["route"])]
         b = busy.get((r["form"], r["route"]))
