@@ -11,15 +11,8 @@
 #include <cuda_runtime.h>
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_fold.cuh"
+#include "cuda_check.cuh"
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) {                                                    \
-      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
 
 constexpr int kEmbed = hcwarm_mhc::kInputEmbed;
 

@@ -14,15 +14,8 @@
 #include <vector>
 
 #include "cuda/mhc_head.cuh"
+#include "cuda_check.cuh"
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
 
 template <int HID, int TPT, int MB>
 __global__ void __cluster_dims__(hcwarm_mhc::head_cluster(HID), 1, 1)

@@ -27,6 +27,7 @@
 #include <cuda.h>
 #include "cuda/mhc_pre.cuh"
 #include "cuda/mhc_pre_one_pass.cuh"
+#include "cuda_check.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int kSplitParts = hcwarm_mhc::cuda_subsplits(1);
 
@@ -45,14 +46,6 @@ __global__ void __launch_bounds__(hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOneP
   mhc_pre_one_pass<4, 0, true, true>(p, &tmap);
 }
 
-#define CK(x)                                                             \
-  do {                                                                    \
-    cudaError_t e = (x);                                                  \
-    if (e != cudaSuccess) {                                               \
-      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
 
 static float bf2f(unsigned short h) {
   unsigned u = (unsigned)h << 16;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 #include "variants.cuh"
+#include "cuda_check.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int D = 7168, T = 8192, P = 24;
 constexpr long long K = 4LL * D;
@@ -31,7 +32,6 @@ template <int BATCH, int MINB>
 __global__ void __launch_bounds__(128, MINB) k_finish_batch(hcwarm_mhc_pre_params p) {
   finish_impl<4, D, P, BATCH, true, true>(p, p.num_tokens - 1 - (long long)blockIdx.x, P);
 }
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
 int main() {
   const size_t xbytes = (size_t)T * K * 2;
   unsigned short* x[2];

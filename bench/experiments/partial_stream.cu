@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 #include "cuda/mhc_pre.cuh"
+#include "cuda_check.cuh"
 using namespace hcwarm_kernels::cuda;
 constexpr int D = 7168, T = 8192, P = 24;
 constexpr long long K = 4LL * D;
@@ -72,7 +73,6 @@ __global__ void __launch_bounds__(256, 4) k_flat(const U4* x, long long n, float
   out[blockIdx.x * blockDim.x + threadIdx.x] = ss;
 }
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
 int main() {
   const size_t xbytes = (size_t)T * K * 2;
   unsigned short *x[2];
