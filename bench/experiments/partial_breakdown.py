@@ -18,8 +18,8 @@ end = src.index("template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT>\n__de
 body = src[start:end].replace(sig, "template <int HC, int HIDDEN, int WARPS, int MODE, int STAGES = 2, int INPUT = hcwarm_mhc::kInputResidual>\n"
                                    "__device__ __forceinline__ void partial_variant(")
 edits = [
-    ("      if (kFnEarly) {\n        f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);",
-     "      if (MODE & 1) {\n        f[i] = F4{(float)kk, 1.f, 2.f, 3.f};\n"
+    ("      } else if (kFnEarly) {\n        f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);",
+     "      } else if (MODE & 1) {\n        f[i] = F4{(float)kk, 1.f, 2.f, 3.f};\n"
      "      } else if (kFnEarly) {\n        f[i] = fold_fn4<HC>(p.fn + n * K + col, D, ok, embed);"),
     ("          mma_step_smem(acc, xa, xb, &sb[buf][u][0][0][0], lane);",
      "          if (MODE & 2) { acc[0][0] += __uint_as_float((xa.x ^ xb.y) & 0x3fffffffu) + sb[buf][u][0][lane][0]; }\n"
