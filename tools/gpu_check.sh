@@ -156,7 +156,7 @@ case " $STEPS " in *" bench "*|*" benchpy "*)
 esac
 case " $STEPS " in *" bench "*|*" calls "*)
   log "python per-call cost"
-  # 78 fresh processes (13 forms and routes, idle and busy, 3 each) take over 300 s on an H100's host.
+  # 84 fresh processes (14 forms and routes, idle and busy, 3 each) take over 300 s on an H100's host.
   timeout 540 "$PY" bench/python/bench_ops.py --part calls --json "$OUT/bench_calls.json" >"$OUT/bench_calls.txt" 2>&1
   echo "bench calls rc=$?"; grep -v "^\[" "$OUT/bench_calls.txt" | tail -16 ;;
 esac
