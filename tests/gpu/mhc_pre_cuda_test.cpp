@@ -173,6 +173,35 @@ TEST_F(MhcPreCuda, GenericStreamingFinishGivesTheSpecializedBits) {
   }
 }
 
+// The split pair's partial is a programmatic dependent of the kernel before the call: calls
+// queued back to back (each partial after the previous call's finish, which lets it start at
+// its own start) give one call's bits, reading fn after the wait (default) and before it
+// (HCWARM_MHC_EARLY_FN=1, a device of its own here), in the decode and mid-T buckets.
+TEST_F(MhcPreCuda, BackToBackCallsGiveOneCallsBitsWithFnReadEarlyOrNot) {
+  cuda::CudaDevice early(0, EnvConfig::from_environment().cuda_library, device_->portable(), true);
+  if (!early.early_fn()) GTEST_SKIP() << "the portable kernel forms launch no programmatic dependents";
+  for (const int hidden : {4096, 7168}) {
+    for (const Variant v : {Variant::Specialized, Variant::Generic}) {
+      HcPreOp once(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_, v);
+      for (const int64_t T : {int64_t{1}, int64_t{64}, int64_t{300}}) {
+        const bool norm = T != 64;
+        const auto in = random_hc_pre_inputs(T, 4, hidden, 9100 + T, 1.0f);
+        const mhc::HcPreResult want = run_op(once, *device_, in, norm);
+        for (cuda::CudaDevice* dev : {device_, &early}) {
+          HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *dev, v);
+          StagedHcPre st = stage_hc_pre(*dev, in, T, norm);
+          const DeviceBuffer res = test::upload(*dev, in.residual.data(), in.residual.numel() * sizeof(bf16));
+          st.args.residual = res.as<bf16>();
+          for (int i = 0; i < 4; ++i) op.run(st.args);  // no synchronization between the calls
+          dev->synchronize();
+          EXPECT_EQ(differing_values(st.read_back(*dev), want), 0)
+              << mhc::to_string(v) << " D=" << hidden << " T=" << T << (dev == &early ? " fn early" : "");
+        }
+      }
+    }
+  }
+}
+
 // The other scalar part (IEEE reciprocals; the default has branch-free fast
 // ones): every split count (D 7168), the one-pass kernel, and the generic
 // fatbin's precise kernels (set_cuda_fast_finish picks them too).

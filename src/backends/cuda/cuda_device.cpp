@@ -10,8 +10,8 @@
 
 namespace hcwarm::cuda {
 
-CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable)
-    : driver_(open_cuda_driver(library_path)), ordinal_(ordinal) {
+CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable, bool early_fn)
+    : driver_(open_cuda_driver(library_path)), ordinal_(ordinal), early_fn_(early_fn) {
   const CudaDriver& d = *driver_;
   int count = 0;
   HCWARM_CHECK_CU(d, d.cuDeviceGetCount(&count));

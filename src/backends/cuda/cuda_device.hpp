@@ -20,7 +20,9 @@ class CudaDevice final : public Device {
  public:
   // Throws ErrorKind::Unavailable when there is no driver or no such device.
   // force_portable: the portable kernel forms on this GPU too (HCWARM_CUDA_PORTABLE).
-  explicit CudaDevice(int ordinal = 0, const std::string& library_path = {}, bool force_portable = false);
+  // early_fn: hc_pre's partial may read fn before the kernel before it completes (HCWARM_MHC_EARLY_FN).
+  explicit CudaDevice(int ordinal = 0, const std::string& library_path = {}, bool force_portable = false,
+                      bool early_fn = false);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
@@ -47,6 +49,10 @@ class CudaDevice final : public Device {
   // Whether the kernels run in their portable forms here (jit::cuda_portable_target:
   // below sm_90, or forced): no one-pass kernel, no clusters, no programmatic dependent launch.
   bool portable() const { return portable_; }
+  // Whether hc_pre's partial kernel, a programmatic dependent of whatever kernel precedes it on
+  // the stream, loads its first fn chunk before griddepcontrol.wait (fn must then not be written
+  // by that kernel); never in the portable forms, which launch no programmatic dependents.
+  bool early_fn() const { return early_fn_ && !portable_; }
   // Makes this device's context current on the calling thread.
   void make_current() const;
   CUcontext context() const { return ctx_; }
@@ -66,6 +72,7 @@ class CudaDevice final : public Device {
   int cc_minor_ = 0;
   long long l2_bytes_ = 0;
   bool portable_ = false;
+  bool early_fn_ = false;
   std::string name_;
 };
 

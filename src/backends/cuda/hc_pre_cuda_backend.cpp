@@ -42,6 +42,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
   k->cuda.finish = static_cast<CUfunction>(module->function(finish.symbol));
   k->cuda.partial_warps = partial_warps;
   k->cuda.pdl = !device_.portable();
+  k->cuda.early_fn = device_.early_fn();
   HCWARM_CHECK_CU(device_.driver(), prepare_partial_smem(device_.driver(), k->cuda));
   k->module = std::move(module);
   return k;
@@ -89,6 +90,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   auto k = std::make_unique<CudaKernels>();
   k->module = generic_module_;
   k->cuda.pdl = !device_.portable();
+  k->cuda.early_fn = device_.early_fn();
   for (int input = 0; input < 3; ++input) {
     k->cuda.partial = static_cast<CUfunction>(k->module->function(generic_partial_entry(input).symbol));
     k->cuda.finish = static_cast<CUfunction>(
@@ -159,6 +161,7 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
     k.one_pass = {};
   }
   p.num_parts = one_pass ? hcwarm_mhc::kOnePassParts : split_parts;
+  p.fn_early = k.early_fn ? 1 : 0;
   HCWARM_CHECK_CU(device_.driver(),
                   launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
 }

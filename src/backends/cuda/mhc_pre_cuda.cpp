@@ -184,7 +184,7 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
     }
     const unsigned smem = p.input == hcwarm_mhc::kInputPost ? k.partial_smem_post : k.partial_smem;
     const CUresult rc = launch(k.partial, static_cast<unsigned>(p.num_parts), tiles,
-                               32u * static_cast<unsigned>(k.partial_warps), smem, fold && pdl);
+                               32u * static_cast<unsigned>(k.partial_warps), smem, pdl);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;

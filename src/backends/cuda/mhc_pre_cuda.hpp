@@ -90,6 +90,9 @@ struct MhcPreCudaKernels {
   // The finish as a programmatic dependent of the partial (sm_90), and the partial of the
   // fold; off in the portable forms.
   bool pdl = true;
+  // p.fn_early of every launch (CudaDevice::early_fn): the partial's first fn chunk loads
+  // before it waits for the kernel before the call.
+  bool early_fn = false;
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
@@ -102,7 +105,10 @@ struct MhcPreCudaKernels {
 // Where the driver has cuLaunchKernelEx and k.pdl is set, the finish kernel is a
 // programmatic dependent of the partial kernel (it starts while the partial grid drains).
 // With p.fn_folded set (input EMBED only, and k.fold), the fold kernel runs before the
-// partial stage and the partial is its programmatic dependent in the same way.
+// partial stage and the partial is its programmatic dependent in the same way; without it,
+// the partial is a programmatic dependent of the kernel before the call (it starts as that
+// kernel drains and waits for it before reading anything but, with p.fn_early, fn), and the
+// finish lets the kernel after the call start at its own start.
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
                              CUstream stream, int stages = 3);
 

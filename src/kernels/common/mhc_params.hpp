@@ -237,6 +237,10 @@ struct hcwarm_mhc_pre_params {
   // Input EMBED only: fn folded over the streams, (mix, D), written by the fold
   // kernel the partial kernel depends on; null: the partial folds each chunk itself.
   float* fn_folded;
+  // Nonzero: the split pair's partial, a programmatic dependent of the kernel before the
+  // call, loads its first fn chunk before griddepcontrol.wait (HCWARM_MHC_EARLY_FN=1: the
+  // caller promises that kernel does not write fn); 0: nothing before the wait.
+  int fn_early;
 };
 // A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned): the
 // one-pass kernel's view of the residual as (T rows, hc * hidden columns).

@@ -204,7 +204,16 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 
   // Chunks 0 .. STAGES - 2 in flight before the loop; chunk i lands in stage i % STAGES.
   // With the folded fn the rows go first: they do not depend on the fold kernel, its fn does.
-  if (folded == nullptr && k0 < k1) load_fn(k0, fr);
+  // A programmatic dependent of the kernel before it (without the fold): it starts as that kernel
+  // drains and reads nothing before that kernel has completed, but with p.fn_early its first fn
+  // chunk, which the caller promised that kernel does not write.
+  const bool fn_early = folded == nullptr && p.fn_early != 0;
+  if (fn_early && k0 < k1) load_fn(k0, fr);
+  if (folded == nullptr) {
+    griddep_wait();
+    griddep_launch_dependents();  // this call's finish only once the call before has completed
+    if (!fn_early && k0 < k1) load_fn(k0, fr);
+  }
 #pragma unroll
   for (int i = 0; i + 1 < STAGES; ++i) {
     if (k0 + (long long)i * kChunk < k1) {
@@ -308,9 +317,9 @@ __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params
 
 template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
-  // The finish kernel may be scheduled now: it prefetches the residual rows
-  // and waits (griddepcontrol.wait) for this grid before reading the partials.
-  griddep_launch_dependents();
+  // With the folded fn the finish kernel may be scheduled now (the fold kernel before this
+  // one launched normally): it prefetches the residual rows and waits for this grid.
+  if (p.fn_folded != nullptr) griddep_launch_dependents();
   mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
 }
 
