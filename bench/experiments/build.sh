@@ -5,7 +5,7 @@
 # exists, it first writes the kernel copies NAME.cu includes as "variants.cuh".
 set -eu
 cd "$(dirname "$0")"
-[ $# -gt 0 ] || { echo "usage: $0 NAME... (embed_cluster, embed_fold, head_cluster, launch_floor, one_pass_l2, partial_breakdown, partial_stream; pdl_chain.sh is a script of its own)" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 NAME... (embed_cluster, embed_fold, head_cluster, launch_floor, one_pass_l2, pair_parts, partial_breakdown, partial_stream; pdl_chain.sh is a script of its own)" >&2; exit 2; }
 mkdir -p ../../build/experiments
 for name in "$@"; do
   [ -f "$name.cu" ] || { echo "$0: no experiment $name ($name.cu)" >&2; exit 2; }
