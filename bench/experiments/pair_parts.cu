@@ -1,13 +1,13 @@
 // hc_pre's split-K pair in the buckets where it runs as one wave (hidden 4096 up to 512 tokens,
-// 7168 up to 384): the shipped partial code with other part counts, residual stages and warps
-// per block, each followed by the class's finish as the library launches them (the partial a
-// programmatic dependent of the kernel before it, the finish of the partial). Per shape:
-// graph-replay µs of the pair and of the partial alone, and how far its y, post and comb are
-// from the shipped shape's (a part count changes the f32 summation order; stages and warps do
-// not). At 512 tokens and hidden 4096 the shipped partial grid is 48 parts x 8 tiles of 64
-// tokens, each block streaming 3 chunks of 128 columns with one in flight: a question of bytes
-// in flight per SM, which this study varies. Standalone: bench/experiments/build.sh pair_parts,
-// then ./pair_parts [D:T ...] on the GPU machine (default 4096:512 4096:384 7168:384).
+// 7168 up to 384), built from the shipped kernels' code in other shapes: the partial's warps,
+// residual stages and part count; the finish holding the row or streaming it, one block per
+// token or a y block and a comb block. Both launched as the library launches them (the partial a
+// programmatic dependent of the kernel before it, the finish of the partial). Per shape: graph-replay
+// µs of the pair and of each kernel alone (medians of 3 interleaved rounds, the pair's range), and
+// how far y, post and comb land from the shipped shape's (a part count changes the f32 summation
+// order; stages, warps and the finish's form do not). Timing and agreement only: the library's GPU
+// tests check the numerics. Standalone: bench/experiments/build.sh pair_parts, then
+// ./pair_parts [D:T ...] on the GPU machine (default 4096:512 4096:384 7168:384).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -16,6 +16,7 @@
 
 using namespace hcwarm_kernels::cuda;
 constexpr int kResidual = hcwarm_mhc::kInputResidual;
+constexpr int kRounds = 3;
 
 template <int D, int WARPS, int STAGES, int MINB>
 __global__ void __launch_bounds__(32 * WARPS, MINB) k_partial(hcwarm_mhc_pre_params p) {
@@ -156,30 +157,51 @@ void run(long long T, int sms, size_t l2) {
   const Outputs ref = outputs(shapes[0], full, finishes[0]);
   printf("\nD %d T %lld splits %d class %d, shipped: %d parts x %lld tiles of 64, the held finish; %d sets of %.1f MB\n", D,
          T, in.s, cls, full, (T + 63) / 64, in.sets, in.xbytes / 1e6);
-  printf("%-16s %5s %7s %-17s | %8s %8s %8s | %s\n", "partial", "parts", "blocks", "finish", "pair us", "partial", "finish",
-         "against the shipped shape");
+  // Every shape once per round, rounds in turn, so that a drift of the machine's clocks or
+  // neighbours spreads over all shapes; each cell the median of the rounds, the pair's range beside it.
+  struct Config {
+    const Shape* sh;
+    int parts;
+    const Finish* fin;
+    std::vector<float> pair, part, fin_us;
+  };
+  std::vector<Config> configs;
   for (const Shape& sh : shapes) {
     for (int parts : {full, full * 2 / 3}) {
-      for (const Finish& fin : finishes) {
-        const Outputs o = outputs(sh, parts, fin);
-        int worst = 0;
-        size_t diff = 0;
-        for (size_t i = 0; i < o.y.size(); ++i) {
-          const int u = ulps(o.y[i], ref.y[i]);
-          worst = std::max(worst, u);
-          diff += u != 0;
-        }
-        auto time = [&](int what) {
-          return graph_replay_us(in.st, in.sets, [&](int i) { launch(sh, parts, fin, i, what); });
-        };
-        const float pair = time(3), part = time(1), fin_us = time(2);
-        const long long blocks = (long long)parts * ((T + 16 * sh.warps - 1) / (16 * sh.warps));
-        printf("%-16s %5d %7lld %-17s | %8.2f %8.2f %8.2f | y %zu differ (<= %d ulp), post %.1e, comb %.1e%s\n",
-               sh.name.c_str(), parts, blocks, fin.name.c_str(), pair, part, fin_us, diff, worst,
-               max_rel(o.post, ref.post), max_rel(o.comb, ref.comb),
-               &sh == &shapes[0] && parts == full && &fin == &finishes[0] ? "  (shipped)" : "");
-      }
+      for (const Finish& fin : finishes) configs.push_back({&sh, parts, &fin, {}, {}, {}});
     }
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    for (Config& c : configs) {
+      auto time = [&](int what) {
+        return graph_replay_us(in.st, in.sets, [&](int i) { launch(*c.sh, c.parts, *c.fin, i, what); });
+      };
+      c.pair.push_back(time(3));
+      c.part.push_back(time(1));
+      c.fin_us.push_back(time(2));
+    }
+  }
+  auto median = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  printf("%-16s %5s %7s %-17s | %8s %13s %8s %8s | %s\n", "partial", "parts", "blocks", "finish", "pair us", "pair range",
+         "partial", "finish", "against the shipped shape");
+  for (const Config& c : configs) {
+    const Outputs o = outputs(*c.sh, c.parts, *c.fin);
+    int worst = 0;
+    size_t diff = 0;
+    for (size_t i = 0; i < o.y.size(); ++i) {
+      const int u = ulps(o.y[i], ref.y[i]);
+      worst = std::max(worst, u);
+      diff += u != 0;
+    }
+    const long long blocks = (long long)c.parts * ((T + 16 * c.sh->warps - 1) / (16 * c.sh->warps));
+    const auto range = std::minmax_element(c.pair.begin(), c.pair.end());
+    printf("%-16s %5d %7lld %-17s | %8.2f %6.2f-%6.2f %8.2f %8.2f | y %zu differ (<= %d ulp), post %.1e, comb %.1e%s\n",
+           c.sh->name.c_str(), c.parts, blocks, c.fin->name.c_str(), median(c.pair), *range.first, *range.second,
+           median(c.part), median(c.fin_us), diff, worst, max_rel(o.post, ref.post), max_rel(o.comb, ref.comb),
+           &c == &configs[0] ? "  (shipped)" : "");
   }
 }
 
