@@ -46,7 +46,7 @@ void run_bench_op(const CliContext& ctx, const BenchOpOptions& o) {
   }
   std::unique_ptr<Device> dev;
   if (backend == mhc::Backend::Cuda) {
-    dev = std::make_unique<cuda::CudaDevice>(0, ctx.env.cuda_library, ctx.env.cuda_portable, ctx.env.mhc_early_fn);
+    dev = std::make_unique<cuda::CudaDevice>(0, ctx.env);
   } else {
     dev = std::make_unique<CpuDevice>();
   }

@@ -47,7 +47,7 @@ GpuFacts probe_gpu(const EnvConfig& env) {
       g.unavailable = fmt::format("the CUDA driver {} sees no device", driver->path);
       return g;
     }
-    const cuda::CudaDevice dev(0, env.cuda_library, env.cuda_portable);
+    const cuda::CudaDevice dev(0, env);
     g.name = dev.name();
     g.num_sms = dev.num_sms();
     g.cc_major = dev.cc_major();

@@ -16,8 +16,7 @@ class OpDevice {
   OpDevice(const CliContext& ctx, const std::string& backend, const std::string& cache_dir)
       : rt_(std::make_unique<jit::JitRuntime>(jit_options(ctx, cache_dir))) {
     if (backend == "cuda") {
-      auto cd = std::make_unique<cuda::CudaDevice>(0, ctx.env.cuda_library, ctx.env.cuda_portable,
-                                                       ctx.env.mhc_early_fn);
+      auto cd = std::make_unique<cuda::CudaDevice>(0, ctx.env);
       rt_->set_module_loader(jit::TargetKind::Cuda, std::make_shared<cuda::CudaModuleLoader>(*cd));
       arch_ = cd->arch();
       dev_ = std::move(cd);

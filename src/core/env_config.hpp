@@ -51,8 +51,8 @@ struct EnvConfig {
   // resident meanwhile).
   bool mhc_one_pass = true;
   // HCWARM_MHC_EARLY_FN=1: hc_pre's partial kernel, which starts as the kernel before it on
-  // the stream drains, loads its first fn chunk before it waits for that kernel (about 0.5 µs
-  // more off a decode call), so fn must not be written by the kernel directly before the call.
+  // the stream drains, loads its first fn chunk before it waits for that kernel (0.4-0.7 µs
+  // more off a decode call on an H100), so fn must not be written by the kernel directly before the call.
   // By default it reads nothing before the wait: plain stream order for every input.
   bool mhc_early_fn = false;
   // HCWARM_CUDA_PORTABLE=1: the CUDA kernels in their portable forms on any GPU,

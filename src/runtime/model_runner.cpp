@@ -25,8 +25,7 @@ namespace {
 }  // namespace
 
 std::unique_ptr<Device> make_device(mhc::Backend backend, const EnvConfig& env) {
-  if (backend == mhc::Backend::Cuda) return std::make_unique<cuda::CudaDevice>(0, env.cuda_library, env.cuda_portable,
-                                                                                   env.mhc_early_fn);
+  if (backend == mhc::Backend::Cuda) return std::make_unique<cuda::CudaDevice>(0, env);
   return std::make_unique<CpuDevice>();
 }
 

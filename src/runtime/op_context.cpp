@@ -59,8 +59,7 @@ OpContext::OpContext(OpContextOptions options) : options_(std::move(options)) {
                    "an op context runs the cpu or cuda backend, not {}", mhc::to_string(backend));
   if (options_.num_sms) HCWARM_CHECK_ARG(*options_.num_sms >= 1, "num_sms must be positive, got {}", *options_.num_sms);
   if (backend == mhc::Backend::Cuda) {
-    auto dev = std::make_unique<cuda::CudaDevice>(options_.device_ordinal, options_.env.cuda_library,
-                                                  options_.env.cuda_portable, options_.env.mhc_early_fn);
+    auto dev = std::make_unique<cuda::CudaDevice>(options_.device_ordinal, options_.env);
     // A GPU below the kernels' floor is refused here, at start-up, by name: never by a compile while serving.
     jit::require_supported_cuda_arch(dev->arch(), "GPU " + dev->name());
     num_sms_ = options_.num_sms.value_or(dev->num_sms());

@@ -29,7 +29,7 @@ inline CudaEnv& cuda_env() {
     auto* e = new CudaEnv;
     const auto cfg = EnvConfig::from_environment();
     if (!cuda::cuda_device_present(cfg.cuda_library)) return e;
-    e->device = new cuda::CudaDevice(0, cfg.cuda_library, cfg.cuda_portable, cfg.mhc_early_fn);  // HCWARM_CUDA_PORTABLE=1: the portable forms
+    e->device = new cuda::CudaDevice(0, cfg);  // HCWARM_CUDA_PORTABLE=1: the portable forms
     jit::JitOptions o;
     o.cache_dir = std::nullopt;
     o.nvrtc_library = cfg.nvrtc_library;

@@ -178,7 +178,9 @@ TEST_F(MhcPreCuda, GenericStreamingFinishGivesTheSpecializedBits) {
 // its own start) give one call's bits, reading fn after the wait (default) and before it
 // (HCWARM_MHC_EARLY_FN=1, a device of its own here), in the decode and mid-T buckets.
 TEST_F(MhcPreCuda, BackToBackCallsGiveOneCallsBitsWithFnReadEarlyOrNot) {
-  cuda::CudaDevice early(0, EnvConfig::from_environment().cuda_library, device_->portable(), true);
+  EnvConfig env = EnvConfig::from_environment();
+  env.mhc_early_fn = true;
+  cuda::CudaDevice early(0, env);
   if (!early.early_fn()) GTEST_SKIP() << "the portable kernel forms launch no programmatic dependents";
   for (const int hidden : {4096, 7168}) {
     for (const Variant v : {Variant::Specialized, Variant::Generic}) {

@@ -28,7 +28,7 @@ Gpu make_gpu() {
   Gpu g;
   const auto env = EnvConfig::from_environment();
   if (!cuda::cuda_device_present(env.cuda_library)) return g;
-  g.device = std::make_unique<cuda::CudaDevice>(0, env.cuda_library, env.cuda_portable, env.mhc_early_fn);
+  g.device = std::make_unique<cuda::CudaDevice>(0, env);
   jit::JitOptions o;
   o.cache_dir = std::nullopt;
   o.nvrtc_library = env.nvrtc_library;

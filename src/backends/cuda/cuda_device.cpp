@@ -10,6 +10,9 @@
 
 namespace hcwarm::cuda {
 
+CudaDevice::CudaDevice(int ordinal, const EnvConfig& env)
+    : CudaDevice(ordinal, env.cuda_library, env.cuda_portable, env.mhc_early_fn) {}
+
 CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable, bool early_fn)
     : driver_(open_cuda_driver(library_path)), ordinal_(ordinal), early_fn_(early_fn) {
   const CudaDriver& d = *driver_;

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "core/device.hpp"
+#include "core/env_config.hpp"
 #include "jit/jit_runtime.hpp"
 #include "jit/loaded_module.hpp"
 
@@ -23,6 +24,9 @@ class CudaDevice final : public Device {
   // early_fn: hc_pre's partial may read fn before the kernel before it completes (HCWARM_MHC_EARLY_FN).
   explicit CudaDevice(int ordinal = 0, const std::string& library_path = {}, bool force_portable = false,
                       bool early_fn = false);
+  // Device `ordinal` as the environment configures it: env's driver library
+  // (HCWARM_CUDA_LIBRARY), portable forms (HCWARM_CUDA_PORTABLE) and early fn (HCWARM_MHC_EARLY_FN).
+  CudaDevice(int ordinal, const EnvConfig& env);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;

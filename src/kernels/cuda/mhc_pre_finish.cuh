@@ -186,7 +186,8 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
 template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false,
           int INPUT = hcwarm_mhc::kInputResidual>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
-  // The next call's partial may start now: it reads its fn, then waits for this grid.
+  // The next call's partial may start now: it waits for this grid before it reads anything
+  // (fn's first chunk excepted with p.fn_early).
   griddep_launch_dependents();
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   if (FUSED_NORM && p.norm_weight == nullptr) return;
