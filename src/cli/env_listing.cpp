@@ -26,6 +26,7 @@ std::vector<EnvSetting> env_settings(const EnvConfig& env) {
       {"HCWARM_MHC_PREWARM", b(env.mhc_prewarm), false, ""},
       {"HCWARM_MHC_ONE_PASS", b(env.mhc_one_pass), false, ""},
       {"HCWARM_MHC_EARLY_FN", b(env.mhc_early_fn), false, ""},
+      {"HCWARM_MHC_ONE_WAVE", b(env.mhc_one_wave), false, ""},
       {"HCWARM_CUDA_PORTABLE", b(env.cuda_portable), false, ""},
       {"HCWARM_TORCH_CPP_OPS", b(env.torch_cpp_ops), false, ""},
       {"HCWARM_JIT", env.jit_compile ? "on" : "off", false, ""},

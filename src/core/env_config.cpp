@@ -131,6 +131,7 @@ EnvConfig EnvConfig::from_map(const std::map<std::string, std::string>& vars, in
   if (const auto* v = get("HCWARM_MHC_PREWARM")) c.mhc_prewarm = parse_bool("HCWARM_MHC_PREWARM", *v);
   if (const auto* v = get("HCWARM_MHC_ONE_PASS")) c.mhc_one_pass = parse_bool("HCWARM_MHC_ONE_PASS", *v);
   if (const auto* v = get("HCWARM_MHC_EARLY_FN")) c.mhc_early_fn = parse_bool("HCWARM_MHC_EARLY_FN", *v);
+  if (const auto* v = get("HCWARM_MHC_ONE_WAVE")) c.mhc_one_wave = parse_bool("HCWARM_MHC_ONE_WAVE", *v);
   if (const auto* v = get("HCWARM_CUDA_PORTABLE")) c.cuda_portable = parse_bool("HCWARM_CUDA_PORTABLE", *v);
   if (const auto* v = get("HCWARM_TORCH_CPP_OPS")) c.torch_cpp_ops = parse_bool("HCWARM_TORCH_CPP_OPS", *v);
   if (const auto* v = get("HCWARM_JIT")) {

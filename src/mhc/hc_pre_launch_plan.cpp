@@ -71,6 +71,12 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
     p.partial_warps = cuda::cuda_partial_warps(p.kernel_splits);
     if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
     p.fold_fn = p.input == HcPreInput::Embed && hcwarm_mhc::cuda_embed_folds(p.num_tokens);
+    const int hidden = static_cast<int>(r.dims.hidden);
+    p.one_wave_kernels = p.input == HcPreInput::Residual && !p.one_pass() &&
+                         hcwarm_mhc::cuda_one_wave_class(p.split_class, hidden);
+    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable && r.variant == Variant::Specialized &&
+                 hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
+    if (p.one_wave) p.one_wave_parts = hcwarm_mhc::cuda_one_wave_parts(p.kernel_splits);
   }
   if (r.backend != Backend::Reference && p.num_tokens > 0) {
     p.workspace_bytes =

@@ -22,6 +22,9 @@ struct CudaKernelOptions {
   // The kernels' portable forms (jit::cuda_portable_target: below sm_90, or
   // HCWARM_CUDA_PORTABLE): no one-pass kernel, the cluster-free head, plain launches.
   bool portable = false;
+  // Run the one-wave pair where the plan's rule admits it (HCWARM_MHC_ONE_WAVE); not part
+  // of any key: the kernels that carry it carry it either way.
+  bool one_wave = true;
 };
 // The options of a target: portable where forced or where the arch is below sm_90.
 CudaKernelOptions cuda_kernel_options(std::string arch, bool one_pass, bool force_portable);
@@ -75,6 +78,13 @@ struct HcPreLaunchPlan {
   // workspace at fold_offset (hcwarm_mhc::cuda_embed_folds), not in every partial block.
   bool fold_fn = false;
   size_t fold_offset = 0;
+  // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_class):
+  // the specialization carries the one-wave pair's kernels beside the class's. one_wave: this
+  // call runs them (specialized, not in the portable forms, 256-512 tokens: hcwarm_mhc::cuda_one_wave)
+  // on one_wave_parts parts; kernels without them (the generic ones) run the pair on split_parts.
+  bool one_wave_kernels = false;
+  bool one_wave = false;
+  int one_wave_parts = 0;
   // Scratch for num_tokens: the split pair's partials (then the folded fn) and, with
   // the one-pass kernel, its counters and ring (a device too busy to host its
   // cooperative grid runs the pair instead, on the same split count).
@@ -92,7 +102,9 @@ struct HcPreLaunchPlan {
 // Kernel-count request: where it is 1). Everything else runs the split-K pair
 // on the requested count; with the embedding, on fewer, wider parts
 // (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
-// (hcwarm_mhc::cuda_embed_folds). num_splits < 1: InvalidArgument.
+// (hcwarm_mhc::cuda_embed_folds); at hidden 4096 from 256 to 512 tokens, the
+// specialized residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave,
+// the option on). num_splits < 1: InvalidArgument.
 HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
 
 }  // namespace hcwarm::mhc

@@ -54,6 +54,7 @@ HcPreOp::HcPreOp(Backend backend, MhcDims dims, MhcConstants constants, int num_
   if (const auto* cd = dynamic_cast<const cuda::CudaDevice*>(&device)) {
     cuda_arch_ = cd->arch();
     cuda_portable_ = cd->portable();
+    cuda_one_wave_ = cd->one_wave();
   }
   HCWARM_CHECK_ARG(dims.hc_mult >= 1 && dims.hidden >= 1, "bad mHC dims hc_mult={} hidden={}", dims.hc_mult,
                    dims.hidden);

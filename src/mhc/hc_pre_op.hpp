@@ -154,7 +154,9 @@ class HcPreOp {
   // The CUDA device's target ("sm_90a" on another device) and CudaDevice::portable().
   const std::string& cuda_arch() const { return cuda_arch_; }
   bool cuda_portable() const { return cuda_portable_; }
-  CudaKernelOptions cuda_options() const { return {cuda_arch_, one_pass_, fast_finish_, num_sms_, cuda_portable_}; }
+  CudaKernelOptions cuda_options() const {
+    return {cuda_arch_, one_pass_, fast_finish_, num_sms_, cuda_portable_, cuda_one_wave_};
+  }
 
  private:
   using KernelsId = std::tuple<int, bool, int>;
@@ -188,6 +190,7 @@ class HcPreOp {
   Device* device_;
   std::string cuda_arch_ = "sm_90a";  // the constructor's reading of a CUDA device
   bool cuda_portable_ = false;
+  bool cuda_one_wave_ = CudaKernelOptions{}.one_wave;  // the device's CudaDevice::one_wave
   Variant variant_;
   bool one_pass_ = CudaKernelOptions{}.one_pass;
   bool fast_finish_ = CudaKernelOptions{}.fast_finish;

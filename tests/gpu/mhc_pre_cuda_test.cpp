@@ -2,10 +2,14 @@
 // every test skips cleanly on a machine without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "cuda_fixture.hpp"
+#include "graph_capture.hpp"
 
 namespace hcwarm::test {
 namespace {
@@ -100,6 +104,71 @@ TEST_F(MhcPreCuda, DispatchAroundTheOnePassBoundAtHidden4096) {
     all.merge(c);
   }
   report("cuda dispatch around the one-pass bound D=4096", all);
+}
+
+// The one-wave pair (hcwarm_mhc::cuda_one_wave: hidden 4096, 256-512 tokens): against the
+// float64 reference; against its class's pair (a device with it off, HCWARM_MHC_ONE_WAVE=0),
+// from which two thirds of the parts change only the f32 summation order (y within 3 ulps in at
+// most 1e-4 of its values, post and comb within 1e-6); and replayed from a CUDA graph with the
+// eager call's bits.
+TEST_F(MhcPreCuda, OneWavePairAtHidden4096) {
+  if (!device_->one_wave()) GTEST_SKIP() << "the portable kernel forms run no one-wave pair";
+  EnvConfig env = EnvConfig::from_environment();
+  env.mhc_one_wave = false;
+  cuda::CudaDevice classic(0, env);
+  const int hidden = 4096;
+  HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_);
+  HcPreOp class_op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, classic);
+  Comparison all;
+  for (const int64_t T : {256, 300, 384, 448, 512}) {
+    const bool norm = T != 300;
+    const std::string where = fmt::format("D=4096 T={} norm={}", T, norm);
+    ASSERT_TRUE(op.launch_plan(T, norm).one_wave) << where;
+    ASSERT_FALSE(class_op.launch_plan(T, norm).one_wave) << where;
+    const auto in = random_hc_pre_inputs(T, 4, hidden, 4100 + T, 1.0f);
+    const mhc::HcPreResult got = run_op(op, *device_, in, norm);
+    const Comparison c = check_against_reference(got, in, norm);
+    expect_close(c, "one-wave " + where);
+    all.merge(c);
+    const mhc::HcPreResult theirs = run_op(class_op, classic, in, norm);
+    int64_t y_differ = 0, max_ulp = 0;
+    for (int64_t i = 0; i < got.y.numel(); ++i) {
+      const int64_t d = bf16_ulp_distance(got.y[i], theirs.y[i]);
+      y_differ += d != 0;
+      max_ulp = std::max(max_ulp, d);
+    }
+    double rel = 0;
+    for (const auto& [a, b] : {std::pair{&got.post, &theirs.post}, std::pair{&got.comb, &theirs.comb}}) {
+      for (int64_t i = 0; i < a->numel(); ++i) {
+        rel = std::max(rel, std::fabs(double{(*a)[i]} - (*b)[i]) / std::max(std::fabs(double{(*b)[i]}), 1e-30));
+      }
+    }
+    EXPECT_LE(max_ulp, 3) << where;
+    EXPECT_LE(y_differ, got.y.numel() / 10000) << where;
+    EXPECT_LE(rel, 1e-6) << where;
+    std::printf("[one-wave] %s: y %lld of %lld differ from the class pair's (<= %lld ulp), post/comb %.2g\n",
+                where.c_str(), static_cast<long long>(y_differ), static_cast<long long>(got.y.numel()),
+                static_cast<long long>(max_ulp), rel);
+  }
+  report("cuda one-wave pair D=4096", all);
+
+  // Graph replay: the same kernels, the caller's stream and workspace.
+  const TestStream owned_stream(*device_);
+  ASSERT_NE(owned_stream.get(), nullptr);
+  const int64_t T = 384;
+  const auto in = random_hc_pre_inputs(T, 4, hidden, 4500, 1.0f);
+  DeviceBuffer ws(*device_, op.workspace_bytes(T));
+  const mhc::LaunchContext launch{owned_stream.get(), ws.get(), ws.bytes()};
+  StagedHcPre s = stage_hc_pre(*device_, in, T, true);
+  const DeviceBuffer res = test::upload(*device_, in.residual.data(), in.residual.numel() * sizeof(bf16));
+  s.args.residual = res.as<bf16>();
+  op.run(s.args, launch);
+  ASSERT_EQ(device_->driver().cuStreamSynchronize(owned_stream.get()), cuda::CUDA_SUCCESS);
+  const mhc::HcPreResult eager = s.read_back(*device_);
+  for (DeviceBuffer* out : {&s.y, &s.post, &s.comb}) device_->fill_zero(out->get(), out->bytes());
+  device_->synchronize();
+  ASSERT_TRUE(capture_and_replay(*device_, owned_stream.get(), [&] { op.run(s.args, launch); }, 2));
+  EXPECT_EQ(differing_values(s.read_back(*device_), eager), 0) << "graph replay of T=384";
 }
 
 TEST_F(MhcPreCuda, LargeMagnitudeResidual) {

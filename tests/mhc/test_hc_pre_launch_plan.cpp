@@ -64,16 +64,34 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   const jit::KernelSpec spec = hc_pre_kernel_spec(plan);
   EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
   EXPECT_EQ(has_one_pass_entry(spec), plan.one_pass()) << where;
-  // The embedding's specializations carry the fn fold as their third part.
+  // The embedding's specializations carry the fn fold as their third part; hidden 4096's
+  // residual classes 5 and 22 the one-wave pair as their third and fourth.
   const bool embed = plan.input == HcPreInput::Embed;
-  EXPECT_EQ(spec.parts, plan.one_pass() || embed ? 3 : 2) << where;
+  const bool one_wave = plan.one_wave_kernels;
+  EXPECT_EQ(one_wave, plan.input == HcPreInput::Residual && plan.dims.hidden == 4096 &&
+                          (plan.split_class == 5 || plan.split_class == 22))
+      << where;
+  EXPECT_EQ(spec.parts, one_wave ? 4 : plan.one_pass() || embed ? 3 : 2) << where;
   const cuda::MhcPreEntries e = cuda::mhc_pre_entries(plan);
-  ASSERT_EQ(spec.entries.size(), plan.one_pass() || embed ? 3u : 2u) << where;
+  ASSERT_EQ(spec.entries.size(), one_wave ? 4u : plan.one_pass() || embed ? 3u : 2u) << where;
   EXPECT_EQ(spec.entries[0], e.partial) << where;
   EXPECT_EQ(spec.entries[1], e.finish) << where;
   EXPECT_EQ(e.one_pass.has_value(), plan.one_pass()) << where;
   EXPECT_EQ(e.fold.has_value(), embed) << where;
   if (embed) EXPECT_EQ(spec.entries[2], *e.fold) << where;
+  EXPECT_EQ(e.one_wave_partial.has_value(), one_wave) << where;
+  EXPECT_EQ(e.one_wave_finish.has_value(), one_wave) << where;
+  if (one_wave) {
+    EXPECT_EQ(spec.entries[2], *e.one_wave_partial) << where;
+    EXPECT_EQ(spec.entries[3], *e.one_wave_finish) << where;
+    EXPECT_EQ(spec.entries[2].part, 2) << where;
+    EXPECT_EQ(spec.entries[3].part, 3) << where;
+    // The partial 4 stages deep, the finish streaming (8 blocks per SM).
+    EXPECT_TRUE(e.one_wave_partial->expression.ends_with(fmt::format(", {}, {}, 3>", hcwarm_mhc::kCudaOneWaveStages,
+                                                                     32 * plan.partial_warps)))
+        << where << ": " << e.one_wave_partial->expression;
+    EXPECT_TRUE(e.one_wave_finish->expression.ends_with(", true, 8>")) << where << ": " << e.one_wave_finish->expression;
+  }
   if (plan.one_pass()) {
     EXPECT_EQ(plan.kernel_splits, 1) << where;
     EXPECT_EQ(plan.one_pass_threads, cuda::one_pass_threads(plan.dims.hidden)) << where;
@@ -86,7 +104,7 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   EXPECT_EQ(e.partial.part, 0) << where;
   EXPECT_EQ(e.finish.part, 1) << where;
   EXPECT_TRUE(e.partial.expression.ends_with(
-      fmt::format(", {}, {}>", 32 * plan.partial_warps, plan.partial_warps == 8 ? 2 : 3)))
+      fmt::format(", 2, {}, {}>", 32 * plan.partial_warps, plan.partial_warps == 8 ? 2 : 3)))
       << where << ": " << e.partial.expression;
   EXPECT_EQ(spec.param("splits"), cuda::cuda_split_class_name(plan.split_class)) << where;
   EXPECT_EQ(spec.arch, plan.arch) << where;
@@ -261,6 +279,61 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   HcPreLaunchRequest bad;
   bad.num_splits = 0;
   EXPECT_THROW(plan_hc_pre_launch(bad), Error);
+}
+
+// The one-wave pair (hcwarm_mhc::cuda_one_wave, docs/BENCHMARKS.md "The one-wave buckets' pair in
+// other shapes"): at hidden 4096 from 256 to 512 tokens, specialized residual calls run two thirds
+// of the class's parts; every other call runs its class's pair. The key's kernels carry it
+// whatever the call, the option or the form; the workspace still holds all the parts (the
+// generic kernels, serving a bucket whose specialization has not landed, run them all).
+TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
+  CudaKernelOptions on;
+  on.num_sms = 132;
+  for (const int hidden : {4096, 7168}) {
+    const MhcDims d{4, hidden};
+    for (const int64_t t : {1, 64, 128, 255, 256, 300, 384, 448, 512, 513, 2048}) {
+      const std::string where = "D " + std::to_string(hidden) + " T " + std::to_string(t);
+      const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, on);
+      const bool want = hidden == 4096 && t >= 256 && t <= 512;
+      EXPECT_EQ(plan.one_wave, want) << where;
+      EXPECT_EQ(plan.one_wave_kernels, !plan.one_pass() && hidden == 4096 &&
+                                           (plan.split_class == 5 || plan.split_class == 22))
+          << where;
+      const int full = cuda::cuda_num_parts(plan.kernel_splits);
+      EXPECT_EQ(plan.split_parts, full) << where;
+      EXPECT_EQ(plan.one_wave_parts, want ? (2 * full + 2) / 3 : 0) << where;
+      EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? plan.workspace_bytes
+                                                      : static_cast<size_t>(t) * full * hcwarm_mhc::kPartialStride * 4)
+          << where;
+      // Off for the generic kernels, the portable forms, the option off, the embedding and the boundary.
+      CudaKernelOptions portable = on, off = on;
+      portable.portable = true;
+      off.one_wave = false;
+      EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, 132, t, true, portable).one_wave) << where;
+      const HcPreLaunchPlan unset = plan_for_tokens(Backend::Cuda, d, 132, t, true, off);
+      EXPECT_FALSE(unset.one_wave) << where;
+      EXPECT_EQ(unset.one_wave_kernels, plan.one_wave_kernels) << where << ": the option changes no key";
+      EXPECT_EQ(hc_pre_kernel_spec(unset).source, hc_pre_kernel_spec(plan).source) << where;
+      for (const HcPreInput input : {HcPreInput::Embed, HcPreInput::Post}) {
+        const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, d, 132, t, true, on, input);
+        EXPECT_FALSE(other.one_wave || other.one_wave_kernels) << where << " " << to_string(input);
+      }
+      HcPreLaunchRequest generic;
+      generic.variant = Variant::Generic;
+      generic.dims = d;
+      generic.cuda = on;
+      generic.num_splits = plan.bucket_splits;
+      generic.num_tokens = t;
+      EXPECT_FALSE(plan_hc_pre_launch(generic).one_wave) << where;
+    }
+  }
+  // Every dsv4-flash bucket of 256-512 tokens on 132 SMs is in class 5 or 22: the rule's range is all one-wave.
+  for (int64_t t = 256; t <= 512; ++t) {
+    const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, {4, 4096}, 132, t, false, on);
+    ASSERT_TRUE(plan.one_wave) << t;
+    ASSERT_GE(plan.one_wave_parts, 1) << t;
+    ASSERT_LT(plan.one_wave_parts, plan.split_parts) << t;
+  }
 }
 
 // The embedding's split pair: fewer, wider parts where tokens are plentiful,

@@ -11,10 +11,10 @@
 namespace hcwarm::cuda {
 
 CudaDevice::CudaDevice(int ordinal, const EnvConfig& env)
-    : CudaDevice(ordinal, env.cuda_library, env.cuda_portable, env.mhc_early_fn) {}
+    : CudaDevice(ordinal, env.cuda_library, env.cuda_portable, env.mhc_early_fn, env.mhc_one_wave) {}
 
-CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable, bool early_fn)
-    : driver_(open_cuda_driver(library_path)), ordinal_(ordinal), early_fn_(early_fn) {
+CudaDevice::CudaDevice(int ordinal, const std::string& library_path, bool force_portable, bool early_fn, bool one_wave)
+    : driver_(open_cuda_driver(library_path)), ordinal_(ordinal), early_fn_(early_fn), one_wave_(one_wave) {
   const CudaDriver& d = *driver_;
   int count = 0;
   HCWARM_CHECK_CU(d, d.cuDeviceGetCount(&count));

@@ -22,10 +22,12 @@ class CudaDevice final : public Device {
   // Throws ErrorKind::Unavailable when there is no driver or no such device.
   // force_portable: the portable kernel forms on this GPU too (HCWARM_CUDA_PORTABLE).
   // early_fn: hc_pre's partial may read fn before the kernel before it completes (HCWARM_MHC_EARLY_FN).
+  // one_wave: hc_pre's one-wave pair where its plan admits it (HCWARM_MHC_ONE_WAVE).
   explicit CudaDevice(int ordinal = 0, const std::string& library_path = {}, bool force_portable = false,
-                      bool early_fn = false);
+                      bool early_fn = false, bool one_wave = true);
   // Device `ordinal` as the environment configures it: env's driver library
-  // (HCWARM_CUDA_LIBRARY), portable forms (HCWARM_CUDA_PORTABLE) and early fn (HCWARM_MHC_EARLY_FN).
+  // (HCWARM_CUDA_LIBRARY), portable forms (HCWARM_CUDA_PORTABLE), early fn (HCWARM_MHC_EARLY_FN)
+  // and the one-wave pair (HCWARM_MHC_ONE_WAVE).
   CudaDevice(int ordinal, const EnvConfig& env);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
@@ -57,6 +59,9 @@ class CudaDevice final : public Device {
   // the stream, loads its first fn chunk before griddepcontrol.wait (fn must then not be written
   // by that kernel); never in the portable forms, which launch no programmatic dependents.
   bool early_fn() const { return early_fn_ && !portable_; }
+  // Whether hc_pre's plans on this device may take the one-wave pair (hcwarm_mhc::cuda_one_wave:
+  // hidden 4096, 256-512 tokens); never in the portable forms, whose finish cannot start early.
+  bool one_wave() const { return one_wave_ && !portable_; }
   // Makes this device's context current on the calling thread.
   void make_current() const;
   CUcontext context() const { return ctx_; }
@@ -77,6 +82,7 @@ class CudaDevice final : public Device {
   long long l2_bytes_ = 0;
   bool portable_ = false;
   bool early_fn_ = false;
+  bool one_wave_ = true;
   std::string name_;
 };
 

@@ -36,10 +36,14 @@ std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
     std::shared_ptr<const jit::LoadedModule> module, const jit::KernelEntry& partial, const jit::KernelEntry& finish,
-    int partial_warps) {
+    int partial_warps, const jit::KernelEntry* one_wave_partial, const jit::KernelEntry* one_wave_finish) {
   auto k = std::make_unique<CudaKernels>();
   k->cuda.partial = static_cast<CUfunction>(module->function(partial.symbol));
   k->cuda.finish = static_cast<CUfunction>(module->function(finish.symbol));
+  if (one_wave_partial != nullptr && one_wave_finish != nullptr) {
+    k->cuda.one_wave_partial = static_cast<CUfunction>(module->function(one_wave_partial->symbol));
+    k->cuda.one_wave_finish = static_cast<CUfunction>(module->function(one_wave_finish->symbol));
+  }
   k->cuda.partial_warps = partial_warps;
   k->cuda.pdl = !device_.portable();
   k->cuda.early_fn = device_.early_fn();
@@ -52,7 +56,9 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
                                                                const mhc::HcPreLaunchPlan& plan) {
   // The names the plan's source instantiated (mhc_pre_cuda_source writes them from the same function).
   const MhcPreEntries e = mhc_pre_entries(plan);
-  auto k = bind_split_pair(std::move(module), e.partial, e.finish, plan.partial_warps);
+  auto k = bind_split_pair(std::move(module), e.partial, e.finish, plan.partial_warps,
+                           e.one_wave_partial ? &*e.one_wave_partial : nullptr,
+                           e.one_wave_finish ? &*e.one_wave_finish : nullptr);
   if (e.fold) {
     static_cast<CudaKernels&>(*k).cuda.fold = static_cast<CUfunction>(k->module->function(e.fold->symbol.c_str()));
   }
@@ -134,17 +140,20 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   // The folded fn goes after the partials in the workspace (the plan sized it). Kernels bound
   // from the plan or the generic fatbin carry the fold; the launcher refuses any without it.
   if (plan.fold_fn) p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
-  launch_kernels(kernels, p, plan.one_pass() && stages == 3, plan.split_parts, launch, stages);
+  // The generic kernels, serving a bucket whose specialization has not landed, have no one-wave pair.
+  const bool one_wave = plan.one_wave && static_cast<const CudaKernels&>(kernels).cuda.one_wave_partial != nullptr;
+  const Form form = plan.one_pass() && stages == 3 ? Form::OnePass : one_wave ? Form::OneWave : Form::SplitPair;
+  launch_kernels(kernels, p, form, one_wave ? plan.one_wave_parts : plan.split_parts, launch, stages);
 }
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
   p.fn_folded = nullptr;  // no plan, no room set aside for it
-  launch_kernels(kernels, p, false, cuda_num_parts(p.num_splits), launch, stages);
+  launch_kernels(kernels, p, Form::SplitPair, cuda_num_parts(p.num_splits), launch, stages);
 }
 
-void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass,
-                                      int split_parts, const LaunchContext& launch, int stages) {
+void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, Form form,
+                                      int parts, const LaunchContext& launch, int stages) {
   const auto& bound = static_cast<const CudaKernels&>(kernels);
   MhcPreCudaKernels k = bound.cuda;
   if (bound.by_input()) {
@@ -156,14 +165,12 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
                                                                              : bound.finish_by_input[p.input];
   }
   // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
-  if (!one_pass || k.one_pass.f == nullptr) {
-    one_pass = false;
-    k.one_pass = {};
-  }
-  p.num_parts = one_pass ? hcwarm_mhc::kOnePassParts : split_parts;
+  const bool one_pass = form == Form::OnePass && k.one_pass.f != nullptr;
+  if (!one_pass) k.one_pass = {};
+  p.num_parts = one_pass ? hcwarm_mhc::kOnePassParts : parts;
   p.fn_early = k.early_fn ? 1 : 0;
-  HCWARM_CHECK_CU(device_.driver(),
-                  launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages));
+  HCWARM_CHECK_CU(device_.driver(), launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages,
+                                                        form == Form::OneWave));
 }
 
 }  // namespace hcwarm::cuda

@@ -23,21 +23,26 @@ namespace hcwarm::cuda {
 // launcher looks up. The entries of one specialization, each in its own part:
 // partial 0, finish 1, one-pass 2 (only in one-pass plans: num_splits 1; see
 // cuda/mhc_pre_one_pass.cuh), or with the embedding the fn fold 2
-// (cuda/mhc_pre_fold.cuh). partial_warps: the partial kernel's block;
-// one_pass_threads: the one-pass kernel's (one_pass only).
+// (cuda/mhc_pre_fold.cuh), or with one_wave the one-wave pair's partial 2 and
+// finish 3 (hcwarm_mhc::cuda_one_wave: hidden 4096's classes 5 and 22, residual
+// streams). partial_warps: the partial kernel's block; one_pass_threads: the
+// one-pass kernel's (one_pass only).
 struct MhcPreEntries {
   jit::KernelEntry partial, finish;
   std::optional<jit::KernelEntry> one_pass;
   std::optional<jit::KernelEntry> fold;
+  std::optional<jit::KernelEntry> one_wave_partial, one_wave_finish;
 };
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
-                              int input, int partial_warps, int one_pass_threads);
+                              int input, int partial_warps, int one_pass_threads, bool one_wave = false);
 // Those of the specialization serving a launch plan (mhc_pre_cuda_source's).
 MhcPreEntries mhc_pre_entries(const mhc::HcPreLaunchPlan& plan);
-// One kernel's entry, its launch bounds given (threads, blocks per SM).
-jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int threads, int min_blocks);
+// One kernel's entry, its launch bounds given (threads, blocks per SM); stages: the
+// partial's residual chunks in flight; streams: the finish's streaming form.
+jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int stages, int threads,
+                               int min_blocks);
 jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, bool fused_norm, bool fast, int input,
-                              int min_blocks);
+                              bool streams, int min_blocks);
 jit::KernelEntry fold_entry(int part, int hc, int hidden);
 // head: the mHC head's form (backends/cuda/hc_head_cuda.hpp); threads: one_pass_threads(hidden).
 jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, bool fast, bool head, int threads);
@@ -93,6 +98,11 @@ struct MhcPreCudaKernels {
   // p.fn_early of every launch (CudaDevice::early_fn): the partial's first fn chunk loads
   // before it waits for the kernel before the call.
   bool early_fn = false;
+  // The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial kCudaOneWaveStages deep and
+  // the streaming finish; null in kernels without it. Set up by prepare_partial_smem.
+  CUfunction one_wave_partial = nullptr;
+  CUfunction one_wave_finish = nullptr;
+  unsigned one_wave_partial_smem = 0;
 };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
@@ -109,13 +119,16 @@ struct MhcPreCudaKernels {
 // the partial is a programmatic dependent of the kernel before the call (it starts as that
 // kernel drains and waits for it before reading anything but, with p.fn_early, fn), and the
 // finish lets the kernel after the call start at its own start.
+// one_wave: the one-wave pair's kernels on p.num_parts (the caller's plan took it; refused
+// with CUDA_ERROR_INVALID_VALUE where k lacks them), its finish in a y and a comb block per token.
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
-                             CUstream stream, int stages = 3);
+                             CUstream stream, int stages = 3, bool one_wave = false);
 
 // The mma_smem partial kernel stages the residual in dynamic shared memory
 // (hcwarm_mhc::cuda_partial_smem of k.partial_warps; with input POST
 // hcwarm_mhc::cuda_partial_smem_post): allows k.partial the larger and records
-// both in k.partial_smem / k.partial_smem_post for the launcher.
+// both in k.partial_smem / k.partial_smem_post for the launcher; the same for
+// k.one_wave_partial where set (kCudaOneWaveStages of residual rows).
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple

@@ -23,13 +23,15 @@ void check_input(int input) {
 }
 }  // namespace
 
-jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int threads, int min_blocks) {
-  return pre_entry(part, "mhc_pre_partial_kernel", {split_class, hc, hidden, input, threads, min_blocks}, kPreParams);
+jit::KernelEntry partial_entry(int part, int split_class, int hc, int hidden, int input, int stages, int threads,
+                               int min_blocks) {
+  return pre_entry(part, "mhc_pre_partial_kernel", {split_class, hc, hidden, input, stages, threads, min_blocks},
+                   kPreParams);
 }
 
 jit::KernelEntry finish_entry(int part, int split_class, int hc, int hidden, bool fused_norm, bool fast, int input,
-                              int min_blocks) {
-  return pre_entry(part, "mhc_pre_finish_kernel", {split_class, hc, hidden, fused_norm, fast, input, min_blocks},
+                              bool streams, int min_blocks) {
+  return pre_entry(part, "mhc_pre_finish_kernel", {split_class, hc, hidden, fused_norm, fast, input, streams, min_blocks},
                    kPreParams);
 }
 
@@ -42,17 +44,27 @@ jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, b
 }
 
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
-                              int input, int partial_warps, int one_pass_threads) {
+                              int input, int partial_warps, int one_pass_threads, bool one_wave) {
   check_input(input);
+  HCWARM_CHECK_ARG(!one_wave || (input == hcwarm_mhc::kInputResidual && hcwarm_mhc::cuda_one_wave_class(split_class, hidden)),
+                   "mhc_pre: the one-wave pair is hidden {}'s classes 5-21 and 22+ on residual streams, not class {} "
+                   "at hidden {} with input {}",
+                   hcwarm_mhc::kCudaOneWaveHidden, split_class, hidden, input);
   MhcPreEntries e;
+  const bool streams = hcwarm_mhc::cuda_finish_streams(split_class);
   // The partial kernel: 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
-  e.partial = partial_entry(0, split_class, hc, hidden, input, 32 * partial_warps, partial_warps == 8 ? 2 : 3);
+  e.partial = partial_entry(0, split_class, hc, hidden, input, 2, 32 * partial_warps, partial_warps == 8 ? 2 : 3);
   // The finish: 8 blocks per SM where it streams the residual (64 registers), else 3.
-  e.finish = finish_entry(1, split_class, hc, hidden, fused_norm, fast_finish, input,
-                          hcwarm_mhc::cuda_finish_streams(split_class) ? 8 : 3);
+  e.finish = finish_entry(1, split_class, hc, hidden, fused_norm, fast_finish, input, streams, streams ? 8 : 3);
   if (one_pass) e.one_pass = one_pass_entry(2, hc, hidden, fused_norm, fast_finish, false, one_pass_threads);
   // The embedding's fn fold, which the launch runs where the plan folds (HcPreLaunchPlan::fold_fn).
   if (input == hcwarm_mhc::kInputEmbed) e.fold = fold_entry(2, hc, hidden);
+  // The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial deeper, the finish streaming.
+  if (one_wave) {
+    e.one_wave_partial = partial_entry(2, split_class, hc, hidden, input, hcwarm_mhc::kCudaOneWaveStages,
+                                       32 * partial_warps, partial_warps == 8 ? 2 : 3);
+    e.one_wave_finish = finish_entry(3, split_class, hc, hidden, fused_norm, fast_finish, input, true, 8);
+  }
   return e;
 }
 
@@ -60,15 +72,15 @@ MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_no
 // the streaming finish of the classes up to 4 splits 8.
 jit::KernelEntry generic_partial_entry(int input) {
   check_input(input);
-  return partial_entry(0, 0, 4, 0, input, hcwarm_mhc::kCudaThreads, 3);
+  return partial_entry(0, 0, 4, 0, input, 2, hcwarm_mhc::kCudaThreads, 3);
 }
 
 jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, bool streaming) {
   check_input(input);
   HCWARM_CHECK_ARG(!streaming || input != hcwarm_mhc::kInputPost,
                    "mhc_pre: the generic streaming finish reads residual streams or the embedding, not input post");
-  if (streaming) return finish_entry(0, hcwarm_mhc::kCudaAnyStreamingClass, 4, 0, fused_norm, fast, input, 8);
-  return finish_entry(0, 0, 4, 0, fused_norm, fast, input, 3);
+  if (streaming) return finish_entry(0, hcwarm_mhc::kCudaAnyStreamingClass, 4, 0, fused_norm, fast, input, true, 8);
+  return finish_entry(0, 0, 4, 0, fused_norm, fast, input, false, 3);
 }
 
 jit::KernelEntry generic_fold_entry() { return fold_entry(0, 4, 0); }

@@ -43,11 +43,12 @@ struct SourceShape {
   int input;
   int partial_warps;     // the partial kernel's block
   int one_pass_threads;  // the one-pass kernel's block (one_pass only)
+  bool one_wave;         // the one-wave pair's kernels too (HcPreLaunchPlan::one_wave_kernels)
 };
 
 MhcPreEntries entries_of(const SourceShape& s) {
   return mhc_pre_entries(s.split_class, s.hc, s.hidden, s.fused_norm, s.one_pass, s.fast_finish, s.input,
-                         s.partial_warps, s.one_pass_threads);
+                         s.partial_warps, s.one_pass_threads, s.one_wave);
 }
 
 jit::KernelSource generate(const SourceShape& s) {
@@ -84,6 +85,12 @@ jit::KernelSource generate(const SourceShape& s) {
     out.entries.push_back(std::move(*e.fold));
     out.parts = 3;
   }
+  if (e.one_wave_partial) {  // classes 5 and 22 on residual streams: parts 2 and 3 are free
+    out.text += part(2, "mhc_pre_partial.cuh") + part(3, "mhc_pre_finish.cuh");
+    out.entries.push_back(std::move(*e.one_wave_partial));
+    out.entries.push_back(std::move(*e.one_wave_finish));
+    out.parts = 4;
+  }
   return out;
 }
 
@@ -92,7 +99,7 @@ SourceShape shape_of(const mhc::HcPreLaunchPlan& plan) {
                    mhc::to_string(plan.backend));
   return {plan.split_class, plan.dims.hc_mult, static_cast<int>(plan.dims.hidden), plan.fused_norm,
           plan.one_pass(), plan.fast_finish, plan.input_code, plan.partial_warps,
-          static_cast<int>(plan.one_pass_threads)};
+          static_cast<int>(plan.one_pass_threads), plan.one_wave_kernels};
 }
 
 }  // namespace
@@ -107,7 +114,8 @@ jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool f
                    hc, hidden);
   const int split_class = cuda_split_class(num_splits);
   return generate({split_class, hc, hidden, fused_norm, one_pass, fast_finish, input, cuda_partial_warps(split_class),
-                   one_pass ? static_cast<int>(one_pass_threads(hidden)) : 0});
+                   one_pass ? static_cast<int>(one_pass_threads(hidden)) : 0,
+                   input == hcwarm_mhc::kInputResidual && hcwarm_mhc::cuda_one_wave_class(split_class, hidden)});
 }
 
 }  // namespace hcwarm::cuda

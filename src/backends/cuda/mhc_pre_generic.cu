@@ -19,8 +19,8 @@
 // host finds them by the mangled names of generic_partial_entry,
 // generic_finish_entry, generic_fold_entry and generic_one_pass_entry (mhc_pre_cuda.hpp), whose
 // template arguments these repeat: split class 0, hc 4, hidden 0 (both from the
-// params), hcwarm_mhc::kCudaThreads a block and 3 blocks per SM (the streaming
-// finish: kCudaAnyStreamingClass, 8); the one-pass kernel with the largest block
+// params), 2 residual stages, hcwarm_mhc::kCudaThreads a block and 3 blocks per SM
+// (the streaming finish: kCudaAnyStreamingClass, 8); the one-pass kernel with the largest block
 // (hcwarm_mhc::kOnePassMaxHidden's).
 namespace hcwarm_kernels::cuda {
 namespace {
@@ -28,37 +28,37 @@ constexpr int kResidual = hcwarm_mhc::kInputResidual, kEmbed = hcwarm_mhc::kInpu
 constexpr int kThreads = hcwarm_mhc::kCudaThreads;
 }  // namespace
 
-template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kThreads, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_partial_kernel<0, 4, 0, kEmbed, kThreads, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_partial_kernel<0, 4, 0, kPost, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, 2, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kEmbed, 2, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kPost, 2, kThreads, 3>(hcwarm_mhc_pre_params);
 
 template __global__ void mhc_pre_fold_kernel<4, 0>(hcwarm_mhc_pre_params);
 
 // Per input kind: norm x reciprocal form.
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kEmbed, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kEmbed, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kEmbed, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kEmbed, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kPost, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kEmbed, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kEmbed, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kEmbed, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kEmbed, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kPost, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, false, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, false, 3>(hcwarm_mhc_pre_params);
 
 // The large-T buckets' streaming finish, 8 blocks per SM (kCudaAnyStreamingClass): the
 // residual's pair (where the one-pass kernel does not run) and the embedding's.
 constexpr int kStreaming = hcwarm_mhc::kCudaAnyStreamingClass;
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kResidual, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kResidual, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kResidual, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kResidual, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kEmbed, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kEmbed, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kEmbed, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kEmbed, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kEmbed, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kEmbed, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kEmbed, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kEmbed, true, 8>(hcwarm_mhc_pre_params);
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);

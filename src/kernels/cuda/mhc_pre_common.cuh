@@ -182,10 +182,10 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   } else if (SPLIT_CLASS != 0 && hcwarm_mhc::cuda_split_class(p.num_splits) != SPLIT_CLASS) {
     return false;
   }
-  const int parts = ONE_PASS ? hcwarm_mhc::kOnePassParts : hcwarm_mhc::cuda_num_parts(p.num_splits);
-  // The embedding may run fewer, wider parts (hcwarm_mhc::cuda_embed_parts): the finish batch still covers them.
-  if (!ONE_PASS && p.input == hcwarm_mhc::kInputEmbed) return p.num_parts >= 1 && p.num_parts <= parts;
-  return p.num_parts == parts;
+  if (ONE_PASS) return p.num_parts == hcwarm_mhc::kOnePassParts;
+  // The plan may run fewer, wider parts than the split count's (hcwarm_mhc::cuda_embed_parts,
+  // cuda_one_wave_parts): the finish sums any count, its batch and then a loop.
+  return p.num_parts >= 1 && p.num_parts <= hcwarm_mhc::cuda_num_parts(p.num_splits);
 }
 
 }  // namespace cuda

@@ -182,10 +182,16 @@ __device__ __forceinline__ void finish_impl(const hcwarm_mhc_pre_params& p, long
   }
 }
 
-// FAST: branch-free reciprocals in the scalar part (see rcp_fast).
+// FAST: branch-free reciprocals in the scalar part (see rcp_fast). STREAMS: the
+// streaming form (partials first, the residual streamed after the scalar part, 64
+// registers): the classes that stream (hcwarm_mhc::cuda_class_streams) and the
+// one-wave pair of classes 5 and 22 (hcwarm_mhc::cuda_one_wave), which runs it in
+// a y block and a comb block per token.
 template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST = false,
-          int INPUT = hcwarm_mhc::kInputResidual>
+          int INPUT = hcwarm_mhc::kInputResidual, bool STREAMS = hcwarm_mhc::cuda_class_streams(SPLIT_CLASS)>
 __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
+  static_assert(STREAMS || !hcwarm_mhc::cuda_class_streams(SPLIT_CLASS),
+                "the classes of at most 4 splits finish in the streaming form only");
   // The next call's partial may start now: it waits for this grid before it reads anything
   // (fn's first chunk excepted with p.fn_early).
   griddep_launch_dependents();
@@ -193,10 +199,8 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   if (FUSED_NORM && p.norm_weight == nullptr) return;
   // The generic kernel batches as the 5-21 class does (decode's 112 parts in two
   // rounds, not a chain of loads; section 3f); 160 would leave it at its 168-register limit.
-  // Its streaming form (kCudaAnyStreamingClass) batches as the streaming classes do.
-  constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
-  static_assert(SPLIT_CLASS != hcwarm_mhc::kCudaAnyStreamingClass || kBatch == hcwarm_mhc::cuda_finish_batch_parts(1),
-                "the generic streaming finish batches the partials as the streaming classes do");
+  // The streaming form batches as the streaming classes do (24: within its 64 registers).
+  constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(STREAMS ? 1 : SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
   // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
@@ -205,17 +209,15 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
   const long long t = T - 1 - (split && b >= T ? b - T : b);
-  // Large-T buckets read the partials first and stream the residual (see finish_impl).
-  constexpr int kStreamX = hcwarm_mhc::cuda_class_streams(SPLIT_CLASS) ? 1 : 0;
-  // p.num_parts: shape_ok held it to the split count's parts (the embedding's may be fewer).
-  finish_impl<HC, HIDDEN, kBatch, kStreamX, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
+  // p.num_parts: shape_ok held it to at most the split count's parts (the plan's choice).
+  finish_impl<HC, HIDDEN, kBatch, STREAMS ? 1 : 0, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
 }
 
 // The entry point instantiated by name (jit/kernel_entry.hpp): hcwarm_mhc::kCudaThreads
 // a block; MIN_BLOCKS per SM from the launcher (8 where it streams the residual, else 3).
-template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST, int INPUT, int MIN_BLOCKS>
+template <int SPLIT_CLASS, int HC, int HIDDEN, bool FUSED_NORM, bool FAST, int INPUT, bool STREAMS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(hcwarm_mhc::kCudaThreads, MIN_BLOCKS) mhc_pre_finish_kernel(hcwarm_mhc_pre_params p) {
-  mhc_pre_finish<SPLIT_CLASS, HC, HIDDEN, FUSED_NORM, FAST, INPUT>(p);
+  mhc_pre_finish<SPLIT_CLASS, HC, HIDDEN, FUSED_NORM, FAST, INPUT, STREAMS>(p);
 }
 
 }  // namespace cuda

@@ -307,27 +307,32 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   }
 }
 
-template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT>
+// STAGES: the residual chunks in flight, 2 (the classes' shape) or
+// hcwarm_mhc::kCudaOneWaveStages (the one-wave pair's, hcwarm_mhc::cuda_one_wave).
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT, int STAGES = 2>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
+  static_assert(STAGES == 2 || (STAGES == hcwarm_mhc::kCudaOneWaveStages && INPUT == hcwarm_mhc::kInputResidual),
+                "STAGES: 2, or hcwarm_mhc::kCudaOneWaveStages for residual streams (the one-wave pair; the "
+                "launcher sizes input POST's staging for 2)");
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   constexpr int kWarps = SPLIT_CLASS != 0 ? hcwarm_mhc::cuda_partial_warps(SPLIT_CLASS) : 4;
-  // p.num_parts: shape_ok held it to the split count's parts (the embedding's may be fewer).
-  partial_smem_impl<HC, HIDDEN, kWarps, 2, INPUT>(p, blockIdx.y, blockIdx.x, p.num_parts);
+  // p.num_parts: shape_ok held it to at most the split count's parts (the plan's choice).
+  partial_smem_impl<HC, HIDDEN, kWarps, STAGES, INPUT>(p, blockIdx.y, blockIdx.x, p.num_parts);
 }
 
-template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual>
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT = hcwarm_mhc::kInputResidual, int STAGES = 2>
 __device__ __forceinline__ void mhc_pre_partial(const hcwarm_mhc_pre_params& p) {
   // With the folded fn the finish kernel may be scheduled now (the fold kernel before this
   // one launched normally): it prefetches the residual rows and waits for this grid.
   if (p.fn_folded != nullptr) griddep_launch_dependents();
-  mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
+  mhc_pre_partial_smem<SPLIT_CLASS, HC, HIDDEN, INPUT, STAGES>(p);
 }
 
 // The entry point NVRTC and nvcc instantiate by name (jit/kernel_entry.hpp):
 // the block (THREADS = 32 * warps) and its blocks per SM come from the launcher.
-template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT, int THREADS, int MIN_BLOCKS>
+template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT, int STAGES, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mhc_pre_partial_kernel(hcwarm_mhc_pre_params p) {
-  mhc_pre_partial<SPLIT_CLASS, HC, HIDDEN, INPUT>(p);
+  mhc_pre_partial<SPLIT_CLASS, HC, HIDDEN, INPUT, STAGES>(p);
 }
 
 }  // namespace cuda
