@@ -74,7 +74,7 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
     const int hidden = static_cast<int>(r.dims.hidden);
     p.one_wave_kernels = p.input == HcPreInput::Residual && !p.one_pass() &&
                          hcwarm_mhc::cuda_one_wave_class(p.split_class, hidden);
-    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable && r.variant == Variant::Specialized &&
+    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable &&
                  hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
     if (p.one_wave) p.one_wave_parts = hcwarm_mhc::cuda_one_wave_parts(p.kernel_splits);
   }

@@ -79,9 +79,10 @@ struct HcPreLaunchPlan {
   bool fold_fn = false;
   size_t fold_offset = 0;
   // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_class):
-  // the specialization carries the one-wave pair's kernels beside the class's. one_wave: this
-  // call runs them (specialized, not in the portable forms, 256-512 tokens: hcwarm_mhc::cuda_one_wave)
-  // on one_wave_parts parts; kernels without them (the generic ones) run the pair on split_parts.
+  // the specialization carries the one-wave pair's kernels beside the class's (the generic
+  // fatbin has them for every class). one_wave: this call runs them (not in the portable forms,
+  // 256-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts; kernels without them
+  // run the pair on split_parts.
   bool one_wave_kernels = false;
   bool one_wave = false;
   int one_wave_parts = 0;

@@ -410,7 +410,7 @@ TEST(MhcPreCudaSource, OnePassBlockMatchesItsLaunchBounds) {
 // to read it) names every entry point bind_generic looks up: the partial and
 // the finish per input kind (and the streaming finish for residual streams and the
 // embedding), the finish and one-pass kernels with and without the norm in both
-// reciprocal forms (the op's fast_finish picks one); all distinct.
+// reciprocal forms (the op's fast_finish picks one), and the one-wave pair's; all distinct.
 TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm) {
   const auto image = cuda::mhc_pre_generic_fatbin();
   if (image.empty()) GTEST_SKIP() << "built without nvcc: no generic kernels";
@@ -434,7 +434,12 @@ TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm)
   for (const bool norm : {false, true}) {
     for (const bool fast : {false, true}) expect_entry(cuda::generic_one_pass_entry(norm, fast));
   }
-  EXPECT_EQ(names.size(), 27u);
+  // The one-wave pair's (residual streams): the deeper partial and the streaming finish of any class.
+  expect_entry(cuda::generic_one_wave_partial_entry());
+  for (const bool norm : {false, true}) {
+    for (const bool fast : {false, true}) expect_entry(cuda::generic_one_wave_finish_entry(norm, fast));
+  }
+  EXPECT_EQ(names.size(), 32u);
   // The fused boundary's input has no streaming finish: asked for, it is refused by name.
   EXPECT_THROW(cuda::generic_finish_entry(hcwarm_mhc::kInputPost, true, true, true), Error);
 }

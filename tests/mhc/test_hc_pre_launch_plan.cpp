@@ -284,8 +284,8 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
 // The one-wave pair (hcwarm_mhc::cuda_one_wave, docs/BENCHMARKS.md "The one-wave buckets' pair in
 // other shapes"): at hidden 4096 from 256 to 512 tokens, specialized residual calls run two thirds
 // of the class's parts; every other call runs its class's pair. The key's kernels carry it
-// whatever the call, the option or the form; the workspace still holds all the parts (the
-// generic kernels, serving a bucket whose specialization has not landed, run them all).
+// whatever the call, the option or the form (the generic fatbin for every class); the workspace
+// still holds all the parts (what kernels without the pair run).
 TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
   CudaKernelOptions on;
   on.num_sms = 132;
@@ -305,7 +305,7 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
       EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? plan.workspace_bytes
                                                       : static_cast<size_t>(t) * full * hcwarm_mhc::kPartialStride * 4)
           << where;
-      // Off for the generic kernels, the portable forms, the option off, the embedding and the boundary.
+      // Off in the portable forms, with the option off, for the embedding and the boundary.
       CudaKernelOptions portable = on, off = on;
       portable.portable = true;
       off.one_wave = false;
@@ -324,7 +324,7 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
       generic.cuda = on;
       generic.num_splits = plan.bucket_splits;
       generic.num_tokens = t;
-      EXPECT_FALSE(plan_hc_pre_launch(generic).one_wave) << where;
+      EXPECT_EQ(plan_hc_pre_launch(generic).one_wave, want) << where << ": the generic fatbin has the pair too";
     }
   }
   // Every dsv4-flash bucket of 256-512 tokens on 132 SMs is in class 5 or 22: the rule's range is all one-wave.

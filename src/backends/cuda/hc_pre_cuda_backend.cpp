@@ -110,6 +110,12 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
     }
   }
   k->cuda.fold = static_cast<CUfunction>(k->module->function(generic_fold_entry().symbol));
+  // The one-wave pair, for the plans that take it (residual streams, hidden 4096): its partial's
+  // deeper staging needs the larger shared memory too.
+  k->cuda.one_wave_partial = static_cast<CUfunction>(k->module->function(generic_one_wave_partial_entry().symbol));
+  k->cuda.one_wave_finish = static_cast<CUfunction>(
+      k->module->function(generic_one_wave_finish_entry(fused_norm, fast_finish_).symbol));
+  HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
   if (one_pass_) {
     const auto f = static_cast<CUfunction>(
         k->module->function(generic_one_pass_entry(fused_norm, fast_finish_).symbol));
@@ -140,7 +146,7 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   // The folded fn goes after the partials in the workspace (the plan sized it). Kernels bound
   // from the plan or the generic fatbin carry the fold; the launcher refuses any without it.
   if (plan.fold_fn) p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
-  // The generic kernels, serving a bucket whose specialization has not landed, have no one-wave pair.
+  // Kernels without the one-wave pair run the class's (all of the split count's parts).
   const bool one_wave = plan.one_wave && static_cast<const CudaKernels&>(kernels).cuda.one_wave_partial != nullptr;
   const Form form = plan.one_pass() && stages == 3 ? Form::OnePass : one_wave ? Form::OneWave : Form::SplitPair;
   launch_kernels(kernels, p, form, one_wave ? plan.one_wave_parts : plan.split_parts, launch, stages);

@@ -186,6 +186,10 @@ const char* generic_kernel_targets();
 jit::KernelEntry generic_partial_entry(int input);
 jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, bool streaming = false);
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast);
+// The one-wave pair's (residual streams): the partial kCudaOneWaveStages deep, the streaming
+// finish of any split count (class 0), in both reciprocal forms.
+jit::KernelEntry generic_one_wave_partial_entry();
+jit::KernelEntry generic_one_wave_finish_entry(bool fused_norm, bool fast);
 jit::KernelEntry generic_fold_entry();
 
 }  // namespace hcwarm::cuda

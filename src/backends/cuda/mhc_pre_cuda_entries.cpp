@@ -85,6 +85,14 @@ jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, boo
 
 jit::KernelEntry generic_fold_entry() { return fold_entry(0, 4, 0); }
 
+jit::KernelEntry generic_one_wave_partial_entry() {
+  return partial_entry(0, 0, 4, 0, hcwarm_mhc::kInputResidual, hcwarm_mhc::kCudaOneWaveStages, hcwarm_mhc::kCudaThreads, 3);
+}
+
+jit::KernelEntry generic_one_wave_finish_entry(bool fused_norm, bool fast) {
+  return finish_entry(0, 0, 4, 0, fused_norm, fast, hcwarm_mhc::kInputResidual, true, 8);
+}
+
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast) {
   return one_pass_entry(0, 4, 0, fused_norm, fast, false, hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden));
 }

@@ -60,6 +60,15 @@ template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kE
 template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kEmbed, true, 8>(hcwarm_mhc_pre_params);
 template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kEmbed, true, 8>(hcwarm_mhc_pre_params);
 
+// The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial 4 stages deep and the streaming
+// finish of any split count, residual streams only.
+constexpr int kDeep = hcwarm_mhc::kCudaOneWaveStages;
+template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kDeep, kThreads, 3>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
+template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);
 
