@@ -57,7 +57,7 @@ struct EnvConfig {
   bool mhc_early_fn = false;
   // HCWARM_MHC_ONE_WAVE=0: hc_pre at hidden 4096 from 256 to 512 tokens runs its split class's
   // pair instead of the one-wave pair (two thirds of the parts, a deeper partial and the
-  // streaming finish in two blocks per token: 4-16% faster on an H100 and an H200).
+  // streaming finish in two blocks per token: 1.5-15% faster on an H100).
   bool mhc_one_wave = true;
   // HCWARM_CUDA_PORTABLE=1: the CUDA kernels in their portable forms on any GPU,
   // as below sm_90 (no one-pass kernel, no clusters, no programmatic dependent

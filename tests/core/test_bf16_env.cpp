@@ -32,6 +32,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
                                       {"HCWARM_MHC_PREWARM", "0"},
                                       {"HCWARM_MHC_ONE_PASS", "0"},
                                       {"HCWARM_MHC_EARLY_FN", "1"},
+                                      {"HCWARM_MHC_ONE_WAVE", "0"},
                                       {"HCWARM_CUDA_PORTABLE", "1"},
                                       {"HCWARM_TORCH_CPP_OPS", "0"},
                                       {"HCWARM_JOBS", "3"},
@@ -44,6 +45,7 @@ TEST(EnvConfig, ParsesEveryVariable) {
   EXPECT_FALSE(c.mhc_prewarm);
   EXPECT_FALSE(c.mhc_one_pass);
   EXPECT_TRUE(c.mhc_early_fn);
+  EXPECT_FALSE(c.mhc_one_wave);
   EXPECT_TRUE(c.cuda_portable);
   EXPECT_FALSE(c.torch_cpp_ops);
   EXPECT_EQ(c.jobs, 3);
@@ -63,6 +65,7 @@ TEST(EnvConfig, DefaultsAndCacheDirFallbacks) {
   EXPECT_TRUE(d.mhc_prewarm);
   EXPECT_TRUE(d.mhc_one_pass);
   EXPECT_FALSE(d.mhc_early_fn);
+  EXPECT_TRUE(d.mhc_one_wave);
   EXPECT_FALSE(d.cuda_portable);
   EXPECT_TRUE(d.torch_cpp_ops);
 }
@@ -71,6 +74,7 @@ TEST(EnvConfig, BadValuesNameTheVariable) {
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"HCWARM_STRICT_WARMUP", "maybe"},
                                                                       {"HCWARM_MHC_ONE_PASS", "2"},
                                                                       {"HCWARM_MHC_EARLY_FN", "early"},
+                                                                      {"HCWARM_MHC_ONE_WAVE", "wide"},
                                                                       {"HCWARM_CUDA_PORTABLE", "portable"},
                                                                       {"HCWARM_TORCH_CPP_OPS", "yes please"},
                                                                       {"HCWARM_JOBS", "-1"},

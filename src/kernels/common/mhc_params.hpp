@@ -132,16 +132,17 @@ HCWARM_HOST_DEVICE constexpr int cuda_finish_batch_parts(int c) { return c < 5 ?
 // class's parts with its partial kCudaOneWaveStages residual chunks deep (2 blocks
 // of 88 KB per SM, and those parts are one wave of them on 132 SMs), then the
 // streaming finish (8 blocks per SM) in a y block and a comb block per token; the
-// finish's blocks start as programmatic dependents beside the partial's. 4-16% off
-// the pair on an H100 and an H200 from 256 to 512 tokens; at hidden 7168 the
-// class's own shape stayed ahead (docs/BENCHMARKS.md, "The one-wave buckets' pair
-// in other shapes"). Any part count from 1 to cuda_num_parts(s) is valid for the
+// finish's blocks start as programmatic dependents beside the partial's. 1.5-15% off
+// the pair on an H100 from 256 to 512 tokens (the study: 8-16% on an H200); at hidden
+// 7168 the class's own shape stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at
+// hidden 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the
 // kernels; these are the plan's choices.
 inline constexpr int kCudaOneWaveHidden = 4096;
 inline constexpr long long kCudaOneWaveMinTokens = 256;
 inline constexpr long long kCudaOneWaveMaxTokens = 512;
 inline constexpr int kCudaOneWaveStages = 4;
-// Whether the specialized kernels of split class c at `hidden` (residual input) carry the one-wave pair.
+// Whether the kernels of split class c at `hidden` (residual input) carry the one-wave pair (the generic
+// fatbin carries it for every class).
 HCWARM_HOST_DEVICE constexpr bool cuda_one_wave_class(int c, int hidden) {
   return hidden == kCudaOneWaveHidden && (c == 5 || c == 22);
 }
