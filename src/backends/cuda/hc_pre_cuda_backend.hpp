@@ -49,7 +49,6 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
               int stages) override;
 
  private:
-  // The pair named by `partial` and `finish` (their entries' symbols).
   // The pair named by `partial` and `finish` (their entries' symbols), and the one-wave
   // pair's where `one_wave_partial` and `one_wave_finish` are given.
   std::unique_ptr<backends::HcPreKernels> bind_split_pair(std::shared_ptr<const jit::LoadedModule> module,
@@ -57,7 +56,8 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
                                                           const jit::KernelEntry& finish, int partial_warps,
                                                           const jit::KernelEntry* one_wave_partial = nullptr,
                                                           const jit::KernelEntry* one_wave_finish = nullptr);
-  // The form of one launch: the one-pass kernel, the one-wave pair or the split pair on split_parts.
+  // The form of one launch: the one-pass kernel, the one-wave pair or the split pair; `parts`: the
+  // K-parts of either pair.
   enum class Form { SplitPair, OneWave, OnePass };
   void launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, Form form, int parts,
                       const LaunchContext& launch, int stages);

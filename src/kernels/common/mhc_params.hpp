@@ -10,7 +10,8 @@
 //            entries [0, mix) are the dot products, entry `mix` the sum of squares.
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
-// on CUDA (the embedding: cuda_embed_parts, at most that). The policy's grid
+// on CUDA (the embedding: cuda_embed_parts, the one-wave pair: cuda_one_wave_parts,
+// at most that). The policy's grid
 // is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA
 // partial launch has num_parts * tiles blocks:
 //   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
