@@ -8,9 +8,11 @@
 # GoogleTest, OpenSSL) for hosts without them.
 #   STEPS="build tests engine bench" SYSROOT=.sysroot tools/gpu_check.sh   (tests = ctest + pytest)
 # GPU_TESTS (a ctest -R regex) and PYTEST_ARGS ("-m gpu python/tests") narrow the tests step to a subset.
-# GPU_TEST_JOBS (default 1) runs that many C++ GPU tests at once: each is a process of its own whose
+# GPU_TEST_JOBS (default 6) runs that many C++ GPU tests at once: each is a process of its own whose
 # in-memory JIT compiles every kernel it runs, so the suite is mostly NVRTC on the host's cores
-# (about 320 s one at a time on an H100's host); no GPU test times anything.
+# (an H100's host of 16 cores: about 320 s one at a time; 62-75 s with 6 while the Python suite
+# ran beside them, 2026-12-06); no GPU test
+# times anything. GPU_TEST_JOBS=1 runs them one at a time.
 # BUILD_TARGETS limits the build to what the chosen steps need, e.g. "hcwarm_tests_gpu hcwarm_python"
 # for ctest -L gpu, pytest and every bench step (the CPU-only test binaries are most of a full build).
 # engine runs examples/torch_engine/engine.py on both models and through both engines' adapters.
@@ -58,7 +60,7 @@ esac
 case " $STEPS " in *" tests "*|*" ctest "*)
   log "C++ gpu tests"
   # GPU_TESTS: a ctest -R regex for a subset, e.g. "HcPreEmbedCuda|TieredCuda" (the whole label takes minutes).
-  timeout 600 ctest --test-dir build -L gpu -j "${GPU_TEST_JOBS:-1}" ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure \
+  timeout 600 ctest --test-dir build -L gpu -j "${GPU_TEST_JOBS:-6}" ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure \
     >"$OUT/ctest_gpu.txt" 2>&1
   echo "ctest gpu rc=$?"; tail -4 "$OUT/ctest_gpu.txt" ;;
 esac
