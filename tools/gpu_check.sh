@@ -11,8 +11,7 @@
 # GPU_TEST_JOBS (default 6) runs that many C++ GPU tests at once: each is a process of its own whose
 # in-memory JIT compiles every kernel it runs, so the suite is mostly NVRTC on the host's cores
 # (an H100's host of 16 cores: about 320 s one at a time; 62-75 s with 6 while the Python suite
-# ran beside them, 2026-12-06); no GPU test
-# times anything. GPU_TEST_JOBS=1 runs them one at a time.
+# ran beside them, 2026-12-06); no GPU test times anything. GPU_TEST_JOBS=1 runs them one at a time.
 # BUILD_TARGETS limits the build to what the chosen steps need, e.g. "hcwarm_tests_gpu hcwarm_python"
 # for ctest -L gpu, pytest and every bench step (the CPU-only test binaries are most of a full build).
 # engine runs examples/torch_engine/engine.py on both models and through both engines' adapters.
