@@ -81,8 +81,8 @@ struct HcPreLaunchPlan {
   // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_class):
   // the specialization carries the one-wave pair's kernels beside the class's (the generic
   // fatbin has them for every class). one_wave: this call runs them (not in the portable forms,
-  // 256-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts; kernels without them
-  // run the pair on split_parts.
+  // cc 9 or 10 targets, 256-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts;
+  // kernels without them run the pair on split_parts.
   bool one_wave_kernels = false;
   bool one_wave = false;
   int one_wave_parts = 0;
@@ -104,8 +104,9 @@ struct HcPreLaunchPlan {
 // on the requested count; with the embedding, on fewer, wider parts
 // (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
 // (hcwarm_mhc::cuda_embed_folds); at hidden 4096 from 256 to 512 tokens, the
-// specialized residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave,
-// the option on). num_splits < 1: InvalidArgument.
+// residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave, the option on,
+// on sm_90 or sm_100-class targets, whose SMs hold two of its partial blocks).
+// num_splits < 1: InvalidArgument.
 HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
 
 }  // namespace hcwarm::mhc

@@ -305,11 +305,16 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
       EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? plan.workspace_bytes
                                                       : static_cast<size_t>(t) * full * hcwarm_mhc::kPartialStride * 4)
           << where;
-      // Off in the portable forms, with the option off, for the embedding and the boundary.
-      CudaKernelOptions portable = on, off = on;
+      // Off in the portable forms, on cc 12 (one 88 KB partial block per SM), with the option off,
+      // for the embedding and the boundary; on on datacenter Blackwell.
+      CudaKernelOptions portable = on, off = on, sm120 = on, sm100 = on;
       portable.portable = true;
       off.one_wave = false;
+      sm120.arch = "sm_120";
+      sm100.arch = "sm_100a";
       EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, 132, t, true, portable).one_wave) << where;
+      EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, 132, t, true, sm120).one_wave) << where;
+      EXPECT_EQ(plan_for_tokens(Backend::Cuda, d, 132, t, true, sm100).one_wave, want) << where;
       const HcPreLaunchPlan unset = plan_for_tokens(Backend::Cuda, d, 132, t, true, off);
       EXPECT_FALSE(unset.one_wave) << where;
       EXPECT_EQ(unset.one_wave_kernels, plan.one_wave_kernels) << where << ": the option changes no key";
