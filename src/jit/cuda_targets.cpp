@@ -76,6 +76,13 @@ std::string describe_gpu_support(int cc_major, int cc_minor) {
 
 bool cuda_portable_target(int cc_major) { return cc_major < kHopperMajor; }
 
+bool cuda_large_smem_target(int cc_major) { return cc_major == 9 || cc_major == 10; }
+
+bool cuda_large_smem_target(std::string_view arch) {
+  const auto cc = parse_cuda_arch(arch);
+  return cc.has_value() && cuda_large_smem_target(cc->first);
+}
+
 bool cuda_portable_target(std::string_view arch) {
   const auto cc = parse_cuda_arch(arch);
   return cc.has_value() && cuda_portable_target(cc->first);

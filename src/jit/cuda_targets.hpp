@@ -45,6 +45,11 @@ std::string describe_gpu_support(int cc_major, int cc_minor);
 bool cuda_portable_target(int cc_major);
 // The same for a target name; an unreadable one is not portable (require_supported_cuda_arch refuses it).
 bool cuda_portable_target(std::string_view arch);
+// Whether an SM of this compute capability major has 228 KB of shared memory (Hopper and
+// datacenter Blackwell; cc 12 has 100 KB): what the one-pass kernel's block and two of the
+// one-wave pair's partial blocks per SM need. An unreadable target name has not.
+bool cuda_large_smem_target(int cc_major);
+bool cuda_large_smem_target(std::string_view arch);
 
 // Throws ErrorKind::Unavailable when the target is refused (or unreadable:
 // InvalidArgument), naming it, what the kernels need and the oldest target

@@ -1,7 +1,6 @@
 #include "mhc/hc_pre_launch_plan.hpp"
 
 #include <algorithm>
-#include <string>
 #include <utility>
 
 #include "backends/cuda/mhc_pre_cuda.hpp"
@@ -18,13 +17,6 @@ int input_code(HcPreInput input) {
   return input == HcPreInput::Embed  ? hcwarm_mhc::kInputEmbed
          : input == HcPreInput::Post ? hcwarm_mhc::kInputPost
                                      : hcwarm_mhc::kInputResidual;
-}
-
-// Whether the target's SMs hold two of the one-wave pair's 88 KB partial blocks (Hopper and
-// datacenter Blackwell, 228 KB; cc 12 has 100 KB): its parts are one wave of two per SM.
-bool two_deep_partials_per_sm(const std::string& arch) {
-  const auto cc = jit::parse_cuda_arch(arch);
-  return cc && (cc->first == 9 || cc->first == 10);
 }
 
 // The decision itself (see the header for the rule and its source).
@@ -80,10 +72,10 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
     if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
     p.fold_fn = p.input == HcPreInput::Embed && hcwarm_mhc::cuda_embed_folds(p.num_tokens);
     const int hidden = static_cast<int>(r.dims.hidden);
-    p.one_wave_kernels = p.input == HcPreInput::Residual && !p.one_pass() &&
-                         hcwarm_mhc::cuda_one_wave_class(p.split_class, hidden);
-    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable && two_deep_partials_per_sm(r.cuda.arch) &&
-                 hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
+    p.one_wave_kernels = hcwarm_mhc::cuda_one_wave_kernels(p.split_class, hidden, p.input_code);
+    // Its parts are one wave of two 88 KB partial blocks per SM: not where an SM holds one.
+    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable &&
+                 jit::cuda_large_smem_target(r.cuda.arch) && hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
     if (p.one_wave) p.one_wave_parts = hcwarm_mhc::cuda_one_wave_parts(p.kernel_splits);
   }
   if (r.backend != Backend::Reference && p.num_tokens > 0) {

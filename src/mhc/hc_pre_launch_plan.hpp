@@ -78,7 +78,7 @@ struct HcPreLaunchPlan {
   // workspace at fold_offset (hcwarm_mhc::cuda_embed_folds), not in every partial block.
   bool fold_fn = false;
   size_t fold_offset = 0;
-  // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_class):
+  // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_kernels):
   // the specialization carries the one-wave pair's kernels beside the class's (the generic
   // fatbin has them for every class). one_wave: this call runs them (not in the portable forms,
   // cc 9 or 10 targets, 256-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts;

@@ -49,6 +49,16 @@ TEST(CudaTargets, PortableFormsBelowSm90Only) {
   EXPECT_FALSE(cuda_portable_target(9));
 }
 
+// The SMs of 228 KB (Hopper, datacenter Blackwell): the one-pass kernel's block, two one-wave partials.
+TEST(CudaTargets, LargeSharedMemoryOnHopperAndDatacenterBlackwellOnly) {
+  for (const char* arch : {"sm_90a", "sm_100a", "sm_103a"}) EXPECT_TRUE(cuda_large_smem_target(arch)) << arch;
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_120", "sm_121a", "not-an-arch"}) {
+    EXPECT_FALSE(cuda_large_smem_target(arch)) << arch;
+  }
+  EXPECT_TRUE(cuda_large_smem_target(9));
+  EXPECT_FALSE(cuda_large_smem_target(12));
+}
+
 TEST(CudaTargets, RefusedTargetNamesItselfAndWhatIsNeeded) {
   for (const char* arch : {"sm_75", "sm_70", "sm_61"}) {
     try {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "jit/cuda_targets.hpp"
+
 namespace hcwarm::cuda {
 namespace {
 
@@ -59,7 +61,7 @@ const char* generic_kernel_targets() {
 }
 
 bool one_pass_supported(int hc_mult, int hidden, int cc_major, int num_sms) {
-  const bool big_smem = cc_major == 9 || cc_major == 10;
+  const bool big_smem = jit::cuda_large_smem_target(cc_major);
   const bool enough_sms = num_sms <= 0 || num_sms >= hcwarm_mhc::kOnePassBlocks;
   return big_smem && enough_sms && hc_mult == 4 && one_pass_hidden(hidden);
 }

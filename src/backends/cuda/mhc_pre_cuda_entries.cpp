@@ -46,7 +46,7 @@ jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, b
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
                               int input, int partial_warps, int one_pass_threads, bool one_wave) {
   check_input(input);
-  HCWARM_CHECK_ARG(!one_wave || (input == hcwarm_mhc::kInputResidual && hcwarm_mhc::cuda_one_wave_class(split_class, hidden)),
+  HCWARM_CHECK_ARG(!one_wave || hcwarm_mhc::cuda_one_wave_kernels(split_class, hidden, input),
                    "mhc_pre: the one-wave pair is hidden {}'s classes 5-21 and 22+ on residual streams, not class {} "
                    "at hidden {} with input {}",
                    hcwarm_mhc::kCudaOneWaveHidden, split_class, hidden, input);

@@ -115,7 +115,7 @@ jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool f
   const int split_class = cuda_split_class(num_splits);
   return generate({split_class, hc, hidden, fused_norm, one_pass, fast_finish, input, cuda_partial_warps(split_class),
                    one_pass ? static_cast<int>(one_pass_threads(hidden)) : 0,
-                   input == hcwarm_mhc::kInputResidual && hcwarm_mhc::cuda_one_wave_class(split_class, hidden)});
+                   hcwarm_mhc::cuda_one_wave_kernels(split_class, hidden, input)});
 }
 
 }  // namespace hcwarm::cuda

@@ -127,38 +127,6 @@ HCWARM_HOST_DEVICE constexpr int cuda_split_class(int s) { return s <= 1 ? 1 : s
 // bucket has more tokens than 3 blocks per SM hold; 160 for >= 22 (166 tokens
 // or fewer on 132 SMs: at most one wave, 168 registers at hidden 7168, no spills).
 HCWARM_HOST_DEVICE constexpr int cuda_finish_batch_parts(int c) { return c < 5 ? 24 : c < 22 ? 64 : 160; }
-// The one-wave pair: the split pair in the buckets where one wave of it ends
-// before the one-pass kernel takes over, at hidden 4096 (classes 5 and 22 from
-// kCudaOneWaveMinTokens to kCudaOneWaveMaxTokens tokens), runs two thirds of the
-// class's parts with its partial kCudaOneWaveStages residual chunks deep (2 blocks
-// of 88 KB per SM, and those parts are one wave of them on 132 SMs), then the
-// streaming finish (8 blocks per SM) in a y block and a comb block per token; the
-// finish's blocks start as programmatic dependents beside the partial's. 1.5-15% off
-// the pair on an H100 from 256 to 512 tokens (the study: 8-16% on an H200); at hidden
-// 7168 the class's own shape stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at
-// hidden 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the
-// kernels; these are the plan's choices.
-inline constexpr int kCudaOneWaveHidden = 4096;
-inline constexpr long long kCudaOneWaveMinTokens = 256;
-inline constexpr long long kCudaOneWaveMaxTokens = 512;
-inline constexpr int kCudaOneWaveStages = 4;
-// Whether the kernels of split class c at `hidden` (residual input) carry the one-wave pair (the generic
-// fatbin carries it for every class).
-HCWARM_HOST_DEVICE constexpr bool cuda_one_wave_class(int c, int hidden) {
-  return hidden == kCudaOneWaveHidden && (c == 5 || c == 22);
-}
-// Whether a call of num_tokens at split count s runs it (with kernels that carry it).
-HCWARM_HOST_DEVICE constexpr bool cuda_one_wave(int s, int hidden, long long num_tokens) {
-  return s >= 1 && cuda_one_wave_class(cuda_split_class(s), hidden) && num_tokens >= kCudaOneWaveMinTokens &&
-         num_tokens <= kCudaOneWaveMaxTokens;
-}
-HCWARM_HOST_DEVICE constexpr int cuda_one_wave_parts(int s) { return (2 * cuda_num_parts(s) + 2) / 3; }
-static_assert(cuda_one_wave_parts(16) == 32 && cuda_one_wave_parts(18) == 36 && cuda_one_wave_parts(22) == 44 &&
-                  cuda_one_wave_parts(33) == 66,
-              "two thirds of the parts at 512, 448, 384 and 256 tokens on 132 SMs (48, 54, 66 and 99 parts)");
-static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && !cuda_one_wave(33, 4096, 255) &&
-                  !cuda_one_wave(14, 4096, 513) && !cuda_one_wave(22, 7168, 384) && !cuda_one_wave(4, 4096, 300),
-              "hidden 4096 from 256 to 512 tokens in classes 5 and 22 only");
 // The CUDA one-pass kernel (num_splits == 1, sm_90; mhc_pre_one_pass in
 // cuda/mhc_pre_one_pass.cuh): ONE_PASS_BLOCKS persistent blocks, one per SM (a
 // cooperative launch), take the tokens in chunks of ONE_PASS_TOKENS. Block b
@@ -230,6 +198,39 @@ inline constexpr int kInputResidual = 0;
 inline constexpr int kInputEmbed = 1;
 inline constexpr int kInputPost = 2;
 inline constexpr int kInputRuntime = -1;
+
+// The one-wave pair: the split pair in the buckets where one wave of it ends
+// before the one-pass kernel takes over, at hidden 4096 (classes 5 and 22 from
+// kCudaOneWaveMinTokens to kCudaOneWaveMaxTokens tokens), runs two thirds of the
+// class's parts with its partial kCudaOneWaveStages residual chunks deep (2 blocks
+// of 88 KB per SM, and those parts are one wave of them on 132 SMs), then the
+// streaming finish (8 blocks per SM) in a y block and a comb block per token; the
+// finish's blocks start as programmatic dependents beside the partial's. 1.5-15% off
+// the pair on an H100 from 256 to 512 tokens (the study: 8-16% on an H200); at hidden
+// 7168 the class's own shape stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at
+// hidden 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the
+// kernels; these are the plan's choices.
+inline constexpr int kCudaOneWaveHidden = 4096;
+inline constexpr long long kCudaOneWaveMinTokens = 256;
+inline constexpr long long kCudaOneWaveMaxTokens = 512;
+inline constexpr int kCudaOneWaveStages = 4;
+// Whether the specialized kernels of split class c at `hidden` for `input` (kInput*) carry the
+// one-wave pair: residual streams only (the generic fatbin carries it for every class).
+HCWARM_HOST_DEVICE constexpr bool cuda_one_wave_kernels(int c, int hidden, int input) {
+  return input == kInputResidual && hidden == kCudaOneWaveHidden && (c == 5 || c == 22);
+}
+// Whether a residual call of num_tokens at split count s runs it (with kernels that carry it).
+HCWARM_HOST_DEVICE constexpr bool cuda_one_wave(int s, int hidden, long long num_tokens) {
+  return s >= 1 && cuda_one_wave_kernels(cuda_split_class(s), hidden, kInputResidual) && num_tokens >= kCudaOneWaveMinTokens &&
+         num_tokens <= kCudaOneWaveMaxTokens;
+}
+HCWARM_HOST_DEVICE constexpr int cuda_one_wave_parts(int s) { return (2 * cuda_num_parts(s) + 2) / 3; }
+static_assert(cuda_one_wave_parts(16) == 32 && cuda_one_wave_parts(18) == 36 && cuda_one_wave_parts(22) == 44 &&
+                  cuda_one_wave_parts(33) == 66,
+              "two thirds of the parts at 512, 448, 384 and 256 tokens on 132 SMs (48, 54, 66 and 99 parts)");
+static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && !cuda_one_wave(33, 4096, 255) &&
+                  !cuda_one_wave(14, 4096, 513) && !cuda_one_wave(22, 7168, 384) && !cuda_one_wave(4, 4096, 300),
+              "hidden 4096 from 256 to 512 tokens in classes 5 and 22 only");
 
 // Error codes returned by the host entry points (and by the library's launchers).
 inline constexpr int kOk = 0;
