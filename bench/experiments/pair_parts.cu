@@ -5,7 +5,7 @@
 // programmatic dependent of the kernel before it, the finish of the partial). Per shape: graph-replay
 // µs of the pair and of each kernel alone (medians of 3 interleaved rounds, the pair's range), and
 // how far y, post and comb land from the shipped shape's (a part count changes the f32 summation
-// order; stages, warps and the finish's form do not). Timing and agreement only: the library's GPU
+// order; stages, warps and the finish's form do not); up to 128 tokens also 2 and 4 times the parts. Timing and agreement only: the library's GPU
 // tests check the numerics. Standalone: bench/experiments/build.sh pair_parts, then
 // ./pair_parts [D:T ...] on the GPU machine (default 4096:512 4096:384 7168:384).
 #include <cmath>
@@ -57,24 +57,40 @@ Shape shape() {
   return s;
 }
 
-// Residual sets (more than 3x the L2 in all), their y, and the rest of one call's inputs.
+// Up to 128 tokens (1-2 tiles: 64 splits at hidden 4096, 112 and 66 at 7168 on 132 SMs) the
+// class's parts make at most one block a multiprocessor: there the study also tries two and
+// four times the parts (four while a part keeps at least 64 columns).
+std::vector<int> more_parts(long long T, int D, int s) {
+  const int full = hcwarm_mhc::cuda_num_parts(s);
+  if (T > 128) return {};
+  if (4LL * D / (4 * full) >= 64) return {2 * full, 4 * full};
+  return {2 * full};
+}
+int max_parts(long long T, int D, int s) {
+  const std::vector<int> more = more_parts(T, D, s);
+  return more.empty() ? hcwarm_mhc::cuda_num_parts(s) : more.back();
+}
+
+// Sets of residual rows and fn (more than 3x the L2 in all: decode calls read fn from memory, as a
+// model's layers do), their y, and the rest of one call's inputs.
 struct Inputs {
   Inputs(int D_, long long T_, int sms, size_t l2)
       : D(D_), T(T_), s(split_rule(T_, D_, sms)), xbytes((size_t)T_ * 4 * D_ * 2),
-        sets((int)std::max<size_t>(2, (3 * l2 + xbytes - 1) / xbytes + 1)), x(sets), y(sets) {
+        sets((int)std::max<size_t>(2, (3 * l2 + xbytes + fnbytes - 1) / (xbytes + fnbytes) + 1)), x(sets), y(sets), fn(sets) {
     for (int i = 0; i < sets; ++i) {
       CK(cudaMalloc(&x[i], xbytes));
       CK(cudaMalloc(&y[i], xbytes / 4));
       fill_bf16<<<1024, 256>>>(x[i], (size_t)T * 4 * D, 17 + i);
+      CK(cudaMalloc(&fn[i], fnbytes));
+      fill_f32<<<256, 256>>>(fn[i], 24 * 4 * D, 5, 4e-3f);  // the same weights in every set, read from memory
     }
-    CK(cudaMalloc(&fn, 24 * 4 * D * 4)); fill_f32<<<256, 256>>>(fn, 24 * 4 * D, 5, 4e-3f);
     CK(cudaMalloc(&scale, 16)); fill_f32<<<1, 32>>>(scale, 3, 7, 1.f);
     CK(cudaMalloc(&base, 128)); fill_f32<<<1, 32>>>(base, 24, 9, 1.f);
     CK(cudaMalloc(&nw, D * 2)); fill_bf16<<<16, 256>>>(nw, D, 11);
     CK(cudaMalloc(&post, T * 16)); CK(cudaMalloc(&comb, T * 64));
-    CK(cudaMalloc(&partials, (size_t)T * hcwarm_mhc::cuda_num_parts(s) * hcwarm_mhc::kPartialStride * 4));
+    CK(cudaMalloc(&partials, (size_t)T * max_parts(T_, D_, s) * hcwarm_mhc::kPartialStride * 4));
     CK(cudaDeviceSynchronize());
-    p.num_tokens = T; p.fn = fn; p.scale = scale; p.base = base; p.norm_weight = nw; p.post = post; p.comb = comb;
+    p.num_tokens = T; p.fn = fn[0]; p.scale = scale; p.base = base; p.norm_weight = nw; p.post = post; p.comb = comb;
     p.partials = partials; p.num_splits = s; p.hc_mult = 4; p.hidden = D; p.sinkhorn_iters = 20;
     p.hc_eps = 1e-6f; p.rms_eps = 1e-6f; p.norm_eps = 1e-6f; p.post_mult = 2.f; p.input = kResidual;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -82,10 +98,11 @@ struct Inputs {
   int D;
   long long T;
   int s;
-  size_t xbytes;
+  size_t xbytes, fnbytes = 24 * 4 * (size_t)D * 4;
   int sets;
   std::vector<unsigned short*> x, y;
-  float *fn, *scale, *base, *post, *comb, *partials;
+  std::vector<float*> fn;
+  float *scale, *base, *post, *comb, *partials;
   unsigned short* nw;
   hcwarm_mhc_pre_params p{};
   cudaStream_t st;
@@ -104,8 +121,11 @@ void run(long long T, int sms, size_t l2) {
   void* held = cls == 5 ? (void*)k_finish<5, D, false> : (void*)k_finish<22, D, false>;
   void* streamed = cls == 5 ? (void*)k_finish<5, D, true> : (void*)k_finish<22, D, true>;
   const bool split_now = T <= hcwarm_mhc::kCudaFinishSplitTokens;
-  const std::vector<Finish> finishes = {{"held", held, split_now}, {"held, y|comb", held, true},
-                                        {"streamed", streamed, split_now}, {"streamed, y|comb", streamed, true}};
+  // Up to 128 tokens the class's held finish already runs in y and comb blocks, and streaming lost.
+  const std::vector<Finish> finishes =
+      split_now ? std::vector<Finish>{{"held, y|comb", held, true}}
+                : std::vector<Finish>{{"held", held, false}, {"held, y|comb", held, true}, {"streamed", streamed, false},
+                                      {"streamed, y|comb", streamed, true}};
   const int full = hcwarm_mhc::cuda_num_parts(in.s);
   const std::vector<Shape> shapes = {shape<D, 4, 2>(), shape<D, 4, 4>(), shape<D, 8, 2>()};
   // what: bit 1 the partial, bit 2 the finish.
@@ -113,6 +133,7 @@ void run(long long T, int sms, size_t l2) {
     hcwarm_mhc_pre_params q = in.p;
     q.residual = in.x[i];
     q.y = in.y[i];
+    q.fn = in.fn[i];
     q.num_parts = parts;
     void* args[] = {&q};
     cudaLaunchAttribute a = pdl_attr();
@@ -167,7 +188,9 @@ void run(long long T, int sms, size_t l2) {
   };
   std::vector<Config> configs;
   for (const Shape& sh : shapes) {
-    for (int parts : {full, full * 2 / 3}) {
+    std::vector<int> counts = {full, full * 2 / 3};
+    for (int more : more_parts(T, D, in.s)) counts.push_back(more);
+    for (int parts : counts) {
       for (const Finish& fin : finishes) configs.push_back({&sh, parts, &fin, {}, {}, {}});
     }
   }

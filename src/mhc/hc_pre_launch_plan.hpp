@@ -81,7 +81,7 @@ struct HcPreLaunchPlan {
   // Cuda, residual streams in hidden 4096's classes 5 and 22 (hcwarm_mhc::cuda_one_wave_kernels):
   // the specialization carries the one-wave pair's kernels beside the class's (the generic
   // fatbin has them for every class). one_wave: this call runs them (not in the portable forms,
-  // cc 9 or 10 targets, 256-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts;
+  // cc 9 or 10 targets, 129-512 tokens: hcwarm_mhc::cuda_one_wave) on one_wave_parts parts;
   // kernels without them run the pair on split_parts.
   bool one_wave_kernels = false;
   bool one_wave = false;
@@ -103,7 +103,7 @@ struct HcPreLaunchPlan {
 // Kernel-count request: where it is 1). Everything else runs the split-K pair
 // on the requested count; with the embedding, on fewer, wider parts
 // (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
-// (hcwarm_mhc::cuda_embed_folds); at hidden 4096 from 256 to 512 tokens, the
+// (hcwarm_mhc::cuda_embed_folds); at hidden 4096 from 129 to 512 tokens, the
 // residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave, the option on,
 // on sm_90 or sm_100-class targets, whose SMs hold two of its partial blocks).
 // num_splits < 1: InvalidArgument.

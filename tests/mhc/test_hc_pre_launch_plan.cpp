@@ -282,19 +282,19 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
 }
 
 // The one-wave pair (hcwarm_mhc::cuda_one_wave, docs/BENCHMARKS.md "The one-wave buckets' pair in
-// other shapes"): at hidden 4096 from 256 to 512 tokens, specialized residual calls run two thirds
+// other shapes"): at hidden 4096 from 129 to 512 tokens, specialized residual calls run two thirds
 // of the class's parts; every other call runs its class's pair. The key's kernels carry it
 // whatever the call, the option or the form (the generic fatbin for every class); the workspace
 // still holds all the parts (what kernels without the pair run).
-TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
+TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From129To512Tokens) {
   CudaKernelOptions on;
   on.num_sms = 132;
   for (const int hidden : {4096, 7168}) {
     const MhcDims d{4, hidden};
-    for (const int64_t t : {1, 64, 128, 255, 256, 300, 384, 448, 512, 513, 2048}) {
+    for (const int64_t t : {1, 64, 128, 129, 192, 193, 255, 256, 300, 384, 448, 512, 513, 2048}) {
       const std::string where = "D " + std::to_string(hidden) + " T " + std::to_string(t);
       const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, on);
-      const bool want = hidden == 4096 && t >= 256 && t <= 512;
+      const bool want = hidden == 4096 && t >= 129 && t <= 512;
       EXPECT_EQ(plan.one_wave, want) << where;
       EXPECT_EQ(plan.one_wave_kernels, !plan.one_pass() && hidden == 4096 &&
                                            (plan.split_class == 5 || plan.split_class == 22))
@@ -332,8 +332,8 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From256To512Tokens) {
       EXPECT_EQ(plan_hc_pre_launch(generic).one_wave, want) << where << ": the generic fatbin has the pair too";
     }
   }
-  // Every dsv4-flash bucket of 256-512 tokens on 132 SMs is in class 5 or 22: the rule's range is all one-wave.
-  for (int64_t t = 256; t <= 512; ++t) {
+  // Every dsv4-flash bucket of 129-512 tokens on 132 SMs is in class 5 or 22: the rule's range is all one-wave.
+  for (int64_t t = 129; t <= 512; ++t) {
     const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, {4, 4096}, 132, t, false, on);
     ASSERT_TRUE(plan.one_wave) << t;
     ASSERT_GE(plan.one_wave_parts, 1) << t;

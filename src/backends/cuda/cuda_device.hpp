@@ -60,7 +60,7 @@ class CudaDevice final : public Device {
   // by that kernel); never in the portable forms, which launch no programmatic dependents.
   bool early_fn() const { return early_fn_ && !portable_; }
   // Whether hc_pre's plans on this device may take the one-wave pair (hcwarm_mhc::cuda_one_wave:
-  // hidden 4096, 256-512 tokens); never in the portable forms, whose finish cannot start early.
+  // hidden 4096, 129-512 tokens); never in the portable forms, whose finish cannot start early.
   bool one_wave() const { return one_wave_ && !portable_; }
   // Makes this device's context current on the calling thread.
   void make_current() const;

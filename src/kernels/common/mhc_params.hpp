@@ -205,13 +205,15 @@ inline constexpr int kInputRuntime = -1;
 // class's parts with its partial kCudaOneWaveStages residual chunks deep (2 blocks
 // of 88 KB per SM, and those parts are one wave of them on 132 SMs), then the
 // streaming finish (8 blocks per SM) in a y block and a comb block per token; the
-// finish's blocks start as programmatic dependents beside the partial's. 1.5-15% off
-// the pair on an H100 from 256 to 512 tokens (the study: 8-16% on an H200); at hidden
-// 7168 the class's own shape stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at
-// hidden 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the
-// kernels; these are the plan's choices.
+// finish's blocks start as programmatic dependents beside the partial's. 1.5-16% off
+// the pair on an H100 from 129 to 512 tokens (the 44 and 33 splits of 129-256 tokens make
+// 264 blocks of 3 and 4 tiles too; the study at 256-512: 8-16% on an H200); at 128 tokens
+// and below two thirds of the parts are not a wave. At hidden 7168 the class's own shape
+// stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at hidden
+// 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the kernels; these
+// are the plan's choices.
 inline constexpr int kCudaOneWaveHidden = 4096;
-inline constexpr long long kCudaOneWaveMinTokens = 256;
+inline constexpr long long kCudaOneWaveMinTokens = 129;
 inline constexpr long long kCudaOneWaveMaxTokens = 512;
 inline constexpr int kCudaOneWaveStages = 4;
 // Whether the specialized kernels of split class c at `hidden` for `input` (kInput*) carry the
@@ -226,11 +228,12 @@ HCWARM_HOST_DEVICE constexpr bool cuda_one_wave(int s, int hidden, long long num
 }
 HCWARM_HOST_DEVICE constexpr int cuda_one_wave_parts(int s) { return (2 * cuda_num_parts(s) + 2) / 3; }
 static_assert(cuda_one_wave_parts(16) == 32 && cuda_one_wave_parts(18) == 36 && cuda_one_wave_parts(22) == 44 &&
-                  cuda_one_wave_parts(33) == 66,
-              "two thirds of the parts at 512, 448, 384 and 256 tokens on 132 SMs (48, 54, 66 and 99 parts)");
-static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && !cuda_one_wave(33, 4096, 255) &&
-                  !cuda_one_wave(14, 4096, 513) && !cuda_one_wave(22, 7168, 384) && !cuda_one_wave(4, 4096, 300),
-              "hidden 4096 from 256 to 512 tokens in classes 5 and 22 only");
+                  cuda_one_wave_parts(33) == 66 && cuda_one_wave_parts(44) == 88,
+              "two thirds of the parts at 512, 448, 384, 256 and 192 tokens on 132 SMs (48, 54, 66, 99 and 132 parts)");
+static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && cuda_one_wave(44, 4096, 129) &&
+                  !cuda_one_wave(64, 4096, 128) && !cuda_one_wave(14, 4096, 513) && !cuda_one_wave(22, 7168, 384) &&
+                  !cuda_one_wave(4, 4096, 300),
+              "hidden 4096 from 129 to 512 tokens in classes 5 and 22 only");
 
 // Error codes returned by the host entry points (and by the library's launchers).
 inline constexpr int kOk = 0;
