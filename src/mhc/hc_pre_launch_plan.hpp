@@ -71,7 +71,7 @@ struct HcPreLaunchPlan {
   int kernel_splits = 1;  // what the kernels run with (params.num_splits): 1 with the one-pass kernel
   int split_class = 1;    // the unit of specialization: Cuda, cuda_split_class(kernel_splits); Cpu, kernel_splits
   // What the launch needs.
-  int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts; cuda_embed_parts)
+  int split_parts = 1;            // K-parts of the split-K pair's partial stage (params.num_parts; cuda_embed_parts, cuda_residual_parts)
   int partial_warps = 0;          // Cuda: the partial kernel's block, 16 tokens a warp
   unsigned one_pass_threads = 0;  // OnePass: its block (the launch bounds of its source)
   // Cuda, input Embed: fn folded over the streams once, by the fold kernel, into the
@@ -103,7 +103,9 @@ struct HcPreLaunchPlan {
 // Kernel-count request: where it is 1). Everything else runs the split-K pair
 // on the requested count; with the embedding, on fewer, wider parts
 // (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
-// (hcwarm_mhc::cuda_embed_folds); at hidden 4096 from 129 to 512 tokens, the
+// (hcwarm_mhc::cuda_embed_folds); residual streams on twice the parts where the
+// class's grid is coarse (hcwarm_mhc::cuda_residual_parts, up to 128 tokens on 132
+// SMs); at hidden 4096 from 129 to 512 tokens, the
 // residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave, the option on,
 // on sm_90 or sm_100-class targets, whose SMs hold two of its partial blocks).
 // num_splits < 1: InvalidArgument.

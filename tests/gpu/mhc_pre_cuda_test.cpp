@@ -20,6 +20,27 @@ class MhcPreCuda : public CudaTest {};
 
 mhc::MhcDims dims_of(int hidden) { return mhc::MhcDims{4, hidden}; }
 
+// One call of `op` on T random tokens (norm on) on a stream and workspace of the caller's, eager
+// and then replayed twice from a CUDA graph: the replay must give the eager call's bits.
+void expect_graph_replay_gives_eager_bits(cuda::CudaDevice& device, HcPreOp& op, int hidden, int64_t T,
+                                          uint64_t seed) {
+  const TestStream owned_stream(device);
+  ASSERT_NE(owned_stream.get(), nullptr);
+  const auto in = random_hc_pre_inputs(T, 4, hidden, seed, 1.0f);
+  DeviceBuffer ws(device, op.workspace_bytes(T));
+  const mhc::LaunchContext launch{owned_stream.get(), ws.get(), ws.bytes()};
+  StagedHcPre s = stage_hc_pre(device, in, T, true);
+  const DeviceBuffer res = test::upload(device, in.residual.data(), in.residual.numel() * sizeof(bf16));
+  s.args.residual = res.as<bf16>();
+  op.run(s.args, launch);
+  ASSERT_EQ(device.driver().cuStreamSynchronize(owned_stream.get()), cuda::CUDA_SUCCESS);
+  const mhc::HcPreResult eager = s.read_back(device);
+  for (DeviceBuffer* out : {&s.y, &s.post, &s.comb}) device.fill_zero(out->get(), out->bytes());
+  device.synchronize();
+  ASSERT_TRUE(capture_and_replay(device, owned_stream.get(), [&] { op.run(s.args, launch); }, 2));
+  EXPECT_EQ(differing_values(s.read_back(device), eager), 0) << "graph replay of D=" << hidden << " T=" << T;
+}
+
 // Every split count of dsv4-flash/pro on 132 and 148 SMs, specialized (NVRTC) kernels.
 TEST_F(MhcPreCuda, SpecializedEverySplitCount) {
   for (int hidden : {4096, 7168}) {
@@ -156,22 +177,34 @@ TEST_F(MhcPreCuda, OneWavePairAtHidden4096) {
   }
 
   // Graph replay: the same kernels, the caller's stream and workspace.
-  const TestStream owned_stream(*device_);
-  ASSERT_NE(owned_stream.get(), nullptr);
-  const int64_t T = 384;
-  const auto in = random_hc_pre_inputs(T, 4, hidden, 4500, 1.0f);
-  DeviceBuffer ws(*device_, op.workspace_bytes(T));
-  const mhc::LaunchContext launch{owned_stream.get(), ws.get(), ws.bytes()};
-  StagedHcPre s = stage_hc_pre(*device_, in, T, true);
-  const DeviceBuffer res = test::upload(*device_, in.residual.data(), in.residual.numel() * sizeof(bf16));
-  s.args.residual = res.as<bf16>();
-  op.run(s.args, launch);
-  ASSERT_EQ(device_->driver().cuStreamSynchronize(owned_stream.get()), cuda::CUDA_SUCCESS);
-  const mhc::HcPreResult eager = s.read_back(*device_);
-  for (DeviceBuffer* out : {&s.y, &s.post, &s.comb}) device_->fill_zero(out->get(), out->bytes());
-  device_->synchronize();
-  ASSERT_TRUE(capture_and_replay(*device_, owned_stream.get(), [&] { op.run(s.args, launch); }, 2));
-  EXPECT_EQ(differing_values(s.read_back(*device_), eager), 0) << "graph replay of T=384";
+  expect_graph_replay_gives_eager_bits(*device_, op, hidden, 384, 4500);
+}
+
+// Twice the parts where the class's grid is coarse (hcwarm_mhc::cuda_residual_parts: hidden 4096
+// up to 64 tokens, 7168 from 65 to 128 on 132 SMs): specialized and generic kernels against the
+// float64 reference (more parts change only the f32 summation order over K), and graph replay
+// with the eager call's bits.
+TEST_F(MhcPreCuda, TwiceThePartsWhereTheGridIsCoarse) {
+  Comparison all;
+  const std::vector<std::pair<int, int64_t>> cases = {{4096, 1}, {4096, 37}, {4096, 64}, {7168, 65}, {7168, 100}, {7168, 128}};
+  for (const auto& [hidden, T] : cases) {
+    for (const Variant variant : {Variant::Specialized, Variant::Generic}) {
+      HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, variant == Variant::Specialized ? jit_ : nullptr, *device_, variant);
+      const bool norm = T != 37 && T != 100;
+      const std::string where = fmt::format("D={} T={} norm={} {}", hidden, T, norm, mhc::to_string(variant));
+      const mhc::HcPreLaunchPlan plan = op.launch_plan(T, norm);
+      ASSERT_EQ(plan.split_parts, 2 * cuda::cuda_num_parts(plan.kernel_splits)) << where;
+      const auto in = random_hc_pre_inputs(T, 4, hidden, 5100 + T + hidden, 1.0f);
+      const Comparison c = check_against_reference(run_op(op, *device_, in, norm), in, norm);
+      expect_close(c, "twice the parts " + where);
+      all.merge(c);
+    }
+  }
+  report("cuda twice the parts", all);
+
+  // Graph replay: the same kernels, the caller's stream and workspace.
+  HcPreOp op(Backend::Cuda, dims_of(7168), {}, 132, jit_, *device_);
+  expect_graph_replay_gives_eager_bits(*device_, op, 7168, 100, 5300);
 }
 
 TEST_F(MhcPreCuda, LargeMagnitudeResidual) {

@@ -37,6 +37,17 @@ HcPreLaunchPlan plan_for_tokens(Backend backend, MhcDims dims, int num_sms, int6
   return plan_hc_pre_launch(r);
 }
 
+// The generic kernels' plan of the call `plan` made (its dims, bucket and tokens; residual input).
+HcPreLaunchPlan generic_plan_of(const HcPreLaunchPlan& plan, const CudaKernelOptions& cuda) {
+  HcPreLaunchRequest generic;
+  generic.variant = Variant::Generic;
+  generic.dims = plan.dims;
+  generic.cuda = cuda;
+  generic.num_splits = plan.bucket_splits;
+  generic.num_tokens = plan.num_tokens;
+  return plan_hc_pre_launch(generic);
+}
+
 // The rule as docs/BENCHMARKS.md ("The one-pass kernel for the larger buckets")
 // and mhc_pre_cuda.hpp state it, spelled out with its constants.
 bool documented_one_pass(Backend backend, MhcDims dims, int bucket_splits, const std::string& arch, bool option,
@@ -262,9 +273,11 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   CudaKernelOptions cuda;
   for (const int64_t t : {1, 100, 448, 4096, 16384}) {
     const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda);
-    const size_t pair = static_cast<size_t>(t) * cuda::cuda_num_parts(plan.kernel_splits) *
-                        hcwarm_mhc::kPartialStride * sizeof(float);
-    EXPECT_EQ(plan.split_parts, cuda::cuda_num_parts(plan.kernel_splits)) << t;
+    // Without an SM count only the columns decide a coarse grid: twice the parts at T = 100 (66 splits).
+    const int parts = hcwarm_mhc::cuda_residual_parts(plan.kernel_splits, 4, 7168, t, 0);
+    EXPECT_EQ(parts, t == 100 ? 2 * cuda::cuda_num_parts(plan.kernel_splits) : cuda::cuda_num_parts(plan.kernel_splits)) << t;
+    const size_t pair = static_cast<size_t>(t) * parts * hcwarm_mhc::kPartialStride * sizeof(float);
+    EXPECT_EQ(plan.split_parts, parts) << t;
     EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? std::max(pair, cuda::one_pass_workspace_bytes(t)) : pair) << t;
   }
   cpu::CpuHcPreBackend cpu_backend(4, std::make_shared<ThreadPool>(1));
@@ -300,10 +313,11 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From129To512Tokens) {
                                            (plan.split_class == 5 || plan.split_class == 22))
           << where;
       const int full = cuda::cuda_num_parts(plan.kernel_splits);
-      EXPECT_EQ(plan.split_parts, full) << where;
+      EXPECT_EQ(plan.split_parts, t <= 128 ? hcwarm_mhc::cuda_residual_parts(plan.kernel_splits, 4, hidden, t, 132) : full)
+          << where;
       EXPECT_EQ(plan.one_wave_parts, want ? (2 * full + 2) / 3 : 0) << where;
       EXPECT_EQ(plan.workspace_bytes, plan.one_pass() ? plan.workspace_bytes
-                                                      : static_cast<size_t>(t) * full * hcwarm_mhc::kPartialStride * 4)
+                                                      : static_cast<size_t>(t) * plan.split_parts * hcwarm_mhc::kPartialStride * 4)
           << where;
       // Off in the portable forms, on cc 12 (one 88 KB partial block per SM), with the option off,
       // for the embedding and the boundary; on on datacenter Blackwell.
@@ -323,13 +337,7 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From129To512Tokens) {
         const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, d, 132, t, true, on, input);
         EXPECT_FALSE(other.one_wave || other.one_wave_kernels) << where << " " << to_string(input);
       }
-      HcPreLaunchRequest generic;
-      generic.variant = Variant::Generic;
-      generic.dims = d;
-      generic.cuda = on;
-      generic.num_splits = plan.bucket_splits;
-      generic.num_tokens = t;
-      EXPECT_EQ(plan_hc_pre_launch(generic).one_wave, want) << where << ": the generic fatbin has the pair too";
+      EXPECT_EQ(generic_plan_of(plan, on).one_wave, want) << where << ": the generic fatbin has the pair too";
     }
   }
   // Every dsv4-flash bucket of 129-512 tokens on 132 SMs is in class 5 or 22: the rule's range is all one-wave.
@@ -338,6 +346,51 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From129To512Tokens) {
     ASSERT_TRUE(plan.one_wave) << t;
     ASSERT_GE(plan.one_wave_parts, 1) << t;
     ASSERT_LT(plan.one_wave_parts, plan.split_parts) << t;
+  }
+}
+
+// Residual streams where the class's partial grid is coarse (hcwarm_mhc::cuda_residual_parts,
+// docs/BENCHMARKS.md "Twice the parts where the grid is coarse"): on 132 SMs twice the parts at
+// hidden 4096 up to 64 tokens (64 blocks: half the SMs idle) and at 7168 from 65 to 128 (448
+// columns a block); the class's parts everywhere else, for the embedding and the boundary, and
+// the same choice for the generic kernels. Never more than the kernels take or the workspace holds.
+TEST(HcPreLaunchPlan, TwiceThePartsWhereTheGridIsCoarse) {
+  CudaKernelOptions on;
+  on.num_sms = 132;
+  for (const int hidden : {4096, 7168}) {
+    const MhcDims d{4, hidden};
+    for (int64_t t = 1; t <= 600; t += t < 160 ? 1 : 37) {
+      const std::string where = "D " + std::to_string(hidden) + " T " + std::to_string(t);
+      const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, on);
+      if (plan.one_pass()) continue;
+      const int full = cuda::cuda_num_parts(plan.kernel_splits);
+      const bool twice = hidden == 4096 ? t <= 64 : t >= 65 && t <= 128;
+      ASSERT_EQ(plan.split_parts, twice ? 2 * full : full) << where;
+      EXPECT_LE(plan.split_parts, hcwarm_mhc::cuda_max_parts(plan.kernel_splits)) << where;
+      EXPECT_LE(plan.split_parts, hcwarm_mhc::cuda_finish_batch_parts(plan.split_class)) << where << ": one batch";
+      EXPECT_EQ(plan.workspace_bytes, static_cast<size_t>(t) * plan.split_parts * hcwarm_mhc::kPartialStride * 4) << where;
+      if (twice) {
+        const int64_t blocks = int64_t{plan.split_parts} * ((t + 63) / 64);
+        EXPECT_LE(blocks, 2 * 132) << where << ": at most two blocks per SM";
+      }
+      for (const HcPreInput input : {HcPreInput::Embed, HcPreInput::Post}) {
+        const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, d, 132, t, true, on, input);
+        EXPECT_LE(other.split_parts, full) << where << " " << to_string(input);
+      }
+      EXPECT_EQ(generic_plan_of(plan, on).split_parts, plan.split_parts) << where << ": generic";
+    }
+  }
+  // 148 SMs: the same two cases (64 splits at 4096 up to 64 tokens; 74 at 7168, 65-128 tokens), within one batch.
+  CudaKernelOptions b200 = on;
+  b200.num_sms = 148;
+  EXPECT_EQ(plan_for_tokens(Backend::Cuda, {4, 4096}, 148, 64, true, b200).split_parts, 128);
+  EXPECT_EQ(plan_for_tokens(Backend::Cuda, {4, 4096}, 148, 65, true, b200).split_parts, 64);
+  EXPECT_EQ(plan_for_tokens(Backend::Cuda, {4, 7168}, 148, 100, true, b200).split_parts, 148);
+  EXPECT_EQ(plan_for_tokens(Backend::Cuda, {4, 7168}, 148, 1, true, b200).split_parts, 112);
+  // The backend's workspace for a bucket holds the most parts any call of it may run.
+  for (int s = 1; s <= 256; ++s) {
+    EXPECT_GE(hcwarm_mhc::cuda_max_parts(s), cuda::cuda_num_parts(s)) << s;
+    EXPECT_GE(hcwarm_mhc::cuda_max_parts(s), hcwarm_mhc::cuda_residual_parts(s, 4, 7168, 1, 132)) << s;
   }
 }
 
@@ -365,7 +418,9 @@ TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
         if (embed.split_parts * 4 > full + 3) EXPECT_LT((embed.split_parts - 1) * ((t + tile - 1) / tile), 3 * sms) << where;
         const size_t partials = static_cast<size_t>(t) * embed.split_parts * hcwarm_mhc::kPartialStride * sizeof(float);
         EXPECT_EQ(embed.workspace_bytes, partials + (embed.fold_fn ? 24 * hidden * sizeof(float) : 0)) << where;
-        if (!residual.one_pass()) EXPECT_EQ(residual.split_parts, full) << where;  // residual streams: unchanged
+        if (!residual.one_pass()) {  // residual streams: the class's parts, or twice where the grid is coarse
+          EXPECT_EQ(residual.split_parts, hcwarm_mhc::cuda_residual_parts(residual.kernel_splits, 4, hidden, t, sms)) << where;
+        }
       }
       // The largest bucket runs a quarter of the residual's parts; decode all of them.
       EXPECT_EQ(plan_for_tokens(Backend::Cuda, d, sms, 16384, true, cuda, HcPreInput::Embed).split_parts, 6);

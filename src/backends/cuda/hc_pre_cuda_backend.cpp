@@ -128,7 +128,8 @@ bool CudaHcPreBackend::has_generic() const { return hc_mult_ == 4 && !mhc_pre_ge
 
 size_t CudaHcPreBackend::workspace_bytes(int64_t num_tokens, int num_splits) const {
   if (num_tokens <= 0) return 0;
-  size_t bytes = static_cast<size_t>(num_tokens) * cuda_num_parts(num_splits) * hcwarm_mhc::kPartialStride * sizeof(float);
+  // The most parts a plan of num_splits may run (hcwarm_mhc::cuda_residual_parts).
+  size_t bytes = static_cast<size_t>(num_tokens) * hcwarm_mhc::cuda_max_parts(num_splits) * hcwarm_mhc::kPartialStride * sizeof(float);
   // Where this op's plans can take the one-pass kernel, a one-split call may run either path.
   if (one_pass_ && num_splits == 1) bytes = std::max(bytes, one_pass_workspace_bytes(num_tokens));
   return bytes;

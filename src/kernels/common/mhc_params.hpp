@@ -11,10 +11,11 @@
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
 // on CUDA (the embedding: cuda_embed_parts, the one-wave pair: cuda_one_wave_parts,
-// at most that). The policy's grid
+// at most that; residual streams where the grid is coarse: cuda_residual_parts, twice). The policy's grid
 // is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA
 // partial launch has num_parts * tiles blocks:
-//   num_splits >= 64 (T <= 128): 1 sub-part (64-128 parts are plenty);
+//   num_splits >= 64 (T <= 128): 1 sub-part, about one block per multiprocessor
+//                                (twice the parts where that is coarse: cuda_residual_parts);
 //   8 <= num_splits < 64:        3 sub-parts, about 3 blocks per multiprocessor
 //                                (one block of 4 warps per SM cannot keep enough
 //                                loads in flight);
@@ -82,6 +83,30 @@ static_assert(cuda_embed_parts(1, 16384, 132) == 6 && cuda_embed_parts(4, 2048, 
                   cuda_embed_parts(1, 16384, 0) == 24,
               "the embedding's parts: a quarter of the residual's at 16384 tokens, 13 of 24 at 2048 (3 blocks per SM "
               "of 132), all of them where the tiles are few, all without an SM count");
+// Residual streams where the class's partial grid is coarse: in the split counts of one
+// sub-part (up to 128 tokens on 132 SMs) the grid has at most one block per SM, and where
+// that leaves half the SMs idle (hidden 4096 up to 64 tokens: 64 blocks) or gives each block
+// more than kCudaCoarseColumns of K (7168 from 65 to 128 tokens: 448), the pair runs twice
+// the parts: 2-10% off at 4096, 4-21% at 7168 from 68 tokens (+2% at 65 and 66) on an H100;
+// the study found it level or slower in the other cases (docs/BENCHMARKS.md, "Twice the parts
+// where the grid is coarse"). The kernels take up to
+// cuda_max_parts(s); the workspace holds that many.
+inline constexpr int kCudaCoarseColumns = 256;
+HCWARM_HOST_DEVICE constexpr int cuda_max_parts(int s) { return cuda_subsplits(s) == 1 ? 2 * s : cuda_num_parts(s); }
+HCWARM_HOST_DEVICE constexpr bool cuda_coarse_grid(int s, int hc, int hidden, long long num_tokens, int num_sms) {
+  const long long tiles = (num_tokens + kTokensPerTile - 1) / kTokensPerTile;
+  return s >= 1 && cuda_subsplits(s) == 1 && tiles >= 1 &&
+         ((num_sms > 0 && 2LL * s * tiles <= num_sms) || (long long)hc * hidden > (long long)kCudaCoarseColumns * s);
+}
+HCWARM_HOST_DEVICE constexpr int cuda_residual_parts(int s, int hc, int hidden, long long num_tokens, int num_sms) {
+  return cuda_coarse_grid(s, hc, hidden, num_tokens, num_sms) ? cuda_max_parts(s) : cuda_num_parts(s);
+}
+static_assert(cuda_residual_parts(64, 4, 4096, 1, 132) == 128 && cuda_residual_parts(64, 4, 4096, 64, 132) == 128 &&
+                  cuda_residual_parts(64, 4, 4096, 65, 132) == 64 && cuda_residual_parts(64, 4, 4096, 128, 132) == 64 &&
+                  cuda_residual_parts(112, 4, 7168, 1, 132) == 112 && cuda_residual_parts(112, 4, 7168, 64, 132) == 112 &&
+                  cuda_residual_parts(66, 4, 7168, 65, 132) == 132 && cuda_residual_parts(66, 4, 7168, 128, 132) == 132 &&
+                  cuda_residual_parts(44, 4, 7168, 129, 132) == 132 && cuda_residual_parts(64, 4, 4096, 0, 132) == 64,
+              "twice the parts at hidden 4096 up to 64 tokens and at 7168 from 65 to 128 on 132 SMs, else the class's");
 // Dynamic shared memory of the mma_smem partial kernel: two stages of its
 // warps' residual rows (16 rows x 128 k x bf16 per warp), 64 KB for 8 warps.
 HCWARM_HOST_DEVICE constexpr int cuda_partial_smem_stages(int warps, int stages) { return stages * warps * 16 * 128 * 2; }

@@ -184,8 +184,9 @@ __device__ __forceinline__ bool shape_ok(const hcwarm_mhc_pre_params& p) {
   }
   if (ONE_PASS) return p.num_parts == hcwarm_mhc::kOnePassParts;
   // The plan may run fewer, wider parts than the split count's (hcwarm_mhc::cuda_embed_parts,
-  // cuda_one_wave_parts): the finish sums any count, its batch and then a loop.
-  return p.num_parts >= 1 && p.num_parts <= hcwarm_mhc::cuda_num_parts(p.num_splits);
+  // cuda_one_wave_parts) or, where the grid is coarse, more (cuda_residual_parts): the finish
+  // sums any count, its batch and then a loop.
+  return p.num_parts >= 1 && p.num_parts <= hcwarm_mhc::cuda_max_parts(p.num_splits);
 }
 
 }  // namespace cuda
