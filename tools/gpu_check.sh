@@ -51,7 +51,10 @@ case " $STEPS " in *" build "*)
     -DPython_EXECUTABLE="$(command -v "$PY")" >>"$OUT/build.log" 2>&1 &&
     cmake --build build -j "${BUILD_JOBS:-$(nproc)}" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >>"$OUT/build.log" 2>&1 ||
     { tail -40 "$OUT/build.log"; exit 1; }
-  rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/hcwarm "$PKG/" && cp build/python/_core*.so "$PKG/hcwarm/"
+  # The Python package, where the build made its extension (BUILD_TARGETS may leave hcwarm_python out).
+  if compgen -G "build/python/_core*.so" >/dev/null; then
+    rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/hcwarm "$PKG/" && cp build/python/_core*.so "$PKG/hcwarm/"
+  fi
   # The C++ PyTorch operators, where this Python has PyTorch (the package falls back to its own without them).
   cp build/python/libhcwarm_torch_ops.so build/python/libhcwarm_torch_ops.txt "$PKG/hcwarm/" 2>/dev/null
   log built ;;
