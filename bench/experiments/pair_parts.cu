@@ -5,9 +5,10 @@
 // programmatic dependent of the kernel before it, the finish of the partial). Per shape: graph-replay
 // µs of the pair and of each kernel alone (medians of 3 interleaved rounds, the pair's range), and
 // how far y, post and comb land from the shipped shape's (a part count changes the f32 summation
-// order; stages, warps and the finish's form do not); up to 128 tokens also 2 and 4 times the parts. Timing and agreement only: the library's GPU
-// tests check the numerics. Standalone: bench/experiments/build.sh pair_parts, then
-// ./pair_parts [D:T ...] on the GPU machine (default 4096:512 4096:384 7168:384).
+// order; stages, warps and the finish's form do not); up to 128 tokens also 2 and 4 times the
+// parts. Timing and agreement only: the library's GPU tests check the numerics. Standalone:
+// bench/experiments/build.sh pair_parts, then ./pair_parts [D:T ...] on the GPU machine
+// (default 4096:512 4096:384 7168:384).
 #include <cmath>
 #include <cstring>
 #include <string>

@@ -105,9 +105,9 @@ struct HcPreLaunchPlan {
 // (hcwarm_mhc::cuda_embed_parts), fn folded once where tokens are plentiful
 // (hcwarm_mhc::cuda_embed_folds); residual streams on twice the parts where the
 // class's grid is coarse (hcwarm_mhc::cuda_residual_parts, up to 128 tokens on 132
-// SMs); at hidden 4096 from 129 to 512 tokens, the
-// residual pair in its one-wave shape (hcwarm_mhc::cuda_one_wave, the option on,
-// on sm_90 or sm_100-class targets, whose SMs hold two of its partial blocks).
+// SMs); at hidden 4096 from 129 to 512 tokens, the residual pair in its one-wave
+// shape (hcwarm_mhc::cuda_one_wave, the option on, on sm_90 or sm_100-class
+// targets, whose SMs hold two of its partial blocks).
 // num_splits < 1: InvalidArgument.
 HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
 

@@ -11,9 +11,9 @@
 //   finish:  reduce the parts, rsqrt, sigmoids, Sinkhorn, y (and the fused norm).
 // num_parts = num_splits on the CPU, num_splits * cuda_subsplits(num_splits)
 // on CUDA (the embedding: cuda_embed_parts, the one-wave pair: cuda_one_wave_parts,
-// at most that; residual streams where the grid is coarse: cuda_residual_parts, twice). The policy's grid
-// is ceil(T / 64) tiles and its split count about sms / tiles, so the CUDA
-// partial launch has num_parts * tiles blocks:
+// at most that; residual streams where the grid is coarse: cuda_residual_parts, twice).
+// The policy's grid is ceil(T / 64) tiles and its split count about sms / tiles, so
+// the CUDA partial launch has num_parts * tiles blocks:
 //   num_splits >= 64 (T <= 128): 1 sub-part, about one block per multiprocessor
 //                                (twice the parts where that is coarse: cuda_residual_parts);
 //   8 <= num_splits < 64:        3 sub-parts, about 3 blocks per multiprocessor
@@ -89,8 +89,8 @@ static_assert(cuda_embed_parts(1, 16384, 132) == 6 && cuda_embed_parts(4, 2048, 
 // more than kCudaCoarseColumns of K (7168 from 65 to 128 tokens: 448), the pair runs twice
 // the parts: 2-10% off at 4096, 4-21% at 7168 from 68 tokens (+2% at 65 and 66) on an H100;
 // the study found it level or slower in the other cases (docs/BENCHMARKS.md, "Twice the parts
-// where the grid is coarse"). The kernels take up to
-// cuda_max_parts(s); the workspace holds that many.
+// where the grid is coarse"). The kernels take up to cuda_max_parts(s); the workspace holds
+// that many.
 inline constexpr int kCudaCoarseColumns = 256;
 HCWARM_HOST_DEVICE constexpr int cuda_max_parts(int s) { return cuda_subsplits(s) == 1 ? 2 * s : cuda_num_parts(s); }
 HCWARM_HOST_DEVICE constexpr bool cuda_coarse_grid(int s, int hc, int hidden, long long num_tokens, int num_sms) {
@@ -234,9 +234,8 @@ inline constexpr int kInputRuntime = -1;
 // the pair on an H100 from 129 to 512 tokens (the 44 and 33 splits of 129-256 tokens make
 // 264 blocks of 3 and 4 tiles too; the study at 256-512: 8-16% on an H200); at 128 tokens
 // and below two thirds of the parts are not a wave. At hidden 7168 the class's own shape
-// stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at hidden
-// 4096"). Any part count from 1 to cuda_num_parts(s) is valid for the kernels; these
-// are the plan's choices.
+// stayed ahead (docs/BENCHMARKS.md, "The one-wave pair at hidden 4096"). Any part count
+// from 1 to cuda_max_parts(s) is valid for the kernels; these are the plan's choices.
 inline constexpr int kCudaOneWaveHidden = 4096;
 inline constexpr long long kCudaOneWaveMinTokens = 129;
 inline constexpr long long kCudaOneWaveMaxTokens = 512;
