@@ -34,40 +34,32 @@ template __global__ void mhc_pre_partial_kernel<0, 4, 0, kPost, 2, kThreads, 3>(
 
 template __global__ void mhc_pre_fold_kernel<4, 0>(hcwarm_mhc_pre_params);
 
-// Per input kind: norm x reciprocal form.
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kEmbed, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kEmbed, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kEmbed, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kEmbed, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kPost, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kPost, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kPost, false, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kPost, false, 3>(hcwarm_mhc_pre_params);
+// A finish kernel (split class, input kind, streaming form, blocks per SM) with and without
+// the norm, in both reciprocal forms.
+#define HCWARM_GENERIC_FINISH_FORMS(CLASS, INPUT, STREAMS, MIN_BLOCKS)                                             \
+  template __global__ void mhc_pre_finish_kernel<CLASS, 4, 0, false, false, INPUT, STREAMS, MIN_BLOCKS>(hcwarm_mhc_pre_params); \
+  template __global__ void mhc_pre_finish_kernel<CLASS, 4, 0, false, true, INPUT, STREAMS, MIN_BLOCKS>(hcwarm_mhc_pre_params);  \
+  template __global__ void mhc_pre_finish_kernel<CLASS, 4, 0, true, false, INPUT, STREAMS, MIN_BLOCKS>(hcwarm_mhc_pre_params);  \
+  template __global__ void mhc_pre_finish_kernel<CLASS, 4, 0, true, true, INPUT, STREAMS, MIN_BLOCKS>(hcwarm_mhc_pre_params);
+
+// The finish of any split count, per input kind.
+HCWARM_GENERIC_FINISH_FORMS(0, kResidual, false, 3)
+HCWARM_GENERIC_FINISH_FORMS(0, kEmbed, false, 3)
+HCWARM_GENERIC_FINISH_FORMS(0, kPost, false, 3)
 
 // The large-T buckets' streaming finish, 8 blocks per SM (kCudaAnyStreamingClass): the
 // residual's pair (where the one-pass kernel does not run) and the embedding's.
 constexpr int kStreaming = hcwarm_mhc::kCudaAnyStreamingClass;
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, false, kEmbed, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, false, true, kEmbed, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, false, kEmbed, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<kStreaming, 4, 0, true, true, kEmbed, true, 8>(hcwarm_mhc_pre_params);
+HCWARM_GENERIC_FINISH_FORMS(kStreaming, kResidual, true, 8)
+HCWARM_GENERIC_FINISH_FORMS(kStreaming, kEmbed, true, 8)
 
 // The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial 4 stages deep and the streaming
 // finish of any split count, residual streams only.
 constexpr int kDeep = hcwarm_mhc::kCudaOneWaveStages;
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kDeep, kThreads, 3>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, false, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, false, kResidual, true, 8>(hcwarm_mhc_pre_params);
-template __global__ void mhc_pre_finish_kernel<0, 4, 0, true, true, kResidual, true, 8>(hcwarm_mhc_pre_params);
+HCWARM_GENERIC_FINISH_FORMS(0, kResidual, true, 8)
+
+#undef HCWARM_GENERIC_FINISH_FORMS
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 constexpr int kOnePassThreads = hcwarm_mhc::one_pass_threads(hcwarm_mhc::kOnePassMaxHidden);
