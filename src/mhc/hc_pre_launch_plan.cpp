@@ -72,7 +72,7 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
                         ? hcwarm_mhc::cuda_residual_parts(p.kernel_splits, r.dims.hc_mult, hidden, p.num_tokens, r.cuda.num_sms)
                         : cuda::cuda_num_parts(p.kernel_splits);
     p.partial_warps = cuda::cuda_partial_warps(p.kernel_splits);
-    if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(static_cast<int>(r.dims.hidden));
+    if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(hidden);
     p.fold_fn = p.input == HcPreInput::Embed && hcwarm_mhc::cuda_embed_folds(p.num_tokens);
     p.one_wave_kernels = hcwarm_mhc::cuda_one_wave_kernels(p.split_class, hidden, p.input_code);
     // Its parts are one wave of two 88 KB partial blocks per SM: not where an SM holds one.

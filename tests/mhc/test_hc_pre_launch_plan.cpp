@@ -274,7 +274,7 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   for (const int64_t t : {1, 100, 448, 4096, 16384}) {
     const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda);
     // Without an SM count only the columns decide a coarse grid: twice the parts at T = 100 (66 splits).
-    const int parts = hcwarm_mhc::cuda_residual_parts(plan.kernel_splits, 4, 7168, t, 0);
+    const int parts = hcwarm_mhc::cuda_residual_parts(plan.kernel_splits, d.hc_mult, static_cast<int>(d.hidden), t, 0);
     EXPECT_EQ(parts, t == 100 ? 2 * cuda::cuda_num_parts(plan.kernel_splits) : cuda::cuda_num_parts(plan.kernel_splits)) << t;
     const size_t pair = static_cast<size_t>(t) * parts * hcwarm_mhc::kPartialStride * sizeof(float);
     EXPECT_EQ(plan.split_parts, parts) << t;
