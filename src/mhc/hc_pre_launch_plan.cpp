@@ -75,10 +75,14 @@ HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& r) {
     if (p.one_pass()) p.one_pass_threads = cuda::one_pass_threads(hidden);
     p.fold_fn = p.input == HcPreInput::Embed && hcwarm_mhc::cuda_embed_folds(p.num_tokens);
     p.one_wave_kernels = hcwarm_mhc::cuda_one_wave_kernels(p.split_class, hidden, p.input_code);
-    // Its parts are one wave of two 88 KB partial blocks per SM: not where an SM holds one.
-    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && !r.cuda.portable &&
-                 jit::cuda_large_smem_target(r.cuda.arch) && hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
+    p.deep_partial_kernels = hcwarm_mhc::cuda_deep_partial_kernels(p.split_class, hidden, p.input_code);
+    // The deep partial's grids are sized for two of its 88 KB blocks per SM: not where an SM holds one.
+    const bool two_deep_blocks = !r.cuda.portable && jit::cuda_large_smem_target(r.cuda.arch);
+    p.one_wave = p.one_wave_kernels && r.cuda.one_wave && two_deep_blocks &&
+                 hcwarm_mhc::cuda_one_wave(p.kernel_splits, hidden, p.num_tokens);
     if (p.one_wave) p.one_wave_parts = hcwarm_mhc::cuda_one_wave_parts(p.kernel_splits);
+    p.deep_partial = p.one_wave || (p.deep_partial_kernels && two_deep_blocks &&
+                                    hcwarm_mhc::cuda_deep_partial(p.kernel_splits, hidden, p.num_tokens));
   }
   if (r.backend != Backend::Reference && p.num_tokens > 0) {
     p.workspace_bytes =

@@ -86,6 +86,14 @@ struct HcPreLaunchPlan {
   bool one_wave_kernels = false;
   bool one_wave = false;
   int one_wave_parts = 0;
+  // Cuda, residual streams: the partial kCudaDeepPartialStages residual chunks deep. The
+  // specialization carries it where it carries the one-wave pair and in hidden 7168's class 22
+  // (hcwarm_mhc::cuda_deep_partial_kernels; the generic fatbin has it for every class).
+  // deep_partial: this call runs it, in the one-wave pair or with the class's parts and finish
+  // (hcwarm_mhc::cuda_deep_partial: hidden 7168 up to 128 tokens; not in the portable forms,
+  // cc 9 or 10 targets); kernels without it run the class's partial.
+  bool deep_partial_kernels = false;
+  bool deep_partial = false;
   // Scratch for num_tokens: the split pair's partials (then the folded fn) and, with
   // the one-pass kernel, its counters and ring (a device too busy to host its
   // cooperative grid runs the pair instead, on the same split count).
@@ -107,7 +115,8 @@ struct HcPreLaunchPlan {
 // class's grid is coarse (hcwarm_mhc::cuda_residual_parts, up to 128 tokens on 132
 // SMs); at hidden 4096 from 129 to 512 tokens, the residual pair in its one-wave
 // shape (hcwarm_mhc::cuda_one_wave, the option on, on sm_90 or sm_100-class
-// targets, whose SMs hold two of its partial blocks).
+// targets, whose SMs hold two of its partial blocks); at hidden 7168 up to 128
+// tokens, the deep partial on the same targets (hcwarm_mhc::cuda_deep_partial).
 // num_splits < 1: InvalidArgument.
 HcPreLaunchPlan plan_hc_pre_launch(const HcPreLaunchRequest& request);
 

@@ -57,7 +57,7 @@ TEST(KernelEntriesNvrtc, GenericFatbinEntries) {
   }
   pre.entries.push_back(cuda::generic_finish_entry(hcwarm_mhc::kInputEmbed, true, true, true));  // the streaming form
   pre.entries.push_back(cuda::generic_one_pass_entry(true, false));
-  pre.entries.push_back(cuda::generic_one_wave_partial_entry());
+  pre.entries.push_back(cuda::generic_deep_partial_entry());
   pre.entries.push_back(cuda::generic_one_wave_finish_entry(true, true));
   expect_entries_lower(*nvrtc, pre, "mhc_pre generic");
   expect_entries_lower(*nvrtc, {"#include \"cuda/mhc_post.cuh\"\n", 1, {cuda::generic_post_entry()}}, "mhc_post generic");

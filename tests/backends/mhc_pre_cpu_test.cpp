@@ -435,7 +435,7 @@ TEST(MhcPreCudaSource, GenericFatbinHasEveryEntryPointPerInputAndReciprocalForm)
     for (const bool fast : {false, true}) expect_entry(cuda::generic_one_pass_entry(norm, fast));
   }
   // The one-wave pair's (residual streams): the deeper partial and the streaming finish of any class.
-  expect_entry(cuda::generic_one_wave_partial_entry());
+  expect_entry(cuda::generic_deep_partial_entry());
   for (const bool norm : {false, true}) {
     for (const bool fast : {false, true}) expect_entry(cuda::generic_one_wave_finish_entry(norm, fast));
   }

@@ -207,6 +207,48 @@ TEST_F(MhcPreCuda, TwiceThePartsWhereTheGridIsCoarse) {
   expect_graph_replay_gives_eager_bits(*device_, op, 7168, 100, 5300);
 }
 
+// The deep partial at hidden 7168 up to 128 tokens (hcwarm_mhc::cuda_deep_partial): the class's
+// parts and arithmetic, only more residual chunks in flight, so the class partial's bits (the
+// portable forms' plans keep the class partial on the same parts), specialized and generic
+// alike; against the float64 reference too, and graph replay. From 129 to 192 tokens (the class's
+// partial) the finish runs in y and comb blocks (hcwarm_mhc::cuda_split_finish).
+TEST_F(MhcPreCuda, DeepPartialAtHidden7168GivesTheClassPartialsBits) {
+  const int hidden = 7168;
+  HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_);
+  if (!op.launch_plan(64, true).deep_partial) GTEST_SKIP() << "this device's kernels run no deep partial";
+  EnvConfig env = EnvConfig::from_environment();
+  env.cuda_portable = true;
+  cuda::CudaDevice plain(0, env);
+  HcPreOp class_op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, plain);
+  HcPreOp gen(Backend::Cuda, dims_of(hidden), {}, 132, nullptr, *device_, Variant::Generic);
+  HcPreOp gen_class(Backend::Cuda, dims_of(hidden), {}, 132, nullptr, plain, Variant::Generic);
+  Comparison all;
+  for (const int64_t T : {1, 8, 64, 65, 100, 128, 129, 160, 192}) {
+    const bool norm = T != 8 && T != 100 && T != 160;
+    const std::string where = fmt::format("D=7168 T={} norm={}", T, norm);
+    const mhc::HcPreLaunchPlan plan = op.launch_plan(T, norm);
+    ASSERT_EQ(plan.deep_partial, T <= 128) << where;
+    ASSERT_FALSE(class_op.launch_plan(T, norm).deep_partial) << where;
+    ASSERT_EQ(class_op.launch_plan(T, norm).split_parts, plan.split_parts) << where;
+    ASSERT_EQ(gen.launch_plan(T, norm).deep_partial, T <= 128) << where;
+    const auto in = random_hc_pre_inputs(T, 4, hidden, 7100 + T, 1.0f);
+    const mhc::HcPreResult got = run_op(op, *device_, in, norm);
+    const Comparison c = check_against_reference(got, in, norm);
+    expect_close(c, "deep partial " + where);
+    all.merge(c);
+    EXPECT_EQ(differing_values(got, run_op(class_op, plain, in, norm)), 0) << "the class partial's bits, " << where;
+    const mhc::HcPreResult generic = run_op(gen, *device_, in, norm);
+    expect_close(check_against_reference(generic, in, norm), "generic deep partial " + where);
+    EXPECT_EQ(differing_values(generic, run_op(gen_class, plain, in, norm)), 0) << "the generic class partial's bits, "
+                                                                                 << where;
+  }
+  report("cuda deep partial D=7168", all);
+
+  // Graph replay: the same kernels, the caller's stream and workspace.
+  expect_graph_replay_gives_eager_bits(*device_, op, hidden, 100, 7300);
+  expect_graph_replay_gives_eager_bits(*device_, op, hidden, 192, 7400);
+}
+
 TEST_F(MhcPreCuda, LargeMagnitudeResidual) {
   Comparison all;
   for (int hidden : {4096, 7168}) {

@@ -76,31 +76,37 @@ void expect_spec_carries_plan(const HcPreLaunchPlan& plan, const std::string& wh
   EXPECT_EQ(spec.param("one_pass") == "1", plan.one_pass()) << where;
   EXPECT_EQ(has_one_pass_entry(spec), plan.one_pass()) << where;
   // The embedding's specializations carry the fn fold as their third part; hidden 4096's
-  // residual classes 5 and 22 the one-wave pair as their third and fourth.
+  // residual classes 5 and 22 the one-wave pair (the deep partial and the streaming finish) as
+  // their third and fourth; hidden 7168's residual class 22 the deep partial as its third.
   const bool embed = plan.input == HcPreInput::Embed;
+  const bool residual = plan.input == HcPreInput::Residual;
   const bool one_wave = plan.one_wave_kernels;
-  EXPECT_EQ(one_wave, plan.input == HcPreInput::Residual && plan.dims.hidden == 4096 &&
-                          (plan.split_class == 5 || plan.split_class == 22))
+  const bool deep = plan.deep_partial_kernels;
+  EXPECT_EQ(one_wave, residual && plan.dims.hidden == 4096 && (plan.split_class == 5 || plan.split_class == 22))
       << where;
-  EXPECT_EQ(spec.parts, one_wave ? 4 : plan.one_pass() || embed ? 3 : 2) << where;
+  EXPECT_EQ(deep, one_wave || (residual && plan.dims.hidden == 7168 && plan.split_class == 22)) << where;
+  const size_t parts = one_wave ? 4 : deep || plan.one_pass() || embed ? 3 : 2;
+  EXPECT_EQ(spec.parts, static_cast<int>(parts)) << where;
   const cuda::MhcPreEntries e = cuda::mhc_pre_entries(plan);
-  ASSERT_EQ(spec.entries.size(), one_wave ? 4u : plan.one_pass() || embed ? 3u : 2u) << where;
+  ASSERT_EQ(spec.entries.size(), parts) << where;
   EXPECT_EQ(spec.entries[0], e.partial) << where;
   EXPECT_EQ(spec.entries[1], e.finish) << where;
   EXPECT_EQ(e.one_pass.has_value(), plan.one_pass()) << where;
   EXPECT_EQ(e.fold.has_value(), embed) << where;
   if (embed) EXPECT_EQ(spec.entries[2], *e.fold) << where;
-  EXPECT_EQ(e.one_wave_partial.has_value(), one_wave) << where;
+  EXPECT_EQ(e.deep_partial.has_value(), deep) << where;
   EXPECT_EQ(e.one_wave_finish.has_value(), one_wave) << where;
-  if (one_wave) {
-    EXPECT_EQ(spec.entries[2], *e.one_wave_partial) << where;
-    EXPECT_EQ(spec.entries[3], *e.one_wave_finish) << where;
+  if (deep) {
+    EXPECT_EQ(spec.entries[2], *e.deep_partial) << where;
     EXPECT_EQ(spec.entries[2].part, 2) << where;
+    // The partial 4 stages deep, with the class's block and its blocks per SM.
+    EXPECT_TRUE(e.deep_partial->expression.ends_with(fmt::format(", {}, {}, 3>", hcwarm_mhc::kCudaDeepPartialStages,
+                                                                 32 * plan.partial_warps)))
+        << where << ": " << e.deep_partial->expression;
+  }
+  if (one_wave) {
+    EXPECT_EQ(spec.entries[3], *e.one_wave_finish) << where;
     EXPECT_EQ(spec.entries[3].part, 3) << where;
-    // The partial 4 stages deep, the finish streaming (8 blocks per SM).
-    EXPECT_TRUE(e.one_wave_partial->expression.ends_with(fmt::format(", {}, {}, 3>", hcwarm_mhc::kCudaOneWaveStages,
-                                                                     32 * plan.partial_warps)))
-        << where << ": " << e.one_wave_partial->expression;
     EXPECT_TRUE(e.one_wave_finish->expression.ends_with(", true, 8>")) << where << ": " << e.one_wave_finish->expression;
   }
   if (plan.one_pass()) {
@@ -346,6 +352,50 @@ TEST(HcPreLaunchPlan, OneWavePairAtHidden4096From129To512Tokens) {
     ASSERT_TRUE(plan.one_wave) << t;
     ASSERT_GE(plan.one_wave_parts, 1) << t;
     ASSERT_LT(plan.one_wave_parts, plan.split_parts) << t;
+  }
+}
+
+// The deep partial (hcwarm_mhc::cuda_deep_partial, docs/BENCHMARKS.md "The deep partial at hidden
+// 7168"): residual calls at hidden 7168 up to 128 tokens run it with the class's parts and finish,
+// and the one-wave pair's calls run it too; every other call runs the class's partial. Hidden
+// 7168's class 22 carries it whatever the call; it is off in the portable forms and on cc 12, on
+// for the generic kernels, and the one-wave option does not touch it at 7168.
+TEST(HcPreLaunchPlan, DeepPartialAtHidden7168UpTo128Tokens) {
+  for (const int sms : {132, 148}) {
+    CudaKernelOptions on;
+    on.num_sms = sms;
+    CudaKernelOptions portable = on, off = on, sm120 = on, sm100 = on;
+    portable.portable = true;
+    off.one_wave = false;
+    sm120.arch = "sm_120";
+    sm100.arch = "sm_100a";
+    for (const int hidden : {4096, 7168}) {
+      const MhcDims d{4, hidden};
+      for (int64_t t = 1; t <= 600; t += t < 200 ? 1 : 29) {
+        const std::string where = "sms " + std::to_string(sms) + " D " + std::to_string(hidden) + " T " + std::to_string(t);
+        const HcPreLaunchPlan plan = plan_for_tokens(Backend::Cuda, d, sms, t, true, on);
+        const bool class22 = !plan.one_pass() && plan.split_class == 22;
+        EXPECT_EQ(plan.deep_partial_kernels, plan.one_wave_kernels || (hidden == 7168 && class22)) << where;
+        const bool want = plan.one_wave || (hidden == 7168 && t <= 128);
+        EXPECT_EQ(plan.deep_partial, want) << where;
+        if (hidden == 7168 && t <= 128) {
+          EXPECT_TRUE(class22) << where << ": every bucket up to 128 tokens is in class 22";
+          EXPECT_EQ(plan.split_parts, hcwarm_mhc::cuda_residual_parts(plan.kernel_splits, 4, hidden, t, sms)) << where;
+          EXPECT_EQ(plan.one_wave_parts, 0) << where;
+        }
+        EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, sms, t, true, portable).deep_partial) << where;
+        EXPECT_FALSE(plan_for_tokens(Backend::Cuda, d, sms, t, true, sm120).deep_partial) << where;
+        EXPECT_EQ(plan_for_tokens(Backend::Cuda, d, sms, t, true, sm100).deep_partial, want) << where;
+        const HcPreLaunchPlan unset = plan_for_tokens(Backend::Cuda, d, sms, t, true, off);
+        EXPECT_EQ(unset.deep_partial, hidden == 7168 && t <= 128) << where << ": the one-wave option";
+        EXPECT_EQ(unset.deep_partial_kernels, plan.deep_partial_kernels) << where << ": the option changes no key";
+        for (const HcPreInput input : {HcPreInput::Embed, HcPreInput::Post}) {
+          const HcPreLaunchPlan other = plan_for_tokens(Backend::Cuda, d, sms, t, true, on, input);
+          EXPECT_FALSE(other.deep_partial || other.deep_partial_kernels) << where << " " << to_string(input);
+        }
+        EXPECT_EQ(generic_plan_of(plan, on).deep_partial, want) << where << ": the generic fatbin has it too";
+      }
+    }
   }
 }
 

@@ -36,12 +36,12 @@ std::unique_ptr<backends::HcPreBackend::Scope> CudaHcPreBackend::enter() const {
 
 std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_split_pair(
     std::shared_ptr<const jit::LoadedModule> module, const jit::KernelEntry& partial, const jit::KernelEntry& finish,
-    int partial_warps, const jit::KernelEntry* one_wave_partial, const jit::KernelEntry* one_wave_finish) {
+    int partial_warps, const jit::KernelEntry* deep_partial, const jit::KernelEntry* one_wave_finish) {
   auto k = std::make_unique<CudaKernels>();
   k->cuda.partial = static_cast<CUfunction>(module->function(partial.symbol));
   k->cuda.finish = static_cast<CUfunction>(module->function(finish.symbol));
-  if (one_wave_partial != nullptr && one_wave_finish != nullptr) {
-    k->cuda.one_wave_partial = static_cast<CUfunction>(module->function(one_wave_partial->symbol));
+  if (deep_partial != nullptr) k->cuda.deep_partial = static_cast<CUfunction>(module->function(deep_partial->symbol));
+  if (one_wave_finish != nullptr) {
     k->cuda.one_wave_finish = static_cast<CUfunction>(module->function(one_wave_finish->symbol));
   }
   k->cuda.partial_warps = partial_warps;
@@ -57,7 +57,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind(std::shared_ptr<c
   // The names the plan's source instantiated (mhc_pre_cuda_source writes them from the same function).
   const MhcPreEntries e = mhc_pre_entries(plan);
   auto k = bind_split_pair(std::move(module), e.partial, e.finish, plan.partial_warps,
-                           e.one_wave_partial ? &*e.one_wave_partial : nullptr,
+                           e.deep_partial ? &*e.deep_partial : nullptr,
                            e.one_wave_finish ? &*e.one_wave_finish : nullptr);
   if (e.fold) {
     static_cast<CudaKernels&>(*k).cuda.fold = static_cast<CUfunction>(k->module->function(e.fold->symbol.c_str()));
@@ -110,9 +110,9 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
     }
   }
   k->cuda.fold = static_cast<CUfunction>(k->module->function(generic_fold_entry().symbol));
-  // The one-wave pair, for the plans that take it (residual streams, hidden 4096): its partial's
-  // deeper staging needs the larger shared memory too.
-  k->cuda.one_wave_partial = static_cast<CUfunction>(k->module->function(generic_one_wave_partial_entry().symbol));
+  // The deep partial and the one-wave pair's finish, for the plans that take them (residual
+  // streams): the partial's deeper staging needs the larger shared memory too.
+  k->cuda.deep_partial = static_cast<CUfunction>(k->module->function(generic_deep_partial_entry().symbol));
   k->cuda.one_wave_finish = static_cast<CUfunction>(
       k->module->function(generic_one_wave_finish_entry(fused_norm, fast_finish_).symbol));
   HCWARM_CHECK_CU(d, prepare_partial_smem(d, k->cuda));
@@ -147,20 +147,24 @@ void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_
   // The folded fn goes after the partials in the workspace (the plan sized it). Kernels bound
   // from the plan or the generic fatbin carry the fold; the launcher refuses any without it.
   if (plan.fold_fn) p.fn_folded = reinterpret_cast<float*>(reinterpret_cast<char*>(p.partials) + plan.fold_offset);
-  // Kernels without the one-wave pair run the class's (all of the split count's parts).
-  const bool one_wave = plan.one_wave && static_cast<const CudaKernels&>(kernels).cuda.one_wave_partial != nullptr;
-  const Form form = plan.one_pass() && stages == 3 ? Form::OnePass : one_wave ? Form::OneWave : Form::SplitPair;
-  launch_kernels(kernels, p, form, one_wave ? plan.one_wave_parts : plan.split_parts, launch, stages);
+  // Kernels without the deep partial or the one-wave pair's finish run the class's pair
+  // (on all of the class's parts).
+  const MhcPreCudaKernels& k = static_cast<const CudaKernels&>(kernels).cuda;
+  const bool deep = plan.deep_partial && k.deep_partial != nullptr;
+  const bool one_wave = deep && plan.one_wave && k.one_wave_finish != nullptr;
+  const PairKernels pair = one_wave ? PairKernels::OneWave : deep ? PairKernels::DeepPartial : PairKernels::Class;
+  launch_kernels(kernels, p, plan.one_pass() && stages == 3, pair, one_wave ? plan.one_wave_parts : plan.split_parts,
+                 launch, stages);
 }
 
 void CudaHcPreBackend::launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p,
                               const LaunchContext& launch, int stages) {
   p.fn_folded = nullptr;  // no plan, no room set aside for it
-  launch_kernels(kernels, p, Form::SplitPair, cuda_num_parts(p.num_splits), launch, stages);
+  launch_kernels(kernels, p, false, PairKernels::Class, cuda_num_parts(p.num_splits), launch, stages);
 }
 
-void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, Form form,
-                                      int parts, const LaunchContext& launch, int stages) {
+void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass,
+                                      PairKernels pair, int parts, const LaunchContext& launch, int stages) {
   const auto& bound = static_cast<const CudaKernels&>(kernels);
   MhcPreCudaKernels k = bound.cuda;
   if (bound.by_input()) {
@@ -172,12 +176,12 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
                                                                              : bound.finish_by_input[p.input];
   }
   // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
-  const bool one_pass = form == Form::OnePass && k.one_pass.f != nullptr;
+  one_pass = one_pass && k.one_pass.f != nullptr;
   if (!one_pass) k.one_pass = {};
   p.num_parts = one_pass ? hcwarm_mhc::kOnePassParts : parts;
   p.fn_early = k.early_fn ? 1 : 0;
   HCWARM_CHECK_CU(device_.driver(), launch_mhc_pre_cuda(device_.driver(), k, p, launch_stream(device_, launch), stages,
-                                                        form == Form::OneWave));
+                                                        pair));
 }
 
 }  // namespace hcwarm::cuda

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/mhc_pre_cuda.hpp"
 #include "backends/hc_pre_backend.hpp"
 
 namespace hcwarm::mhc {
@@ -23,14 +24,15 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
   CudaHcPreBackend(CudaDevice& device, int hc_mult, int hidden, bool one_pass, bool fast_finish);
 
   // The entry points of the module compiled from `plan`'s spec: the split pair,
-  // the one-wave pair's where the specialization carries them, and the one-pass
+  // the deep partial and the one-wave pair's finish where the specialization carries them, and the one-pass
   // kernel where the plan took it (left unset where the device cannot host its
   // cooperative grid: the pair runs then).
   std::unique_ptr<backends::HcPreKernels> bind(std::shared_ptr<const jit::LoadedModule> module,
                                                const mhc::HcPreLaunchPlan& plan);
   // Queues the call as `plan` says: the one-pass kernel where it took it, the
   // kernels have it and both stages run; the one-wave pair on plan.one_wave_parts
-  // where it took that and the kernels have it; else the split pair on plan.split_parts.
+  // where it took that and the kernels have it; else the split pair on plan.split_parts,
+  // with the deep partial where the plan took it and the kernels have it.
   // p.partials holds plan.workspace_bytes.
   void launch(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, const mhc::HcPreLaunchPlan& plan,
               const LaunchContext& launch, int stages);
@@ -49,18 +51,17 @@ class CudaHcPreBackend final : public backends::HcPreBackend {
               int stages) override;
 
  private:
-  // The pair named by `partial` and `finish` (their entries' symbols), and the one-wave
-  // pair's where `one_wave_partial` and `one_wave_finish` are given.
+  // The pair named by `partial` and `finish` (their entries' symbols), the deep partial
+  // where `deep_partial` is given and the one-wave pair's finish where `one_wave_finish` is.
   std::unique_ptr<backends::HcPreKernels> bind_split_pair(std::shared_ptr<const jit::LoadedModule> module,
                                                           const jit::KernelEntry& partial,
                                                           const jit::KernelEntry& finish, int partial_warps,
-                                                          const jit::KernelEntry* one_wave_partial = nullptr,
+                                                          const jit::KernelEntry* deep_partial = nullptr,
                                                           const jit::KernelEntry* one_wave_finish = nullptr);
-  // The form of one launch: the one-pass kernel, the one-wave pair or the split pair; `parts`: the
-  // K-parts of either pair.
-  enum class Form { SplitPair, OneWave, OnePass };
-  void launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, Form form, int parts,
-                      const LaunchContext& launch, int stages);
+  // One launch: the one-pass kernel where one_pass (and the kernels have it), else the pair's
+  // `pair` kernels on `parts` K-parts.
+  void launch_kernels(const backends::HcPreKernels& kernels, hcwarm_mhc_pre_params p, bool one_pass, PairKernels pair,
+                      int parts, const LaunchContext& launch, int stages);
 
   CudaDevice& device_;
   int hc_mult_, hidden_;

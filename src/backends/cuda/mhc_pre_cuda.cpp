@@ -44,11 +44,11 @@ CUresult prepare_partial_smem(const CudaDriver& d, MhcPreCudaKernels& k) {
   if (rc != CUDA_SUCCESS) return rc;
   k.partial_smem = bytes;
   k.partial_smem_post = post_bytes;
-  if (k.one_wave_partial == nullptr) return CUDA_SUCCESS;
-  const unsigned deep = hcwarm_mhc::cuda_partial_smem_stages(k.partial_warps, hcwarm_mhc::kCudaOneWaveStages);
+  if (k.deep_partial == nullptr) return CUDA_SUCCESS;
+  const unsigned deep = hcwarm_mhc::cuda_partial_smem_stages(k.partial_warps, hcwarm_mhc::kCudaDeepPartialStages);
   const CUresult deep_rc =
-      d.cuFuncSetAttribute(k.one_wave_partial, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(deep));
-  if (deep_rc == CUDA_SUCCESS) k.one_wave_partial_smem = deep;
+      d.cuFuncSetAttribute(k.deep_partial, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(deep));
+  if (deep_rc == CUDA_SUCCESS) k.deep_partial_smem = deep;
   return deep_rc;
 }
 
@@ -149,7 +149,7 @@ CUresult launch_one_pass(const CudaDriver& d, const OnePassKernel& k, const hcwa
 }
 
 CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
-                             CUstream stream, int stages, bool one_wave) {
+                             CUstream stream, int stages, PairKernels pair) {
   if (p.num_tokens <= 0) return CUDA_SUCCESS;
   hcwarm_mhc_pre_params params = p;
   void* args[] = {&params};
@@ -162,7 +162,12 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   // The folded fn is the partial stage's input: only with it, and only for the embedding.
   const bool fold = p.fn_folded != nullptr;
   if (fold && (k.fold == nullptr || p.input != hcwarm_mhc::kInputEmbed)) return kInvalidValue;
-  if (one_wave && (k.one_wave_partial == nullptr || k.one_wave_finish == nullptr)) return kInvalidValue;
+  const bool deep = pair != PairKernels::Class;
+  const bool one_wave = pair == PairKernels::OneWave;
+  if ((deep && (k.deep_partial == nullptr || p.input != hcwarm_mhc::kInputResidual)) ||
+      (one_wave && k.one_wave_finish == nullptr)) {
+    return kInvalidValue;
+  }
   const bool pdl = k.pdl && d.cuLaunchKernelEx != nullptr;
   // A launch of f on `stream`, as a programmatic dependent of the kernel before it where `dependent`.
   const auto launch = [&](CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, bool dependent) {
@@ -189,18 +194,18 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
       const CUresult rc = launch(k.fold, (quads + threads - 1) / threads, 1, threads, 0, false);
       if (rc != CUDA_SUCCESS) return rc;
     }
-    const unsigned smem = one_wave                                ? k.one_wave_partial_smem
+    const unsigned smem = deep                                    ? k.deep_partial_smem
                           : p.input == hcwarm_mhc::kInputPost ? k.partial_smem_post
                                                               : k.partial_smem;
-    const CUresult rc = launch(one_wave ? k.one_wave_partial : k.partial, static_cast<unsigned>(p.num_parts), tiles,
+    const CUresult rc = launch(deep ? k.deep_partial : k.partial, static_cast<unsigned>(p.num_parts), tiles,
                                32u * static_cast<unsigned>(k.partial_warps), smem, pdl);
     if (rc != CUDA_SUCCESS) return rc;
   }
   if (!(stages & 2)) return CUDA_SUCCESS;
   // Decode sizes and the one-wave pair: a Y and a Comb block per token (FinishRole), which
   // the kernel reads off the grid.
-  const bool split_finish = one_wave || (p.num_tokens <= hcwarm_mhc::kCudaFinishSplitTokens &&
-                                         !hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits)));
+  const bool split_finish =
+      one_wave || hcwarm_mhc::cuda_split_finish(p.num_splits, p.hidden, p.input, p.num_tokens);
   const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
   return launch(one_wave ? k.one_wave_finish : k.finish, blocks, 1, hcwarm_mhc::kCudaThreads, 0, pdl && (stages & 1));
 }

@@ -23,18 +23,20 @@ namespace hcwarm::cuda {
 // launcher looks up. The entries of one specialization, each in its own part:
 // partial 0, finish 1, one-pass 2 (only in one-pass plans: num_splits 1; see
 // cuda/mhc_pre_one_pass.cuh), or with the embedding the fn fold 2
-// (cuda/mhc_pre_fold.cuh), or with one_wave the one-wave pair's partial 2 and
-// finish 3 (hcwarm_mhc::cuda_one_wave: hidden 4096's classes 5 and 22, residual
-// streams). partial_warps: the partial kernel's block; one_pass_threads: the
-// one-pass kernel's (one_pass only).
+// (cuda/mhc_pre_fold.cuh), or with deep_partial the partial kCudaDeepPartialStages
+// deep 2 (hcwarm_mhc::cuda_deep_partial_kernels: residual streams) and with one_wave
+// the one-wave pair's finish 3 (hcwarm_mhc::cuda_one_wave_kernels: hidden 4096's
+// classes 5 and 22; deep_partial too). partial_warps: the partial kernel's block;
+// one_pass_threads: the one-pass kernel's (one_pass only).
 struct MhcPreEntries {
   jit::KernelEntry partial, finish;
   std::optional<jit::KernelEntry> one_pass;
   std::optional<jit::KernelEntry> fold;
-  std::optional<jit::KernelEntry> one_wave_partial, one_wave_finish;
+  std::optional<jit::KernelEntry> deep_partial, one_wave_finish;
 };
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
-                              int input, int partial_warps, int one_pass_threads, bool one_wave = false);
+                              int input, int partial_warps, int one_pass_threads, bool deep_partial = false,
+                              bool one_wave = false);
 // Those of the specialization serving a launch plan (mhc_pre_cuda_source's).
 MhcPreEntries mhc_pre_entries(const mhc::HcPreLaunchPlan& plan);
 // One kernel's entry, its launch bounds given (threads, blocks per SM); stages: the
@@ -98,12 +100,19 @@ struct MhcPreCudaKernels {
   // p.fn_early of every launch (CudaDevice::early_fn): the partial's first fn chunk loads
   // before it waits for the kernel before the call.
   bool early_fn = false;
-  // The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial kCudaOneWaveStages deep and
-  // the streaming finish; null in kernels without it. Set up by prepare_partial_smem.
-  CUfunction one_wave_partial = nullptr;
+  // The partial kCudaDeepPartialStages deep (hcwarm_mhc::cuda_deep_partial_kernels) and the
+  // one-wave pair's streaming finish (hcwarm_mhc::cuda_one_wave_kernels); null in kernels
+  // without them. The deep partial's shared memory is set up by prepare_partial_smem.
+  CUfunction deep_partial = nullptr;
   CUfunction one_wave_finish = nullptr;
-  unsigned one_wave_partial_smem = 0;
+  unsigned deep_partial_smem = 0;
 };
+
+// The kernels a split-pair launch runs (the caller's plan chose them): the class's partial
+// and finish; the deep partial with the class's finish (hcwarm_mhc::cuda_deep_partial); or
+// the one-wave pair, the deep partial and the streaming finish in a y and a comb block per
+// token (hcwarm_mhc::cuda_one_wave).
+enum class PairKernels { Class, DeepPartial, OneWave };
 
 // Launcher: queues the kernels on `stream`; returns the first driver error
 // (CUDA_SUCCESS otherwise). T == 0 queues nothing.
@@ -119,16 +128,15 @@ struct MhcPreCudaKernels {
 // the partial is a programmatic dependent of the kernel before the call (it starts as that
 // kernel drains and waits for it before reading anything but, with p.fn_early, fn), and the
 // finish lets the kernel after the call start at its own start.
-// one_wave: the one-wave pair's kernels on p.num_parts (the caller's plan took it; refused
-// with CUDA_ERROR_INVALID_VALUE where k lacks them), its finish in a y and a comb block per token.
+// pair: which kernels, on p.num_parts (refused with CUDA_ERROR_INVALID_VALUE where k lacks them).
 CUresult launch_mhc_pre_cuda(const CudaDriver& driver, const MhcPreCudaKernels& k, const hcwarm_mhc_pre_params& p,
-                             CUstream stream, int stages = 3, bool one_wave = false);
+                             CUstream stream, int stages = 3, PairKernels pair = PairKernels::Class);
 
 // The mma_smem partial kernel stages the residual in dynamic shared memory
 // (hcwarm_mhc::cuda_partial_smem of k.partial_warps; with input POST
 // hcwarm_mhc::cuda_partial_smem_post): allows k.partial the larger and records
 // both in k.partial_smem / k.partial_smem_post for the launcher; the same for
-// k.one_wave_partial where set (kCudaOneWaveStages of residual rows).
+// k.deep_partial where set (kCudaDeepPartialStages of residual rows).
 CUresult prepare_partial_smem(const CudaDriver& driver, MhcPreCudaKernels& k);
 
 // Whether a model's shape can use the one-pass kernel (hc 4, hidden a multiple
@@ -186,9 +194,9 @@ const char* generic_kernel_targets();
 jit::KernelEntry generic_partial_entry(int input);
 jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, bool streaming = false);
 jit::KernelEntry generic_one_pass_entry(bool fused_norm, bool fast);
-// The one-wave pair's (residual streams): the partial kCudaOneWaveStages deep, the streaming
-// finish of any split count (class 0), in both reciprocal forms.
-jit::KernelEntry generic_one_wave_partial_entry();
+// The deep partial (residual streams, kCudaDeepPartialStages deep) and the one-wave pair's
+// streaming finish of any split count (class 0), in both reciprocal forms.
+jit::KernelEntry generic_deep_partial_entry();
 jit::KernelEntry generic_one_wave_finish_entry(bool fused_norm, bool fast);
 jit::KernelEntry generic_fold_entry();
 

@@ -44,12 +44,17 @@ jit::KernelEntry one_pass_entry(int part, int hc, int hidden, bool fused_norm, b
 }
 
 MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_norm, bool one_pass, bool fast_finish,
-                              int input, int partial_warps, int one_pass_threads, bool one_wave) {
+                              int input, int partial_warps, int one_pass_threads, bool deep_partial, bool one_wave) {
   check_input(input);
   HCWARM_CHECK_ARG(!one_wave || hcwarm_mhc::cuda_one_wave_kernels(split_class, hidden, input),
                    "mhc_pre: the one-wave pair is hidden {}'s classes 5-21 and 22+ on residual streams, not class {} "
                    "at hidden {} with input {}",
                    hcwarm_mhc::kCudaOneWaveHidden, split_class, hidden, input);
+  HCWARM_CHECK_ARG(!deep_partial || hcwarm_mhc::cuda_deep_partial_kernels(split_class, hidden, input),
+                   "mhc_pre: the deep partial is the one-wave pair's and hidden {}'s class 22+ on residual streams, "
+                   "not class {} at hidden {} with input {}",
+                   hcwarm_mhc::kCudaDeepPartialHidden, split_class, hidden, input);
+  HCWARM_CHECK_ARG(deep_partial || !one_wave, "mhc_pre: the one-wave pair's finish comes with its deep partial");
   MhcPreEntries e;
   const bool streams = hcwarm_mhc::cuda_finish_streams(split_class);
   // The partial kernel: 8 warps run 2 blocks per SM (128 registers), 4 warps 3.
@@ -59,12 +64,12 @@ MhcPreEntries mhc_pre_entries(int split_class, int hc, int hidden, bool fused_no
   if (one_pass) e.one_pass = one_pass_entry(2, hc, hidden, fused_norm, fast_finish, false, one_pass_threads);
   // The embedding's fn fold, which the launch runs where the plan folds (HcPreLaunchPlan::fold_fn).
   if (input == hcwarm_mhc::kInputEmbed) e.fold = fold_entry(2, hc, hidden);
-  // The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial deeper, the finish streaming.
-  if (one_wave) {
-    e.one_wave_partial = partial_entry(2, split_class, hc, hidden, input, hcwarm_mhc::kCudaOneWaveStages,
-                                       32 * partial_warps, partial_warps == 8 ? 2 : 3);
-    e.one_wave_finish = finish_entry(3, split_class, hc, hidden, fused_norm, fast_finish, input, true, 8);
+  // The deep partial (hcwarm_mhc::cuda_deep_partial_kernels), and the one-wave pair's streaming finish.
+  if (deep_partial) {
+    e.deep_partial = partial_entry(2, split_class, hc, hidden, input, hcwarm_mhc::kCudaDeepPartialStages,
+                                   32 * partial_warps, partial_warps == 8 ? 2 : 3);
   }
+  if (one_wave) e.one_wave_finish = finish_entry(3, split_class, hc, hidden, fused_norm, fast_finish, input, true, 8);
   return e;
 }
 
@@ -85,8 +90,8 @@ jit::KernelEntry generic_finish_entry(int input, bool fused_norm, bool fast, boo
 
 jit::KernelEntry generic_fold_entry() { return fold_entry(0, 4, 0); }
 
-jit::KernelEntry generic_one_wave_partial_entry() {
-  return partial_entry(0, 0, 4, 0, hcwarm_mhc::kInputResidual, hcwarm_mhc::kCudaOneWaveStages, hcwarm_mhc::kCudaThreads, 3);
+jit::KernelEntry generic_deep_partial_entry() {
+  return partial_entry(0, 0, 4, 0, hcwarm_mhc::kInputResidual, hcwarm_mhc::kCudaDeepPartialStages, hcwarm_mhc::kCudaThreads, 3);
 }
 
 jit::KernelEntry generic_one_wave_finish_entry(bool fused_norm, bool fast) {

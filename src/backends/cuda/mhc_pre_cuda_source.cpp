@@ -43,12 +43,13 @@ struct SourceShape {
   int input;
   int partial_warps;     // the partial kernel's block
   int one_pass_threads;  // the one-pass kernel's block (one_pass only)
-  bool one_wave;         // the one-wave pair's kernels too (HcPreLaunchPlan::one_wave_kernels)
+  bool deep_partial;     // the deep partial too (HcPreLaunchPlan::deep_partial_kernels)
+  bool one_wave;         // and the one-wave pair's finish (HcPreLaunchPlan::one_wave_kernels)
 };
 
 MhcPreEntries entries_of(const SourceShape& s) {
   return mhc_pre_entries(s.split_class, s.hc, s.hidden, s.fused_norm, s.one_pass, s.fast_finish, s.input,
-                         s.partial_warps, s.one_pass_threads, s.one_wave);
+                         s.partial_warps, s.one_pass_threads, s.deep_partial, s.one_wave);
 }
 
 jit::KernelSource generate(const SourceShape& s) {
@@ -85,9 +86,13 @@ jit::KernelSource generate(const SourceShape& s) {
     out.entries.push_back(std::move(*e.fold));
     out.parts = 3;
   }
-  if (e.one_wave_partial) {  // classes 5 and 22 on residual streams: parts 2 and 3 are free
-    out.text += part(2, "mhc_pre_partial.cuh") + part(3, "mhc_pre_finish.cuh");
-    out.entries.push_back(std::move(*e.one_wave_partial));
+  if (e.deep_partial) {  // residual streams only: part 2 is free
+    out.text += part(2, "mhc_pre_partial.cuh");
+    out.entries.push_back(std::move(*e.deep_partial));
+    out.parts = 3;
+  }
+  if (e.one_wave_finish) {  // beside the deep partial
+    out.text += part(3, "mhc_pre_finish.cuh");
     out.entries.push_back(std::move(*e.one_wave_finish));
     out.parts = 4;
   }
@@ -99,7 +104,7 @@ SourceShape shape_of(const mhc::HcPreLaunchPlan& plan) {
                    mhc::to_string(plan.backend));
   return {plan.split_class, plan.dims.hc_mult, static_cast<int>(plan.dims.hidden), plan.fused_norm,
           plan.one_pass(), plan.fast_finish, plan.input_code, plan.partial_warps,
-          static_cast<int>(plan.one_pass_threads), plan.one_wave_kernels};
+          static_cast<int>(plan.one_pass_threads), plan.deep_partial_kernels, plan.one_wave_kernels};
 }
 
 }  // namespace
@@ -115,6 +120,7 @@ jit::KernelSource mhc_pre_cuda_source(int num_splits, int hc, int hidden, bool f
   const int split_class = cuda_split_class(num_splits);
   return generate({split_class, hc, hidden, fused_norm, one_pass, fast_finish, input, cuda_partial_warps(split_class),
                    one_pass ? static_cast<int>(one_pass_threads(hidden)) : 0,
+                   hcwarm_mhc::cuda_deep_partial_kernels(split_class, hidden, input),
                    hcwarm_mhc::cuda_one_wave_kernels(split_class, hidden, input)});
 }
 

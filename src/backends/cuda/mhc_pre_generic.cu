@@ -53,9 +53,10 @@ constexpr int kStreaming = hcwarm_mhc::kCudaAnyStreamingClass;
 HCWARM_GENERIC_FINISH_FORMS(kStreaming, kResidual, true, 8)
 HCWARM_GENERIC_FINISH_FORMS(kStreaming, kEmbed, true, 8)
 
-// The one-wave pair (hcwarm_mhc::cuda_one_wave): the partial 4 stages deep and the streaming
-// finish of any split count, residual streams only.
-constexpr int kDeep = hcwarm_mhc::kCudaOneWaveStages;
+// The deep partial (hcwarm_mhc::cuda_deep_partial, and the one-wave pair's) 4 stages deep and
+// the one-wave pair's streaming finish of any split count (hcwarm_mhc::cuda_one_wave), residual
+// streams only.
+constexpr int kDeep = hcwarm_mhc::kCudaDeepPartialStages;
 template __global__ void mhc_pre_partial_kernel<0, 4, 0, kResidual, kDeep, kThreads, 3>(hcwarm_mhc_pre_params);
 HCWARM_GENERIC_FINISH_FORMS(0, kResidual, true, 8)
 

@@ -128,12 +128,6 @@ HCWARM_HOST_DEVICE constexpr bool cuda_finish_streams(int s) { return s >= 1 && 
 // per block (the first layer's embedding at 4096: 1.34-1.44x the specialized pair).
 inline constexpr int kCudaAnyStreamingClass = -1;
 HCWARM_HOST_DEVICE constexpr bool cuda_class_streams(int c) { return c == kCudaAnyStreamingClass || cuda_finish_streams(c); }
-// Up to this many tokens (two partial tiles) the finish of the classes that
-// hold the residual (5-21, 22+) runs two blocks per token, one for y and one
-// for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit
-// one wave of 3 per SM on an H100/H200, and from 192 tokens it no longer paid
-// on the H200 (docs/BENCHMARKS.md, "The decode finish in two blocks per token").
-inline constexpr int kCudaFinishSplitTokens = 128;
 // The split class of a split count: the split counts whose specialized CUDA
 // kernels are the same code. The kernels read the split count itself from the
 // params; what it decides at compile time is only the partial kernel's warps,
@@ -145,6 +139,16 @@ inline constexpr int kCudaFinishSplitTokens = 128;
 //  22: num_splits >= 22 (at most a few hundred tokens), the same with more partials.
 // So a model's 20-odd split buckets need 5 CUDA specializations per input kind.
 HCWARM_HOST_DEVICE constexpr int cuda_split_class(int s) { return s <= 1 ? 1 : s == 2 ? 2 : s <= 4 ? 3 : s <= 21 ? 5 : 22; }
+// Up to this many tokens (two partial tiles) the finish of the classes that
+// hold the residual (5-21, 22+) runs two blocks per token, one for y and one
+// for the Sinkhorn (FinishRole in cuda/mhc_pre.cuh): 2 T blocks still fit
+// one wave of 3 per SM on an H100/H200 (docs/BENCHMARKS.md, "The decode finish
+// in two blocks per token"). Residual streams at hidden 7168 and above, where
+// each block's y is longer, up to kCudaFinishSplitTokensWide: 2 T blocks of 192
+// tokens are 384 of the 396 an H100 or H200 holds at once, and they took 6% off
+// the pair at 160 and 192 tokens on an H100 (docs/BENCHMARKS.md, "The deep
+// partial at hidden 7168").
+inline constexpr int kCudaFinishSplitTokens = 128;
 // Partials per token that the finish of a class loads in one unrolled batch
 // (any further ones in a loop), one register each: 24 (every count of
 // num_splits <= 4); 64 for 5-21 (3 sub-parts: at most 63), which keeps the
@@ -224,10 +228,19 @@ inline constexpr int kInputEmbed = 1;
 inline constexpr int kInputPost = 2;
 inline constexpr int kInputRuntime = -1;
 
+// The finish in two blocks per token (kCudaFinishSplitTokens above), by width and input.
+inline constexpr int kCudaFinishSplitTokensWide = 192;
+inline constexpr int kCudaFinishSplitWideHidden = 7168;
+HCWARM_HOST_DEVICE constexpr bool cuda_split_finish(int s, int hidden, int input, long long num_tokens) {
+  const long long most = hidden >= kCudaFinishSplitWideHidden && input == kInputResidual ? kCudaFinishSplitTokensWide
+                                                                                         : kCudaFinishSplitTokens;
+  return s >= 1 && !cuda_finish_streams(cuda_split_class(s)) && num_tokens <= most;
+}
+
 // The one-wave pair: the split pair in the buckets where one wave of it ends
 // before the one-pass kernel takes over, at hidden 4096 (classes 5 and 22 from
 // kCudaOneWaveMinTokens to kCudaOneWaveMaxTokens tokens), runs two thirds of the
-// class's parts with its partial kCudaOneWaveStages residual chunks deep (2 blocks
+// class's parts with its partial kCudaDeepPartialStages residual chunks deep (2 blocks
 // of 88 KB per SM, and those parts are one wave of them on 132 SMs), then the
 // streaming finish (8 blocks per SM) in a y block and a comb block per token; the
 // finish's blocks start as programmatic dependents beside the partial's. 1.5-16% off
@@ -239,7 +252,7 @@ inline constexpr int kInputRuntime = -1;
 inline constexpr int kCudaOneWaveHidden = 4096;
 inline constexpr long long kCudaOneWaveMinTokens = 129;
 inline constexpr long long kCudaOneWaveMaxTokens = 512;
-inline constexpr int kCudaOneWaveStages = 4;
+inline constexpr int kCudaDeepPartialStages = 4;
 // Whether the specialized kernels of split class c at `hidden` for `input` (kInput*) carry the
 // one-wave pair: residual streams only (the generic fatbin carries it for every class).
 HCWARM_HOST_DEVICE constexpr bool cuda_one_wave_kernels(int c, int hidden, int input) {
@@ -258,6 +271,36 @@ static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && cu
                   !cuda_one_wave(64, 4096, 128) && !cuda_one_wave(14, 4096, 513) && !cuda_one_wave(22, 7168, 384) &&
                   !cuda_one_wave(4, 4096, 300),
               "hidden 4096 from 129 to 512 tokens in classes 5 and 22 only");
+// The deep partial: the one-wave pair's partial (kCudaDeepPartialStages residual chunks in
+// flight, 2 blocks of 88 KB per SM) with the class's own parts and finish, at hidden 7168 in
+// class 22 up to kCudaDeepPartialMaxTokens. There a block walks 2 (up to 64 tokens, 112
+// parts) or 3-4 chunks of K (65-128 tokens, twice the parts: 264 blocks, one wave of them),
+// which the class's 2 stages leave waiting on memory: on an H100 it took 1-4% off the pair up
+// to 64 tokens and 14-15% at 96 and 128; from 160 to 384 tokens (396 blocks) it was 12-17%
+// slower (docs/BENCHMARKS.md, "The deep partial at hidden 7168").
+inline constexpr int kCudaDeepPartialHidden = 7168;
+inline constexpr long long kCudaDeepPartialMaxTokens = 128;
+// Whether the specialized kernels of class c at `hidden` for `input` carry the deep partial
+// (those of the one-wave pair, and hidden 7168's class 22 on residual streams).
+HCWARM_HOST_DEVICE constexpr bool cuda_deep_partial_kernels(int c, int hidden, int input) {
+  return cuda_one_wave_kernels(c, hidden, input) ||
+         (input == kInputResidual && hidden == kCudaDeepPartialHidden && c == 22);
+}
+// Whether a residual call of num_tokens at split count s runs the deep partial with the
+// class's parts and finish (the one-wave pair's calls run it too, on their own parts).
+HCWARM_HOST_DEVICE constexpr bool cuda_deep_partial(int s, int hidden, long long num_tokens) {
+  return s >= 1 && cuda_split_class(s) == 22 && hidden == kCudaDeepPartialHidden && num_tokens >= 1 &&
+         num_tokens <= kCudaDeepPartialMaxTokens;
+}
+static_assert(cuda_deep_partial(112, 7168, 1) && cuda_deep_partial(66, 7168, 128) && !cuda_deep_partial(44, 7168, 129) &&
+                  !cuda_deep_partial(64, 4096, 64) && !cuda_deep_partial(16, 4096, 512) &&
+                  cuda_deep_partial_kernels(22, 7168, kInputResidual) && !cuda_deep_partial_kernels(5, 7168, kInputResidual) &&
+                  !cuda_deep_partial_kernels(22, 7168, kInputEmbed),
+              "hidden 7168 up to 128 tokens in class 22; the kernels also where the one-wave pair runs");
+static_assert(cuda_split_finish(44, 7168, kInputResidual, 192) && !cuda_split_finish(44, 7168, kInputResidual, 193) &&
+                  !cuda_split_finish(44, 7168, kInputEmbed, 129) && cuda_split_finish(44, 4096, kInputResidual, 128) &&
+                  !cuda_split_finish(33, 4096, kInputResidual, 129) && !cuda_split_finish(4, 7168, kInputResidual, 1),
+              "two finish blocks a token up to 128 tokens, 192 for residual streams from hidden 7168; never streaming");
 
 // Error codes returned by the host entry points (and by the library's launchers).
 inline constexpr int kOk = 0;

@@ -308,11 +308,12 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
 }
 
 // STAGES: the residual chunks in flight, 2 (the classes' shape) or
-// hcwarm_mhc::kCudaOneWaveStages (the one-wave pair's, hcwarm_mhc::cuda_one_wave).
+// hcwarm_mhc::kCudaDeepPartialStages (the deep partial: hcwarm_mhc::cuda_deep_partial and the
+// one-wave pair's).
 template <int SPLIT_CLASS, int HC, int HIDDEN, int INPUT, int STAGES = 2>
 __device__ __forceinline__ void mhc_pre_partial_smem(const hcwarm_mhc_pre_params& p) {
-  static_assert(STAGES == 2 || (STAGES == hcwarm_mhc::kCudaOneWaveStages && INPUT == hcwarm_mhc::kInputResidual),
-                "STAGES: 2, or hcwarm_mhc::kCudaOneWaveStages for residual streams (the one-wave pair; the "
+  static_assert(STAGES == 2 || (STAGES == hcwarm_mhc::kCudaDeepPartialStages && INPUT == hcwarm_mhc::kInputResidual),
+                "STAGES: 2, or hcwarm_mhc::kCudaDeepPartialStages for residual streams (the deep partial; the "
                 "launcher sizes input POST's staging for 2)");
   if (!shape_ok<SPLIT_CLASS, HC, HIDDEN, false, INPUT>(p)) return;
   constexpr int kWarps = SPLIT_CLASS != 0 ? hcwarm_mhc::cuda_partial_warps(SPLIT_CLASS) : 4;
