@@ -145,8 +145,8 @@ HCWARM_HOST_DEVICE constexpr int cuda_split_class(int s) { return s <= 1 ? 1 : s
 // one wave of 3 per SM on an H100/H200 (docs/BENCHMARKS.md, "The decode finish
 // in two blocks per token"). Residual streams at hidden 7168 and above, where
 // each block's y is longer, up to kCudaFinishSplitTokensWide: 2 T blocks of 192
-// tokens are 384 of the 396 an H100 or H200 holds at once, and they took 6% off
-// the pair at 160 and 192 tokens on an H100 (docs/BENCHMARKS.md, "The deep
+// tokens are 384 of the 396 an H100 or H200 holds at once, and they take 7-8%
+// off the pair from 129 to 192 tokens on an H100 (docs/BENCHMARKS.md, "The deep
 // partial at hidden 7168").
 inline constexpr int kCudaFinishSplitTokens = 128;
 // Partials per token that the finish of a class loads in one unrolled batch
@@ -275,9 +275,9 @@ static_assert(cuda_one_wave(16, 4096, 512) && cuda_one_wave(33, 4096, 256) && cu
 // flight, 2 blocks of 88 KB per SM) with the class's own parts and finish, at hidden 7168 in
 // class 22 up to kCudaDeepPartialMaxTokens. There a block walks 2 (up to 64 tokens, 112
 // parts) or 3-4 chunks of K (65-128 tokens, twice the parts: 264 blocks, one wave of them),
-// which the class's 2 stages leave waiting on memory: on an H100 it took 1-4% off the pair up
-// to 64 tokens and 14-15% at 96 and 128; from 160 to 384 tokens (396 blocks) it was 12-17%
-// slower (docs/BENCHMARKS.md, "The deep partial at hidden 7168").
+// which the class's 2 stages leave waiting on memory: on an H100 it takes 2-4% off the pair up
+// to 64 tokens and 14-19% from 65 to 128; in a study from 160 to 384 tokens (396 blocks) it was
+// 12-17% slower (docs/BENCHMARKS.md, "The deep partial at hidden 7168").
 inline constexpr int kCudaDeepPartialHidden = 7168;
 inline constexpr long long kCudaDeepPartialMaxTokens = 128;
 // Whether the specialized kernels of class c at `hidden` for `input` carry the deep partial
