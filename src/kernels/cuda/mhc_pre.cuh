@@ -50,8 +50,9 @@
 //             hcwarm_mhc::cuda_partial_warps(num_splits) for the specialized kernel,
 //             4 for the generic one; dynamic shared memory hcwarm_mhc::cuda_partial_smem(warps)
 //             (hcwarm_mhc::cuda_partial_smem_post(warps) with input POST).
-//   finish:   grid (T), or (2 T) for T <= hcwarm_mhc::kCudaFinishSplitTokens outside the streaming
-//             classes (FinishRole); block 128, no dynamic shared memory.
+//   finish:   grid (T), or (2 T) where hcwarm_mhc::cuda_split_finish (up to 128 tokens, 192 for
+//             residual streams from hidden 7168, outside the streaming classes) and in the one-wave
+//             pair (FinishRole); block 128, no dynamic shared memory.
 //   fold:     (input EMBED, p.fn_folded set) before the partial: grid
 //             ceil(fold_quads(hc, D) / kCudaFoldThreads), block kCudaFoldThreads.
 //   one-pass: see cuda/mhc_pre_one_pass.cuh: grid hcwarm_mhc::kOnePassBlocks, cooperative,

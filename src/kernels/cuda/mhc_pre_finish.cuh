@@ -6,7 +6,7 @@ namespace hcwarm_kernels {
 namespace cuda {
 
 // What a finish block does for its token. Whole: everything. At decode sizes
-// (the launcher's grid of 2 T blocks, hcwarm_mhc::kCudaFinishSplitTokens) two
+// (the launcher's grid of 2 T blocks, hcwarm_mhc::cuda_split_finish) two
 // blocks share a token, each reducing the partials itself: Y writes pre's
 // sigmoids, post and y, Comb runs the Sinkhorn and writes comb, so that the
 // Sinkhorn's latency chain overlaps y and its norm instead of preceding them.
