@@ -320,6 +320,24 @@ TEST_F(MhcPreCuda, GenericStreamingFinishGivesTheSpecializedBits) {
   }
 }
 
+// Below hidden 7168 the generic finish of a residual stream runs one block a token from 98 to
+// 128 tokens (hcwarm_mhc::kCudaGenericFinishSplitTokens), where the specialized finish still runs
+// a y and a comb block per token: the same arithmetic, so the specialized bits on both sides of
+// that edge, within the reference's tolerances, and the eager bits from a graph.
+TEST_F(MhcPreCuda, GenericFinishInOneBlockATokenGivesTheSpecializedBits) {
+  HcPreOp spec(Backend::Cuda, dims_of(4096), {}, 132, jit_, *device_, Variant::Specialized);
+  HcPreOp gen(Backend::Cuda, dims_of(4096), {}, 132, nullptr, *device_, Variant::Generic);
+  for (const int64_t T : {97, 98, 128}) {
+    for (const bool norm : {false, true}) {
+      const auto in = random_hc_pre_inputs(T, 4, 4096, 7100 + T, 1.0f);
+      const mhc::HcPreResult g = run_op(gen, *device_, in, norm, 64);
+      expect_close(check_against_reference(g, in, norm), fmt::format("generic T={} norm={}", T, norm));
+      EXPECT_EQ(differing_values(g, run_op(spec, *device_, in, norm, 64)), 0) << "T=" << T << (norm ? " norm" : "");
+    }
+  }
+  expect_graph_replay_gives_eager_bits(*device_, gen, 4096, 128, 7300);
+}
+
 // The split pair's partial is a programmatic dependent of the kernel before the call: calls
 // queued back to back (each partial after the previous call's finish, which lets it start at
 // its own start) give one call's bits, reading fn after the wait (default) and before it

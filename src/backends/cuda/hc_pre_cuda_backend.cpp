@@ -174,6 +174,7 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
     const bool streams = hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
     k.finish = streams && bound.streaming_finish_by_input[p.input] != nullptr ? bound.streaming_finish_by_input[p.input]
                                                                              : bound.finish_by_input[p.input];
+    k.generic = true;
   }
   // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
   one_pass = one_pass && k.one_pass.f != nullptr;

@@ -205,7 +205,7 @@ CUresult launch_mhc_pre_cuda(const CudaDriver& d, const MhcPreCudaKernels& k, co
   // Decode sizes and the one-wave pair: a Y and a Comb block per token (FinishRole), which
   // the kernel reads off the grid.
   const bool split_finish =
-      one_wave || hcwarm_mhc::cuda_split_finish(p.num_splits, p.hidden, p.input, p.num_tokens);
+      one_wave || hcwarm_mhc::cuda_split_finish(p.num_splits, p.hidden, p.input, p.num_tokens, k.generic);
   const unsigned blocks = static_cast<unsigned>(p.num_tokens) * (split_finish ? 2u : 1u);
   return launch(one_wave ? k.one_wave_finish : k.finish, blocks, 1, hcwarm_mhc::kCudaThreads, 0, pdl && (stages & 1));
 }

@@ -106,6 +106,9 @@ struct MhcPreCudaKernels {
   CUfunction deep_partial = nullptr;
   CUfunction one_wave_finish = nullptr;
   unsigned deep_partial_smem = 0;
+  // The generic fatbin's kernels (the width read at run time): where their finish splits
+  // (hcwarm_mhc::cuda_split_finish).
+  bool generic = false;
 };
 
 // The kernels a split-pair launch runs (the caller's plan chose them): the class's partial

@@ -228,12 +228,20 @@ inline constexpr int kInputEmbed = 1;
 inline constexpr int kInputPost = 2;
 inline constexpr int kInputRuntime = -1;
 
-// The finish in two blocks per token (kCudaFinishSplitTokens above), by width and input.
+// The finish in two blocks per token (kCudaFinishSplitTokens above), by width, input and kernel.
 inline constexpr int kCudaFinishSplitTokensWide = 192;
 inline constexpr int kCudaFinishSplitWideHidden = 7168;
-HCWARM_HOST_DEVICE constexpr bool cuda_split_finish(int s, int hidden, int input, long long num_tokens) {
-  const long long most = hidden >= kCudaFinishSplitWideHidden && input == kInputResidual ? kCudaFinishSplitTokensWide
-                                                                                         : kCudaFinishSplitTokens;
+// The generic fatbin's finish (its width a run-time value) takes 160 registers where the
+// specialized class-22 finish at hidden 4096 takes 127, so fewer of its blocks run beside the
+// partial's: below hidden 7168 its 2 T blocks of a residual stream win up to 97 tokens (194
+// blocks on 132 SMs), and one block a token is faster from 100 to 128 (H100, graph: 10.9-11.4 us
+// against 12.0-13.1; docs/BENCHMARKS.md, "The generic finish in one block a token from 98 tokens").
+inline constexpr int kCudaGenericFinishSplitTokens = 97;
+HCWARM_HOST_DEVICE constexpr bool cuda_split_finish(int s, int hidden, int input, long long num_tokens, bool generic) {
+  const bool residual = input == kInputResidual;
+  const long long most = hidden >= kCudaFinishSplitWideHidden && residual ? kCudaFinishSplitTokensWide
+                         : generic && residual                         ? kCudaGenericFinishSplitTokens
+                                                                       : kCudaFinishSplitTokens;
   return s >= 1 && !cuda_finish_streams(cuda_split_class(s)) && num_tokens <= most;
 }
 
@@ -297,10 +305,13 @@ static_assert(cuda_deep_partial(112, 7168, 1) && cuda_deep_partial(66, 7168, 128
                   cuda_deep_partial_kernels(22, 7168, kInputResidual) && !cuda_deep_partial_kernels(5, 7168, kInputResidual) &&
                   !cuda_deep_partial_kernels(22, 7168, kInputEmbed),
               "hidden 7168 up to 128 tokens in class 22; the kernels also where the one-wave pair runs");
-static_assert(cuda_split_finish(44, 7168, kInputResidual, 192) && !cuda_split_finish(44, 7168, kInputResidual, 193) &&
-                  !cuda_split_finish(44, 7168, kInputEmbed, 129) && cuda_split_finish(44, 4096, kInputResidual, 128) &&
-                  !cuda_split_finish(33, 4096, kInputResidual, 129) && !cuda_split_finish(4, 7168, kInputResidual, 1),
+static_assert(cuda_split_finish(44, 7168, kInputResidual, 192, false) && !cuda_split_finish(44, 7168, kInputResidual, 193, false) &&
+                  !cuda_split_finish(44, 7168, kInputEmbed, 129, false) && cuda_split_finish(44, 4096, kInputResidual, 128, false) &&
+                  !cuda_split_finish(33, 4096, kInputResidual, 129, false) && !cuda_split_finish(4, 7168, kInputResidual, 1, false),
               "two finish blocks a token up to 128 tokens, 192 for residual streams from hidden 7168; never streaming");
+static_assert(cuda_split_finish(64, 4096, kInputResidual, 97, true) && !cuda_split_finish(64, 4096, kInputResidual, 98, true) &&
+                  cuda_split_finish(64, 4096, kInputEmbed, 128, true) && cuda_split_finish(44, 7168, kInputResidual, 192, true),
+              "the generic finish of a residual stream below hidden 7168 in two blocks a token up to 97 tokens only");
 
 // Error codes returned by the host entry points (and by the library's launchers).
 inline constexpr int kOk = 0;
