@@ -97,6 +97,7 @@ std::unique_ptr<backends::HcPreKernels> CudaHcPreBackend::bind_generic(bool fuse
   k->module = generic_module_;
   k->cuda.pdl = !device_.portable();
   k->cuda.early_fn = device_.early_fn();
+  k->cuda.generic = true;
   for (int input = 0; input < 3; ++input) {
     k->cuda.partial = static_cast<CUfunction>(k->module->function(generic_partial_entry(input).symbol));
     k->cuda.finish = static_cast<CUfunction>(
@@ -174,7 +175,6 @@ void CudaHcPreBackend::launch_kernels(const backends::HcPreKernels& kernels, hcw
     const bool streams = hcwarm_mhc::cuda_finish_streams(hcwarm_mhc::cuda_split_class(p.num_splits));
     k.finish = streams && bound.streaming_finish_by_input[p.input] != nullptr ? bound.streaming_finish_by_input[p.input]
                                                                              : bound.finish_by_input[p.input];
-    k.generic = true;
   }
   // The kernels lack the one-pass entry where the device cannot host its grid: the pair, same split count.
   one_pass = one_pass && k.one_pass.f != nullptr;
