@@ -369,6 +369,45 @@ TEST_F(MhcPreCuda, BackToBackCallsGiveOneCallsBitsWithFnReadEarlyOrNot) {
   }
 }
 
+// By default a call may follow the kernel that writes its fn. Here that kernel is the finish of a
+// call whose comb is the first writer_T * 16 values of fn: it lets the next call's partial start at
+// its own start, so everything that partial does before its wait (fn's first chunks pulled into L2)
+// overlaps the write. The call must give the bits of the same call made once the writer is done,
+// and those must differ from the bits of fn before the write (so a stale read would show).
+TEST_F(MhcPreCuda, FnWrittenByTheKernelBeforeTheCallIsReadAfterTheWrite) {
+  if (device_->early_fn()) GTEST_SKIP() << "HCWARM_MHC_EARLY_FN=1: fn's first chunk is read before the wait";
+  for (const int hidden : {4096, 7168}) {
+    const int64_t writer_T = hidden == 4096 ? 512 : 384;  // the split pair's largest T at this width
+    const auto win = random_hc_pre_inputs(writer_T, 4, hidden, 9300 + hidden, 1.0f);
+    for (const Variant v : {Variant::Specialized, Variant::Generic}) {
+      HcPreOp op(Backend::Cuda, dims_of(hidden), {}, 132, jit_, *device_, v);
+      StagedHcPre writer = stage_hc_pre(*device_, win, writer_T, true);
+      const DeviceBuffer wres = test::upload(*device_, win.residual.data(), win.residual.numel() * sizeof(bf16));
+      writer.args.residual = wres.as<bf16>();
+      for (const int64_t T : {int64_t{1}, int64_t{64}}) {
+        const auto in = random_hc_pre_inputs(T, 4, hidden, 9400 + T, 1.0f);
+        StagedHcPre st = stage_hc_pre(*device_, in, T, true);
+        const DeviceBuffer res = test::upload(*device_, in.residual.data(), in.residual.numel() * sizeof(bf16));
+        st.args.residual = res.as<bf16>();
+        writer.args.comb = st.fn.as<float>();
+        op.run(st.args);
+        device_->synchronize();
+        const mhc::HcPreResult before = st.read_back(*device_);
+        op.run(writer.args);
+        op.run(st.args);  // no synchronization between the writer and the call
+        device_->synchronize();
+        const mhc::HcPreResult raced = st.read_back(*device_);
+        op.run(st.args);
+        device_->synchronize();
+        const mhc::HcPreResult settled = st.read_back(*device_);
+        const std::string what = fmt::format("{} D={} T={}", mhc::to_string(v), hidden, T);
+        EXPECT_EQ(differing_values(raced, settled), 0) << what;
+        EXPECT_GT(differing_values(before, settled), 0) << what << ": the writer left fn's values as they were";
+      }
+    }
+  }
+}
+
 // The other scalar part (IEEE reciprocals; the default has branch-free fast
 // ones): every split count (D 7168), the one-pass kernel, and the generic
 // fatbin's precise kernels (set_cuda_fast_finish picks them too).

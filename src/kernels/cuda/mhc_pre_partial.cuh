@@ -206,10 +206,21 @@ __device__ __forceinline__ void partial_smem_impl(const hcwarm_mhc_pre_params& p
   // With the folded fn the rows go first: they do not depend on the fold kernel, its fn does.
   // A programmatic dependent of the kernel before it (without the fold): it starts as that kernel
   // drains and reads nothing before that kernel has completed, but with p.fn_early its first fn
-  // chunk, which the caller promised that kernel does not write.
+  // chunk, which the caller promised that kernel does not write. Where all tokens are one tile
+  // (decode), residual or embedding input, it meanwhile pulls fn's first two chunks into L2 (a
+  // weight, read from memory in a model): a prefetch reads no value, so it needs no such promise,
+  // and the loads after the wait find fn in L2. (More tiles prefetch the same lines again, and the
+  // fused boundary ran slower with it: docs/BENCHMARKS.md, "fn pulled into L2 before the wait".)
   const bool fn_early = folded == nullptr && p.fn_early != 0;
   if (fn_early && k0 < k1) load_fn(k0, fr);
   if (folded == nullptr) {
+    const long long first = fn_early ? k0 + kChunk : k0;
+    const long long last = k1 < k0 + 2 * kChunk ? k1 : k0 + 2 * kChunk;
+    if (!post_in && T <= 16 * WARPS && first < last) {  // one range per fn row (and stream)
+      for (int e = tid; e < kMix * (embed ? HC : 1); e += kThreads) {
+        prefetch_l2_bulk(p.fn + (e % kMix) * K + (e / kMix) * (long long)D + first, (unsigned int)(last - first) * 4u);
+      }
+    }
     griddep_wait();
     griddep_launch_dependents();  // this call's finish only once the call before has completed
     if (!fn_early && k0 < k1) load_fn(k0, fr);

@@ -7,6 +7,9 @@
 //   ldcg_*    global loads cached in L2 only: data an earlier kernel wrote
 //             (ldcg_f32_if: predicated, 0 when off).
 //   lds_u4 / sts_u4  16-byte shared accesses at a 32-bit shared address (smem_u32).
+//   prefetch_l2_bulk  a 16-byte aligned range into L2 in one instruction (sm_90;
+//             nothing below), no value read: legal before griddepcontrol.wait,
+//             since L2 is where every kernel's writes meet.
 //   *_relaxed / *_acquire / red_release_*: gpu-scope loads and atomics for data
 //             that other blocks of the same launch publish (flag + payload).
 // Compiled by NVRTC: no includes.
@@ -82,6 +85,12 @@ __device__ __forceinline__ U4 ldcg_u4(const void* p) {
                : "l"(p)
                : "memory");
   return v;
+}
+
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes));
+#endif
 }
 
 __device__ __forceinline__ void stg_u4(void* p, U4 v) {
