@@ -300,8 +300,8 @@ TEST(HcPreLaunchPlan, WorkspaceCoversThePlannedKernels) {
   EXPECT_THROW(plan_hc_pre_launch(bad), Error);
 }
 
-// The one-wave pair (hcwarm_mhc::cuda_one_wave, docs/BENCHMARKS.md "The one-wave buckets' pair in
-// other shapes"): at hidden 4096 from 129 to 512 tokens, specialized residual calls run two thirds
+// The one-wave pair (hcwarm_mhc::cuda_one_wave, docs/BENCHMARKS.md "The one-wave pair at hidden
+// 4096"): at hidden 4096 from 129 to 512 tokens, specialized residual calls run two thirds
 // of the class's parts; every other call runs its class's pair. The key's kernels carry it
 // whatever the call, the option or the form (the generic fatbin for every class); the workspace
 // still holds all the parts (what kernels without the pair run).
