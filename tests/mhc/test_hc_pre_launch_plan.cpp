@@ -483,6 +483,33 @@ TEST(HcPreLaunchPlan, EmbeddingRunsFewerWiderPartsWhereTokensArePlentiful) {
   EXPECT_EQ(unknown.split_parts, cuda::cuda_num_parts(unknown.kernel_splits));
 }
 
+// The embedding's streaming finish at the buckets where it was measured (docs/BENCHMARKS.md,
+// "The first layer's pre from the embedding"): four row vectors in flight at 2048 tokens (4
+// splits) at both widths and from 8192 tokens (1 split) at hidden 7168, which there also runs a
+// y and a comb block per token; one row and one block a token at hidden 4096 from 8192 tokens,
+// in the generic kernels, and for residual streams.
+TEST(HcPreLaunchPlan, EmbeddingStreamingFinishRowsAndBlocksFollowTheMeasuredBuckets) {
+  CudaKernelOptions cuda;
+  cuda.num_sms = 132;
+  for (const int hidden : {4096, 7168}) {
+    const MhcDims d{4, hidden};
+    for (const int64_t t : {2048, 8192, 16384}) {
+      const std::string where = "D " + std::to_string(hidden) + " T " + std::to_string(t);
+      const HcPreLaunchPlan embed = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda, HcPreInput::Embed);
+      const int c = embed.split_class;
+      ASSERT_EQ(c, t == 2048 ? 3 : 1) << where;
+      const bool wide_single = c == 1 && hidden >= 7168;
+      EXPECT_EQ(hcwarm_mhc::cuda_finish_stream_rows(c, hidden, hcwarm_mhc::kInputEmbed), c == 3 || wide_single ? 4 : 1) << where;
+      EXPECT_EQ(hcwarm_mhc::cuda_split_finish(embed.kernel_splits, hidden, hcwarm_mhc::kInputEmbed, t, false), wide_single) << where;
+      EXPECT_FALSE(hcwarm_mhc::cuda_split_finish(embed.kernel_splits, hidden, hcwarm_mhc::kInputEmbed, t, true)) << where << " generic";
+      EXPECT_EQ(hcwarm_mhc::cuda_finish_stream_rows(hcwarm_mhc::kCudaAnyStreamingClass, 0, hcwarm_mhc::kInputRuntime), 1);
+      const HcPreLaunchPlan residual = plan_for_tokens(Backend::Cuda, d, 132, t, true, cuda);
+      EXPECT_EQ(hcwarm_mhc::cuda_finish_stream_rows(residual.split_class, hidden, hcwarm_mhc::kInputResidual), 1) << where;
+      EXPECT_FALSE(hcwarm_mhc::cuda_split_finish(residual.kernel_splits, hidden, hcwarm_mhc::kInputResidual, t, false)) << where;
+    }
+  }
+}
+
 // The embedding's fn is folded once per call, by the fold kernel, from
 // kCudaEmbedFoldMinTokens tokens on: the plan sets the room for it after the
 // partials. Other inputs, smaller calls and other backends fold nothing.

@@ -237,11 +237,33 @@ inline constexpr int kCudaFinishSplitWideHidden = 7168;
 // blocks on 132 SMs), and one block a token is faster from 100 to 128 (H100, graph: 10.9-11.4 us
 // against 12.0-13.1; docs/BENCHMARKS.md, "The generic finish in one block a token from 98 tokens").
 inline constexpr int kCudaGenericFinishSplitTokens = 97;
+// The first layer's streaming finish (the embedding: one row for the hc streams) keeps
+// kCudaEmbedStreamRows row vectors in flight (at most 56 registers with them, within the
+// streaming form's 64, sm_90a) in class 3 and, from hidden 7168, in class 1, where it also
+// runs a y block and a comb block per token at any token count, interleaved so that each wave
+// holds both. On an H100 (graph, medians of 3 rounds): 2.4-4.6% off the pair at 2048 tokens,
+// 6% at hidden 7168 from 8192; at hidden 4096 in class 1 both were 1-7% slower
+// (docs/BENCHMARKS.md, "The first layer's pre from the embedding").
+inline constexpr int kCudaEmbedStreamRows = 4;
+HCWARM_HOST_DEVICE constexpr bool cuda_embed_split_streaming(int c, int hidden) {
+  return c == 1 && hidden >= kCudaFinishSplitWideHidden;
+}
+// Row vectors in flight per stream in the streaming finish of class c (kCudaAnyStreamingClass:
+// the generic fatbin's, one) at `hidden` for `input`.
+HCWARM_HOST_DEVICE constexpr int cuda_finish_stream_rows(int c, int hidden, int input) {
+  return input == kInputEmbed && (c == 3 || cuda_embed_split_streaming(c, hidden)) ? kCudaEmbedStreamRows : 1;
+}
+static_assert(cuda_finish_stream_rows(3, 4096, kInputEmbed) == 4 && cuda_finish_stream_rows(1, 7168, kInputEmbed) == 4 &&
+                  cuda_finish_stream_rows(1, 4096, kInputEmbed) == 1 && cuda_finish_stream_rows(2, 7168, kInputEmbed) == 1 &&
+                  cuda_finish_stream_rows(3, 7168, kInputResidual) == 1 &&
+                  cuda_finish_stream_rows(kCudaAnyStreamingClass, 0, kInputRuntime) == 1,
+              "four rows in flight for the embedding in class 3, and in class 1 from hidden 7168; one elsewhere");
 HCWARM_HOST_DEVICE constexpr bool cuda_split_finish(int s, int hidden, int input, long long num_tokens, bool generic) {
   const bool residual = input == kInputResidual;
   const long long most = hidden >= kCudaFinishSplitWideHidden && residual ? kCudaFinishSplitTokensWide
                          : generic && residual                         ? kCudaGenericFinishSplitTokens
                                                                        : kCudaFinishSplitTokens;
+  if (s >= 1 && input == kInputEmbed && !generic && cuda_embed_split_streaming(cuda_split_class(s), hidden)) return true;
   return s >= 1 && !cuda_finish_streams(cuda_split_class(s)) && num_tokens <= most;
 }
 
@@ -309,6 +331,10 @@ static_assert(cuda_split_finish(44, 7168, kInputResidual, 192, false) && !cuda_s
                   !cuda_split_finish(44, 7168, kInputEmbed, 129, false) && cuda_split_finish(44, 4096, kInputResidual, 128, false) &&
                   !cuda_split_finish(33, 4096, kInputResidual, 129, false) && !cuda_split_finish(4, 7168, kInputResidual, 1, false),
               "two finish blocks a token up to 128 tokens, 192 for residual streams from hidden 7168; never streaming");
+static_assert(cuda_split_finish(1, 7168, kInputEmbed, 16384, false) && !cuda_split_finish(1, 7168, kInputEmbed, 16384, true) &&
+                  !cuda_split_finish(1, 4096, kInputEmbed, 16384, false) && !cuda_split_finish(1, 7168, kInputResidual, 16384, false) &&
+                  !cuda_split_finish(4, 7168, kInputEmbed, 2048, false),
+              "the embedding's streaming finish in two blocks a token in class 1 from hidden 7168, specialized kernels only");
 static_assert(cuda_split_finish(64, 4096, kInputResidual, 97, true) && !cuda_split_finish(64, 4096, kInputResidual, 98, true) &&
                   cuda_split_finish(64, 4096, kInputEmbed, 128, true) && cuda_split_finish(44, 7168, kInputResidual, 192, true),
               "the generic finish of a residual stream below hidden 7168 in two blocks a token up to 97 tokens only");

@@ -52,8 +52,9 @@
 //             (hcwarm_mhc::cuda_partial_smem_post(warps) with input POST).
 //   finish:   grid (T), or (2 T) where hcwarm_mhc::cuda_split_finish (up to 128 tokens, 192 for
 //             residual streams from hidden 7168, 97 for the generic kernels' residual streams below
-//             it; outside the streaming classes) and in the one-wave
-//             pair (FinishRole); block 128, no dynamic shared memory.
+//             it; outside the streaming classes; the embedding's class 1 from hidden 7168 at any T,
+//             y and comb blocks interleaved) and in the one-wave pair (FinishRole); block 128, no
+//             dynamic shared memory.
 //   fold:     (input EMBED, p.fn_folded set) before the partial: grid
 //             ceil(fold_quads(hc, D) / kCudaFoldThreads), block kCudaFoldThreads.
 //   one-pass: see cuda/mhc_pre_one_pass.cuh: grid hcwarm_mhc::kOnePassBlocks, cooperative,

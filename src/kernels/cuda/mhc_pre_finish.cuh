@@ -202,15 +202,21 @@ __device__ __forceinline__ void mhc_pre_finish(const hcwarm_mhc_pre_params& p) {
   // The streaming form batches as the streaming classes do (24: within its 64 registers).
   constexpr int kBatch = hcwarm_mhc::cuda_finish_batch_parts(STREAMS ? 1 : SPLIT_CLASS != 0 ? SPLIT_CLASS : 5);
   // A grid of 2 T blocks splits each token's work (FinishRole): blocks [0, T) Y, [T, 2T) Comb.
+  // The embedding's streaming form interleaves them (Y, Comb, Y, ...): its grid is many waves,
+  // and each wave then holds both, the Comb blocks' Sinkhorn chains beside the Y blocks' rows.
+  constexpr bool kInterleave = STREAMS && INPUT == hcwarm_mhc::kInputEmbed;
+  constexpr int kStreamRows = STREAMS ? hcwarm_mhc::cuda_finish_stream_rows(SPLIT_CLASS, HIDDEN, INPUT) : 0;
   const long long T = p.num_tokens;
   const long long b = blockIdx.x;
   const bool split = (long long)gridDim.x == 2 * T;
-  const FinishRole role = !split ? kFinishWhole : b < T ? kFinishY : kFinishComb;
+  const bool comb_block = kInterleave ? (b & 1) != 0 : b >= T;
+  const FinishRole role = !split ? kFinishWhole : comb_block ? kFinishComb : kFinishY;
+  const long long order = !split ? b : kInterleave ? b >> 1 : comb_block ? b - T : b;
   // Tokens in reverse launch order: the first blocks find the residual rows the
   // partial kernel read last still in L2.
-  const long long t = T - 1 - (split && b >= T ? b - T : b);
+  const long long t = T - 1 - order;
   // p.num_parts: shape_ok held it to at most the split count's parts (the plan's choice).
-  finish_impl<HC, HIDDEN, kBatch, STREAMS ? 1 : 0, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
+  finish_impl<HC, HIDDEN, kBatch, kStreamRows, FUSED_NORM, FAST, INPUT>(p, t, p.num_parts, role);
 }
 
 // The entry point instantiated by name (jit/kernel_entry.hpp): hcwarm_mhc::kCudaThreads
