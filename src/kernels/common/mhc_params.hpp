@@ -259,11 +259,11 @@ static_assert(cuda_finish_stream_rows(3, 4096, kInputEmbed) == 4 && cuda_finish_
                   cuda_finish_stream_rows(kCudaAnyStreamingClass, 0, kInputRuntime) == 1,
               "four rows in flight for the embedding in class 3, and in class 1 from hidden 7168; one elsewhere");
 HCWARM_HOST_DEVICE constexpr bool cuda_split_finish(int s, int hidden, int input, long long num_tokens, bool generic) {
+  if (s >= 1 && input == kInputEmbed && !generic && cuda_embed_split_streaming(cuda_split_class(s), hidden)) return true;
   const bool residual = input == kInputResidual;
   const long long most = hidden >= kCudaFinishSplitWideHidden && residual ? kCudaFinishSplitTokensWide
                          : generic && residual                         ? kCudaGenericFinishSplitTokens
                                                                        : kCudaFinishSplitTokens;
-  if (s >= 1 && input == kInputEmbed && !generic && cuda_embed_split_streaming(cuda_split_class(s), hidden)) return true;
   return s >= 1 && !cuda_finish_streams(cuda_split_class(s)) && num_tokens <= most;
 }
 
