@@ -241,9 +241,9 @@ inline constexpr int kCudaGenericFinishSplitTokens = 97;
 // kCudaEmbedStreamRows row vectors in flight (at most 56 registers with them, within the
 // streaming form's 64, sm_90a) in class 3 and, from hidden 7168, in class 1, where it also
 // runs a y block and a comb block per token at any token count, interleaved so that each wave
-// holds both. On an H100 (graph, medians of 3 rounds): 2.4-4.6% off the pair at 2048 tokens,
-// 6% at hidden 7168 from 8192; at hidden 4096 in class 1 both were 1-7% slower
-// (docs/BENCHMARKS.md, "The first layer's pre from the embedding").
+// holds both. On an H100 (graph, medians of 4 rounds against the kernels without it): 1.9% off
+// the pair at 2048 tokens at hidden 4096, 5.3-6.3% at hidden 7168; at hidden 4096 in class 1 both
+// were 1-7% slower (docs/BENCHMARKS.md, "The first layer's pre from the embedding").
 inline constexpr int kCudaEmbedStreamRows = 4;
 HCWARM_HOST_DEVICE constexpr bool cuda_embed_split_streaming(int c, int hidden) {
   return c == 1 && hidden >= kCudaFinishSplitWideHidden;
